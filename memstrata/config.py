@@ -1,0 +1,177 @@
+"""Configuration: every knob is a ``MEMSTRATA_*`` environment variable.
+
+Values can also come from a TOML file named by ``MEMSTRATA_CONFIG_FILE`` (keys
+are the setting names without the prefix, lower case); environment variables
+win over the file. Settings are checked at start-up, and a bad value is
+reported with the variable that holds it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, SecretStr, ValidationError, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+ENV_PREFIX = "MEMSTRATA_"
+
+
+def _default_data_dir() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "memstrata"
+
+
+class ConfigError(ValueError):
+    """A setting is missing or out of range; the message names the variable."""
+
+
+class Settings(BaseSettings):
+    """All of memstrata's settings, with the embedded offline stack as default."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX, extra="forbid", validate_default=True, case_sensitive=False
+    )
+
+    # -- where things live ------------------------------------------------
+    data_dir: Path = Field(default_factory=_default_data_dir)
+    config_file: Path | None = None
+
+    # -- LLM --------------------------------------------------------------
+    llm_backend: Literal["extractive", "openai"] = "extractive"
+    llm_base_url: str | None = None
+    llm_api_key: SecretStr | None = None
+    llm_timeout_s: float = Field(60.0, gt=0, le=600)
+    llm_max_retries: int = Field(4, ge=0, le=10)
+    #: One model per role so that a strong controller can pair with a cheap generator.
+    llm_model_builder: str = "gpt-4.1-mini"
+    llm_model_controller: str = "gpt-4.1"
+    llm_model_synthesizer: str = "gpt-4.1-mini"
+    llm_model_generator: str = "gpt-4.1-mini"
+    llm_temperature: float = Field(0.0, ge=0.0, le=2.0)
+
+    # -- embeddings -------------------------------------------------------
+    embed_backend: Literal["minilm", "openai"] = "minilm"
+    embed_model: str = "text-embedding-3-small"
+    embed_dim: int | None = Field(None, ge=8, le=8192)
+    embed_model_path: Path | None = None
+    embed_tokenizer_path: Path | None = None
+    embed_batch_size: int = Field(64, ge=1, le=4096)
+    embed_threads: int | None = Field(None, ge=1, le=256)
+    embed_base_url: str | None = None
+    embed_api_key: SecretStr | None = None
+
+    # -- stores -----------------------------------------------------------
+    vector_backend: Literal["qdrant-edge", "qdrant"] = "qdrant-edge"
+    qdrant_url: str | None = None
+    qdrant_api_key: SecretStr | None = None
+    qdrant_collection: str = "memstrata_l0"
+    lexical_backend: Literal["tantivy", "opensearch"] = "tantivy"
+    doc_backend: Literal["sqlite", "opensearch"] = "sqlite"
+    opensearch_url: str | None = None
+    opensearch_user: str | None = None
+    opensearch_password: SecretStr | None = None
+    opensearch_index_prefix: str = Field("memstrata", pattern=r"^[a-z0-9][a-z0-9_\-]*$")
+
+    # -- layers (APDMem Table 5) ------------------------------------------
+    l0_window_turns: int = Field(4, ge=1, le=32)
+    l0_window_overlap: int = Field(1, ge=0, le=16)
+    l0_max_window_chars: int = Field(6000, ge=500, le=200_000)
+    l0_max_summary_words: int = Field(30, ge=5, le=200)
+    l1_max_input_chars: int = Field(12000, ge=1000, le=1_000_000)
+
+    # -- retrieval (APDMem Appendix G) ------------------------------------
+    rrf_k: int = Field(60, ge=1, le=10_000)
+    dense_weight: float = Field(0.5, ge=0.0, le=1.0)
+    keyword_alpha: float = Field(0.1, ge=0.0, le=10.0)
+    keyword_max_matches: int = Field(3, ge=0, le=100)
+    top_k_sessions: int = Field(20, ge=1, le=1000)
+    candidate_units: int = Field(100, ge=1, le=10_000)
+
+    # -- request limits ---------------------------------------------------
+    max_query_chars: int = Field(2000, ge=1, le=100_000)
+    max_queries: int = Field(8, ge=1, le=64)
+
+    @model_validator(mode="after")
+    def _check_combinations(self) -> "Settings":
+        if self.l0_window_overlap >= self.l0_window_turns:
+            raise ValueError(
+                f"MEMSTRATA_L0_WINDOW_OVERLAP ({self.l0_window_overlap}) must be smaller than "
+                f"MEMSTRATA_L0_WINDOW_TURNS ({self.l0_window_turns})"
+            )
+        need = [
+            (self.llm_backend == "openai" and not self.llm_base_url and not self.llm_api_key,
+             "MEMSTRATA_LLM_BASE_URL or MEMSTRATA_LLM_API_KEY", "MEMSTRATA_LLM_BACKEND=openai"),
+            (self.vector_backend == "qdrant" and not self.qdrant_url,
+             "MEMSTRATA_QDRANT_URL", "MEMSTRATA_VECTOR_BACKEND=qdrant"),
+            (self.lexical_backend == "opensearch" and not self.opensearch_url,
+             "MEMSTRATA_OPENSEARCH_URL", "MEMSTRATA_LEXICAL_BACKEND=opensearch"),
+            (self.doc_backend == "opensearch" and not self.opensearch_url,
+             "MEMSTRATA_OPENSEARCH_URL", "MEMSTRATA_DOC_BACKEND=opensearch"),
+            (self.embed_backend == "openai" and not (self.embed_base_url or self.llm_base_url
+                                                     or self.embed_api_key or self.llm_api_key),
+             "MEMSTRATA_EMBED_BASE_URL (or MEMSTRATA_LLM_BASE_URL)", "MEMSTRATA_EMBED_BACKEND=openai"),
+        ]
+        for missing, name, because in need:
+            if missing:
+                raise ValueError(f"{name} is required when {because}")
+        return self
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        path = os.environ.get(ENV_PREFIX + "CONFIG_FILE")
+        if path:
+            if not Path(path).is_file():
+                raise ConfigError(f"MEMSTRATA_CONFIG_FILE: no such file: {path}")
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=path))
+        return tuple(sources)
+
+    # -- derived paths ----------------------------------------------------
+    @property
+    def vector_dir(self) -> Path:
+        return self.data_dir / "vectors"
+
+    @property
+    def lexical_dir(self) -> Path:
+        return self.data_dir / "lexical"
+
+    @property
+    def docs_path(self) -> Path:
+        return self.data_dir / "docs.sqlite3"
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Build :class:`Settings`, turning validation failures into one readable error.
+
+    Each problem is reported as ``MEMSTRATA_<NAME>: <why>`` so an operator can
+    tell at once which variable to fix.
+    """
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        lines = []
+        for err in exc.errors():
+            loc = [str(p) for p in err.get("loc", ()) if p != "__root__"]
+            name = (ENV_PREFIX + loc[0].upper()) if loc else "settings"
+            msg = err.get("msg", "invalid")
+            if msg.startswith("Value error, "):
+                msg = msg[len("Value error, "):]
+            value = err.get("input")
+            secret = bool(loc) and any(w in loc[0] for w in ("key", "password"))
+            shown = "" if not loc or secret or isinstance(value, dict) else f" (got {value!r})"
+            lines.append(f"{name}: {msg}{shown}" if loc else msg)
+        raise ConfigError("invalid configuration:\n  " + "\n  ".join(lines)) from None

@@ -1,0 +1,34 @@
+"""The sentence-encoder interface."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+
+import numpy as np
+
+
+class EmbedError(RuntimeError):
+    """The encoder could not be loaded or failed on a batch."""
+
+
+class Embedder(ABC):
+    """Turns texts into L2-normalised float32 vectors (so dot product = cosine)."""
+
+    name: str = "embedder"
+
+    @property
+    @abstractmethod
+    def dim(self) -> int:
+        """Vector length."""
+
+    @abstractmethod
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Shape ``(len(texts), dim)``; encodes in batches internally."""
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Like :meth:`embed_documents`; models with task prefixes override this."""
+        return self.embed_documents(texts)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed_queries([text])[0]

@@ -1,0 +1,235 @@
+"""The domain model: who said what, when, and the layered views built from it.
+
+A *session* is one contiguous conversation. It is split into *turns*; a turn
+starts at a user message and holds the replies that follow it. Each session is
+kept as four layers:
+
+* L0 -- one :class:`L0Unit` per turn (summary, keywords, tags): the index.
+* L1 -- :class:`KeyFacts`, built on first request and cached.
+* L2 -- :class:`TurnNotes`, built on first request and cached.
+* L3 -- the raw :class:`Turn` objects, verbatim.
+
+Every record is scoped to one tenant and one user (:class:`Scope`) and carries a
+deterministic id from :mod:`memstrata.ids`.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from enum import IntEnum
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from memstrata.ids import record_id
+
+#: Ids may hold letters, digits and ``. _ : @ / + -``; no whitespace, no control
+#: characters (they are used inside storage keys and deterministic hashes).
+ID_PATTERN = r"^[A-Za-z0-9._:@/+\-]+$"
+MAX_ID_LEN = 128
+MAX_CONTENT_CHARS = 100_000
+
+Identifier = Annotated[
+    str, StringConstraints(min_length=1, max_length=MAX_ID_LEN, pattern=ID_PATTERN)
+]
+Role = Literal["user", "assistant"]
+
+
+class Layer(IntEnum):
+    """The four layers, coarse (cheap) to fine (expensive)."""
+
+    L0 = 0
+    L1 = 1
+    L2 = 2
+    L3 = 3
+
+    @property
+    def label(self) -> str:
+        return f"L{int(self)}"
+
+
+class Scope(BaseModel):
+    """One tenant's one user: the unit every read and write is confined to."""
+
+    model_config = ConfigDict(frozen=True)
+
+    tenant_id: Identifier
+    user_id: Identifier
+
+    def __str__(self) -> str:
+        return f"{self.tenant_id}/{self.user_id}"
+
+
+class Message(BaseModel):
+    """One message as it was sent."""
+
+    model_config = ConfigDict(frozen=True)
+
+    role: Role
+    content: Annotated[str, StringConstraints(max_length=MAX_CONTENT_CHARS)]
+    #: Display name of whoever wrote it (LoCoMo has two named people).
+    speaker: str | None = None
+    #: Id in the source system (LoCoMo ``dia_id`` such as ``D1:3``), kept for evidence scoring.
+    source_id: str | None = None
+
+    @property
+    def who(self) -> str:
+        return self.speaker or ("User" if self.role == "user" else "Assistant")
+
+
+class Turn(BaseModel):
+    """A user message and the replies to it (1-based ``index`` within its session)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    index: int = Field(ge=1)
+    messages: list[Message]
+
+    def text(self, max_chars: int | None = None) -> str:
+        """The turn as ``Speaker: content`` lines, optionally clipped per message."""
+        lines = []
+        for m in self.messages:
+            body = m.content if max_chars is None else m.content[:max_chars]
+            lines.append(f"{m.who}: {body}")
+        return "\n".join(lines)
+
+    @property
+    def source_ids(self) -> list[str]:
+        return [m.source_id for m in self.messages if m.source_id]
+
+
+class SessionMeta(BaseModel):
+    """What identifies a session and anchors its relative dates."""
+
+    model_config = ConfigDict(frozen=True)
+
+    scope: Scope
+    session_id: Identifier
+    session_date: datetime | None = None
+    #: Free-form labels from the source (LoCoMo sample id, LongMemEval question id...).
+    labels: dict[str, str] = Field(default_factory=dict)
+
+    def record_id(self, layer: str, first: int = 0, last: int = 0) -> str:
+        return record_id(
+            self.scope.tenant_id, self.scope.user_id, self.session_id, layer, first, last
+        )
+
+    @property
+    def date_text(self) -> str:
+        return self.session_date.strftime("%Y-%m-%d") if self.session_date else "unknown date"
+
+
+class Session(BaseModel):
+    """A whole session: metadata plus its turns in order."""
+
+    meta: SessionMeta
+    turns: list[Turn]
+
+    @property
+    def scope(self) -> Scope:
+        return self.meta.scope
+
+    @property
+    def session_id(self) -> str:
+        return self.meta.session_id
+
+
+class L0Unit(BaseModel):
+    """The per-turn thematic summary that the retriever indexes."""
+
+    id: str
+    scope: Scope
+    session_id: str
+    session_date: datetime | None = None
+    turn_index: int = Field(ge=1)
+    summary: str
+    keywords: list[str] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=list)
+    #: Source message ids (``D1:3``...) of the turn, for evidence-level scoring.
+    source_ids: list[str] = Field(default_factory=list)
+
+    def index_text(self) -> str:
+        """What the dense encoder sees: the summary followed by its keywords."""
+        if not self.keywords:
+            return self.summary
+        return f"{self.summary} | {', '.join(self.keywords)}"
+
+
+class KeyFact(BaseModel):
+    """One L1 bullet, traceable to the turns it was drawn from."""
+
+    text: str
+    turn_indices: list[int] = Field(default_factory=list)
+
+
+class TurnNote(BaseModel):
+    """The L2 bullets of one turn."""
+
+    turn_index: int = Field(ge=1)
+    bullets: list[str]
+
+
+class KeyFacts(BaseModel):
+    """L1 of one session."""
+
+    meta: SessionMeta
+    builder: str
+    facts: list[KeyFact]
+
+
+class TurnNotes(BaseModel):
+    """L2 of one session."""
+
+    meta: SessionMeta
+    builder: str
+    notes: list[TurnNote]
+
+
+class SessionHit(BaseModel):
+    """A session returned by the retriever, with the turns that earned its score."""
+
+    session_id: str
+    score: float
+    session_date: datetime | None = None
+    #: L0 units of the session that matched, best first.
+    units: list[L0Unit] = Field(default_factory=list)
+
+
+class Evidence(BaseModel):
+    """One view of one session that the controller has read (an element of V)."""
+
+    session_id: str
+    layer: Layer
+    session_date: datetime | None = None
+    #: The text shown to the reasoner (summary lines, fact bullets, notes or raw turns).
+    content: str
+    #: Turns this view covers (empty for whole-session layers).
+    turn_indices: list[int] = Field(default_factory=list)
+
+    @property
+    def key(self) -> tuple[str, int, tuple[int, ...]]:
+        return (self.session_id, int(self.layer), tuple(self.turn_indices))
+
+
+class TraceStep(BaseModel):
+    """One controller step, as recorded for the trace and the metrics."""
+
+    step: int
+    tool: str
+    arguments: dict[str, object] = Field(default_factory=dict)
+    sessions: list[str] = Field(default_factory=list)
+    layer: Layer | None = None
+    tokens_in: int = 0
+    tokens_out: int = 0
+    ms: float = 0.0
+    note: str | None = None
+
+
+_DIA = re.compile(r"^D(\d+):(\d+)$")
+
+
+def parse_dia_id(dia_id: str) -> tuple[int, int] | None:
+    """``D3:7`` -> (3, 7); anything else -> None."""
+    m = _DIA.match(dia_id.strip())
+    return (int(m.group(1)), int(m.group(2))) if m else None

@@ -1,0 +1,195 @@
+"""The three store interfaces. Implementations live beside this module.
+
+* :class:`VectorStore` -- dense vectors of L0 units (Qdrant server, Qdrant Edge).
+* :class:`LexicalStore` -- BM25 over L0 summaries plus a separate keywords
+  field, English stemming (OpenSearch, tantivy).
+* :class:`DocStore` -- session metadata, raw turns (L3), L0 units and the cached
+  L1/L2 layers (SQLite embedded, OpenSearch in production).
+
+Every read takes a :class:`~memstrata.model.Scope` and must return only that
+tenant's and that user's records. The shared contract tests in
+``tests/integration/store`` hold every implementation to the same behaviour.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from memstrata.model import L0Unit, Scope, SessionMeta, Turn
+
+
+class StoreError(RuntimeError):
+    """A backend failed; the message names the backend and the operation."""
+
+
+class Hit(NamedTuple):
+    """One ranked L0 unit from a vector or lexical search (best first)."""
+
+    unit_id: str
+    session_id: str
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class VectorRecord:
+    """An L0 unit's embedding plus the fields needed to filter it."""
+
+    id: str
+    scope: Scope
+    session_id: str
+    turn_index: int
+    vector: np.ndarray
+
+
+@dataclass(frozen=True, slots=True)
+class LexicalDoc:
+    """An L0 unit as the BM25 index sees it: summary text and a keywords field."""
+
+    id: str
+    scope: Scope
+    session_id: str
+    turn_index: int
+    text: str
+    keywords: list[str] = field(default_factory=list)
+
+
+class _Closable(ABC):
+    name: str = "store"
+
+    def flush(self) -> None:
+        """Make writes durable and visible to searches (no-op where writes already are)."""
+
+    def close(self) -> None:
+        """Release files, sockets and locks."""
+
+    def __enter__(self) -> "_Closable":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class VectorStore(_Closable):
+    """Dense search over L0 units, always confined to one scope."""
+
+    @abstractmethod
+    def upsert(self, records: Sequence[VectorRecord]) -> None:
+        """Insert or replace records by id (replaying the same record changes nothing)."""
+
+    @abstractmethod
+    def search(
+        self,
+        scope: Scope,
+        vector: np.ndarray,
+        limit: int,
+        session_ids: Collection[str] | None = None,
+    ) -> list[Hit]:
+        """Nearest units by cosine similarity, best first; optionally only in ``session_ids``."""
+
+    @abstractmethod
+    def delete(self, scope: Scope, session_id: str | None = None) -> None:
+        """Remove one session of the scope, or the whole scope."""
+
+    @abstractmethod
+    def count(self, scope: Scope | None = None) -> int:
+        """Number of records in the scope (or in the whole store when ``scope`` is None)."""
+
+
+class LexicalStore(_Closable):
+    """BM25 search over L0 units, always confined to one scope."""
+
+    @abstractmethod
+    def upsert(self, docs: Sequence[LexicalDoc]) -> None:
+        """Insert or replace documents by id."""
+
+    @abstractmethod
+    def search(
+        self,
+        scope: Scope,
+        query: str,
+        limit: int,
+        session_ids: Collection[str] | None = None,
+    ) -> list[Hit]:
+        """BM25 over the text and keywords fields (English stemming), best first.
+
+        Free text: characters that a query language would treat as syntax are
+        taken literally, never raised as errors.
+        """
+
+    @abstractmethod
+    def delete(self, scope: Scope, session_id: str | None = None) -> None:
+        """Remove one session of the scope, or the whole scope."""
+
+    @abstractmethod
+    def count(self, scope: Scope | None = None) -> int:
+        """Number of documents in the scope (or in the whole store)."""
+
+
+class DocStore(_Closable):
+    """Sessions, raw turns, L0 units and cached layers of each scope."""
+
+    # -- sessions and raw turns (L3) --------------------------------------
+    @abstractmethod
+    def put_session(self, meta: SessionMeta, digest: str | None = None) -> None:
+        """Create or replace a session's metadata; ``digest`` fingerprints its content."""
+
+    @abstractmethod
+    def get_session(self, scope: Scope, session_id: str) -> SessionMeta | None: ...
+
+    @abstractmethod
+    def session_digest(self, scope: Scope, session_id: str) -> str | None:
+        """The digest last stored with :meth:`put_session`, if any."""
+
+    @abstractmethod
+    def list_sessions(self, scope: Scope) -> list[SessionMeta]:
+        """All sessions of the scope, oldest session date first (undated last)."""
+
+    @abstractmethod
+    def put_turns(self, scope: Scope, session_id: str, turns: Sequence[Turn]) -> None:
+        """Insert or replace turns by (session, index)."""
+
+    @abstractmethod
+    def get_turns(
+        self, scope: Scope, session_id: str, indices: Collection[int] | None = None
+    ) -> list[Turn]:
+        """Turns of one session in index order (all of them, or only ``indices``)."""
+
+    # -- L0 units ---------------------------------------------------------
+    @abstractmethod
+    def put_units(self, units: Sequence[L0Unit]) -> None:
+        """Insert or replace L0 units by id."""
+
+    @abstractmethod
+    def get_units(self, scope: Scope, unit_ids: Collection[str]) -> list[L0Unit]:
+        """The units of the scope with these ids (unknown ids are skipped)."""
+
+    @abstractmethod
+    def session_units(self, scope: Scope, session_id: str) -> list[L0Unit]:
+        """All units of one session in turn order."""
+
+    # -- cached L1/L2 layers ----------------------------------------------
+    @abstractmethod
+    def get_layer(
+        self, scope: Scope, session_id: str, layer: str, builder: str
+    ) -> dict[str, Any] | None:
+        """A cached layer payload for (scope, session, layer, builder version), if any."""
+
+    @abstractmethod
+    def put_layer(
+        self, scope: Scope, session_id: str, layer: str, builder: str, payload: dict[str, Any]
+    ) -> None:
+        """Cache a layer payload (JSON-serialisable), replacing any previous one."""
+
+    # -- housekeeping -----------------------------------------------------
+    @abstractmethod
+    def delete(self, scope: Scope, session_id: str | None = None) -> None:
+        """Remove everything of one session, or of the whole scope."""
+
+    @abstractmethod
+    def count_turns(self, scope: Scope | None = None) -> int:
+        """Number of stored raw turns in the scope (or in the whole store)."""
