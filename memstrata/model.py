@@ -22,7 +22,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from memstrata.ids import record_id
+from memstrata.ids import content_hash, record_id
 
 #: Ids may hold letters, digits and ``. _ : @ / + -``; no whitespace, no control
 #: characters (they are used inside storage keys and deterministic hashes).
@@ -120,6 +120,33 @@ class SessionMeta(BaseModel):
         return self.session_date.strftime("%Y-%m-%d") if self.session_date else "unknown date"
 
 
+class TurnEvent(BaseModel):
+    """One message as producers send it (a JSONL line, a Kafka record value).
+
+    This is the wire schema: ``memstrata ingest`` reads it from JSONL files and
+    the stream processors read it from the turns topic.
+    """
+
+    model_config = ConfigDict(extra="ignore")
+
+    tenant_id: Identifier
+    user_id: Identifier
+    session_id: Identifier
+    session_date: datetime | None = None
+    role: Role
+    content: Annotated[str, StringConstraints(min_length=1, max_length=MAX_CONTENT_CHARS)]
+    speaker: Annotated[str, StringConstraints(max_length=MAX_ID_LEN)] | None = None
+    message_id: Annotated[str, StringConstraints(max_length=MAX_ID_LEN)] | None = None
+
+    @property
+    def scope(self) -> Scope:
+        return Scope(tenant_id=self.tenant_id, user_id=self.user_id)
+
+    def message(self) -> Message:
+        return Message(role=self.role, content=self.content, speaker=self.speaker,
+                       source_id=self.message_id)
+
+
 class Session(BaseModel):
     """A whole session: metadata plus its turns in order."""
 
@@ -133,6 +160,12 @@ class Session(BaseModel):
     @property
     def session_id(self) -> str:
         return self.meta.session_id
+
+
+def turns_digest(turns: list[Turn]) -> str:
+    """Fingerprint of a session's raw content: changes when any message changes."""
+    return content_hash(*(f"{t.index}\x1e{m.role}\x1e{m.who}\x1e{m.content}"
+                          for t in turns for m in t.messages))
 
 
 class L0Unit(BaseModel):

@@ -1,0 +1,229 @@
+"""The ``memstrata`` command line: ingest files, search and read memory."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.markdown import Markdown
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from memstrata.config import ConfigError, Settings, load_settings
+
+app = typer.Typer(
+    name="memstrata",
+    help="Long-term memory for LLM assistants: ingest conversations, search and read them.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+console = Console()
+err = Console(stderr=True)
+
+DataDir = Annotated[
+    Optional[Path],
+    typer.Option("--data-dir", help="Where the embedded stores live (MEMSTRATA_DATA_DIR)."),
+]
+Tenant = Annotated[str, typer.Option("--tenant", "-t", help="Tenant id.")]
+User = Annotated[str, typer.Option("--user", "-u", help="User id.")]
+
+
+def _settings(data_dir: Path | None) -> Settings:
+    try:
+        return load_settings(**({"data_dir": data_dir} if data_dir else {}))
+    except ConfigError as exc:
+        err.print(f"[red]{exc}[/red]")
+        raise typer.Exit(2) from None
+
+
+def _open(data_dir: Path | None):  # -> Memory (imported lazily: keeps --help fast)
+    from memstrata.memory import Memory
+
+    settings = _settings(data_dir)
+    try:
+        return Memory.open(settings)
+    except Exception as exc:  # a backend that cannot start is a usage problem here
+        err.print(f"[red]cannot open memory: {exc}[/red]")
+        raise typer.Exit(2) from None
+
+
+def _scope(tenant: str, user: str):
+    from pydantic import ValidationError
+
+    from memstrata.model import Scope
+
+    try:
+        return Scope(tenant_id=tenant, user_id=user)
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        name = {"tenant_id": "--tenant", "user_id": "--user"}.get(str(e["loc"][0]), "scope")
+        err.print(f"[red]{name}: {e['msg']}[/red]")
+        raise typer.Exit(2) from None
+
+
+@app.command()
+def ingest(
+    file: Annotated[Path, typer.Argument(help="LoCoMo JSON, LongMemEval JSON or JSONL turns.")],
+    fmt: Annotated[str, typer.Option("--format", "-f",
+                                     help="auto, locomo, longmemeval or jsonl.")] = "auto",
+    tenant: Annotated[str, typer.Option("--tenant", "-t",
+                                        help="Tenant for LoCoMo/LongMemEval files.")] = "default",
+    data_dir: DataDir = None,
+    max_issues: Annotated[int, typer.Option(help="How many skipped records to list.")] = 20,
+) -> None:
+    """Read a file of conversations into memory (re-ingesting the same file adds nothing)."""
+    from memstrata.ingest.formats import FormatError, read_file
+
+    try:
+        parsed = read_file(file, fmt, tenant_id=tenant)
+    except FormatError as exc:
+        err.print(f"[red]{exc}[/red]")
+        raise typer.Exit(2) from None
+    for issue in parsed.issues[:max_issues]:
+        err.print(f"[yellow]skipped[/yellow] {issue}")
+    if len(parsed.issues) > max_issues:
+        err.print(f"[yellow]... and {len(parsed.issues) - max_issues} more skipped records[/yellow]")
+    with _open(data_dir) as memory:
+        with Progress(
+            TextColumn("[bold]ingest[/bold]"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("turns"), TimeElapsedColumn(), TimeRemainingColumn(),
+            console=err, transient=False,
+        ) as bar:
+            task = bar.add_task("ingest", total=parsed.turns)
+            report = memory.ingest(parsed.sessions, progress=lambda n: bar.advance(task, n))
+    users = sorted({s.user_id for s in report.users})
+    console.print(
+        f"{parsed.format}: {len(parsed.sessions)} sessions read, {report.sessions} ingested "
+        f"({report.turns} turns, {report.units} L0 units), {report.unchanged} unchanged, "
+        f"{len(parsed.issues)} skipped records; {report.turns_per_second:.1f} turns/s"
+    )
+    shown = ", ".join(users[:10]) + (" ..." if len(users) > 10 else "")
+    console.print(f"tenant {tenant!r}, users: {shown}" if parsed.format != "jsonl"
+                  else f"users: {shown}")
+
+
+@app.command()
+def search(
+    query: Annotated[list[str], typer.Argument(help="One or more queries (fused by max).")],
+    tenant: Tenant = "default",
+    user: User = ...,  # type: ignore[assignment]
+    top_k: Annotated[Optional[int], typer.Option("--top-k", "-k")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    data_dir: DataDir = None,
+) -> None:
+    """Rank a user's sessions for a question."""
+    from memstrata.retrieval.hybrid import QueryError
+
+    scope = _scope(tenant, user)
+    with _open(data_dir) as memory:
+        try:
+            hits = memory.search(scope, query, top_k=top_k)
+        except QueryError as exc:
+            err.print(f"[red]{exc}[/red]")
+            raise typer.Exit(2) from None
+    if as_json:
+        json.dump([h.model_dump(mode="json") for h in hits], sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return
+    if not hits:
+        console.print(f"no sessions found for {scope}")
+        return
+    table = Table(title=f"{scope}: {' | '.join(query)}")
+    for col in ("#", "session", "date", "score", "best matching turns"):
+        table.add_column(col)
+    for i, h in enumerate(hits, start=1):
+        date = h.session_date.strftime("%Y-%m-%d") if h.session_date else "-"
+        best = "\n".join(f"T{u.turn_index}: {u.summary}" for u in h.units[:2])
+        table.add_row(str(i), h.session_id, date, f"{h.score:.4f}", best)
+    console.print(table)
+
+
+@app.command()
+def show(
+    session_id: Annotated[str, typer.Argument(help="Session id (see `memstrata sessions`).")],
+    tenant: Tenant = "default",
+    user: User = ...,  # type: ignore[assignment]
+    layers: Annotated[str, typer.Option(help="Comma-separated layers to print: 0,1,2,3.")] = "0,1,2,3",
+    raw_markdown: Annotated[bool, typer.Option("--plain", help="Print Markdown source.")] = False,
+    data_dir: DataDir = None,
+) -> None:
+    """Print one session's L0-L3 as Markdown (L1/L2 are built now if never read before)."""
+    from memstrata.layers import markdown as md
+    from memstrata.memory import SessionNotFound
+
+    try:
+        wanted = sorted({int(x) for x in layers.split(",") if x.strip()})
+    except ValueError:
+        wanted = [-1]
+    if not wanted or any(x not in (0, 1, 2, 3) for x in wanted):
+        err.print(f"[red]--layers: expected numbers from 0 to 3, got {layers!r}[/red]")
+        raise typer.Exit(2)
+    scope = _scope(tenant, user)
+    parts: list[str] = []
+    with _open(data_dir) as memory:
+        try:
+            meta = memory.session(scope, session_id)
+            if 0 in wanted:
+                parts.append(md.render_l0(meta, memory.l0(scope, session_id)))
+            if 1 in wanted:
+                parts.append(md.render_l1(memory.facts(scope, session_id)))
+            if 2 in wanted:
+                parts.append(md.render_l2(memory.notes(scope, session_id)))
+            if 3 in wanted:
+                parts.append(md.render_l3(meta, memory.raw(scope, session_id)))
+        except SessionNotFound as exc:
+            err.print(f"[red]{exc.args[0]}[/red]")
+            raise typer.Exit(1) from None
+    text = "\n\n".join(parts)
+    if raw_markdown or not sys.stdout.isatty():
+        sys.stdout.write(text + "\n")
+    else:
+        console.print(Markdown(text))
+
+
+@app.command()
+def sessions(
+    tenant: Tenant = "default",
+    user: User = ...,  # type: ignore[assignment]
+    data_dir: DataDir = None,
+) -> None:
+    """List a user's sessions, oldest first."""
+    scope = _scope(tenant, user)
+    with _open(data_dir) as memory:
+        metas = memory.sessions(scope)
+        table = Table(title=str(scope))
+        for col in ("session", "date", "turns"):
+            table.add_column(col)
+        for m in metas:
+            table.add_row(m.session_id, m.date_text,
+                          str(len(memory.docs.get_turns(scope, m.session_id))))
+    console.print(table if metas else f"no sessions for {scope}")
+
+
+@app.command("config")
+def show_config(data_dir: DataDir = None) -> None:
+    """Print the effective settings (secrets masked) as MEMSTRATA_* variables."""
+    settings = _settings(data_dir)
+    for name, value in settings.model_dump().items():
+        shown = "***" if value is not None and ("key" in name or "password" in name) else value
+        console.print(f"MEMSTRATA_{name.upper()}={'' if shown is None else shown}")
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

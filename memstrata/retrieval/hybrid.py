@@ -1,0 +1,148 @@
+"""The hybrid L0 retriever (APDMem Appendix G).
+
+For each query: BM25 over L0 summaries and keywords, dense cosine over L0
+embeddings, Reciprocal Rank Fusion of the two unit rankings, a session scored
+by its best unit, plus a boost for exact keyword-field matches. Several queries
+fuse by each session's best score. Every store call is confined to one scope.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+
+from memstrata.config import Settings
+from memstrata.embed.types import Embedder
+from memstrata.model import Scope, SessionHit
+from memstrata.retrieval import fusion
+from memstrata.store.types import DocStore, LexicalStore, VectorStore
+
+
+class QueryError(ValueError):
+    """A search request breaks a limit; the message names the field and the limit."""
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievalParams:
+    rrf_k: int = 60
+    dense_weight: float = 0.5
+    keyword_alpha: float = 0.1
+    keyword_max_matches: int = 3
+    top_k: int = 20
+    candidate_units: int = 100
+    max_query_chars: int = 2000
+    max_queries: int = 8
+
+    @classmethod
+    def from_settings(cls, s: Settings) -> "RetrievalParams":
+        return cls(
+            rrf_k=s.rrf_k,
+            dense_weight=s.dense_weight,
+            keyword_alpha=s.keyword_alpha,
+            keyword_max_matches=s.keyword_max_matches,
+            top_k=s.top_k_sessions,
+            candidate_units=s.candidate_units,
+            max_query_chars=s.max_query_chars,
+            max_queries=s.max_queries,
+        )
+
+    @property
+    def weights(self) -> dict[str, float]:
+        return {"lexical": 1.0 - self.dense_weight, "dense": self.dense_weight}
+
+
+class HybridRetriever:
+    """Ranks one user's sessions for a set of queries."""
+
+    def __init__(
+        self,
+        embedder: Embedder,
+        vectors: VectorStore,
+        lexical: LexicalStore,
+        docs: DocStore,
+        params: RetrievalParams | None = None,
+    ) -> None:
+        self.embedder = embedder
+        self.vectors = vectors
+        self.lexical = lexical
+        self.docs = docs
+        self.params = params or RetrievalParams()
+
+    def validate(self, queries: Sequence[str], top_k: int | None) -> list[str]:
+        """Reject requests over the limits, naming the field (never truncate silently)."""
+        p = self.params
+        if not queries:
+            raise QueryError("queries: at least one query is required")
+        if len(queries) > p.max_queries:
+            raise QueryError(f"queries: {len(queries)} given, limit is {p.max_queries}")
+        for i, q in enumerate(queries):
+            if len(q) > p.max_query_chars:
+                raise QueryError(
+                    f"queries[{i}]: {len(q)} characters, limit is {p.max_query_chars}"
+                )
+        if top_k is not None and not 1 <= top_k <= 1000:
+            raise QueryError(f"top_k: must be between 1 and 1000, got {top_k}")
+        cleaned = [q.strip() for q in queries if q.strip()]
+        if not cleaned:
+            raise QueryError("queries: all queries are empty")
+        return cleaned
+
+    def search(
+        self,
+        scope: Scope,
+        queries: Sequence[str],
+        top_k: int | None = None,
+        session_ids: Collection[str] | None = None,
+    ) -> list[SessionHit]:
+        qs = self.validate(queries, top_k)
+        p = self.params
+        k = top_k or p.top_k
+        qvecs = self.embedder.embed_queries(qs)
+        per_query: list[dict[str, float]] = []
+        unit_session: dict[str, str] = {}
+        unit_best: dict[str, float] = {}
+        per_query_members: list[dict[str, list[str]]] = []
+        for q, qv in zip(qs, qvecs):
+            lex = self.lexical.search(scope, q, p.candidate_units, session_ids)
+            dense = self.vectors.search(scope, qv, p.candidate_units, session_ids)
+            for h in (*lex, *dense):
+                unit_session[h.unit_id] = h.session_id
+            unit_scores = fusion.rrf(
+                {"lexical": [h.unit_id for h in lex], "dense": [h.unit_id for h in dense]},
+                k=p.rrf_k,
+                weights=p.weights,
+            )
+            for u, s in unit_scores.items():
+                if s > unit_best.get(u, float("-inf")):
+                    unit_best[u] = s
+            sessions, members = fusion.best_per_session(unit_scores, unit_session)
+            per_query.append(sessions)
+            per_query_members.append(members)
+
+        units = {u.id: u for u in self.docs.get_units(scope, list(unit_session))}
+        boosted = []
+        for q, sessions, members in zip(qs, per_query, per_query_members):
+            qt = fusion.tokens(q)
+            matches = {
+                sid: fusion.keyword_matches(
+                    qt, (kw for uid in uids if uid in units for kw in units[uid].keywords)
+                )
+                for sid, uids in members.items()
+            }
+            boosted.append(
+                fusion.keyword_boost(sessions, matches, p.keyword_alpha, p.keyword_max_matches)
+            )
+        final = fusion.max_fuse(boosted)
+        hits: list[SessionHit] = []
+        for sid, score in fusion.top_k(final, k):
+            best_units = sorted(
+                (units[u] for u, s in unit_session.items() if s == sid and u in units),
+                key=lambda u: (-unit_best.get(u.id, 0.0), u.turn_index),
+            )
+            hits.append(SessionHit(
+                session_id=sid,
+                score=score,
+                session_date=best_units[0].session_date if best_units else None,
+                units=best_units[:5],
+            ))
+        return hits
