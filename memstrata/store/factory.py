@@ -1,0 +1,83 @@
+"""Open the stores that :class:`~memstrata.config.Settings` selects.
+
+Backends are imported only when chosen, so the embedded default runs without
+the optional extras installed; choosing a backend whose extra is missing fails
+at start-up with the ``pip install`` line that fixes it.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from pydantic import SecretStr
+
+from memstrata.config import Settings
+from memstrata.store.types import DocStore, LexicalStore, StoreError, VectorStore
+
+
+def _require(module: str, backend: str, install: str) -> None:
+    """Fail with an actionable message if ``module`` (a backend's client library) is missing."""
+    try:
+        importlib.import_module(module)
+    except ImportError as exc:
+        raise StoreError(
+            f"{backend}: the Python package for this backend is not installed "
+            f"({exc}); run: pip install {install}"
+        ) from exc
+
+
+def _secret(value: SecretStr | None) -> str | None:
+    return None if value is None else value.get_secret_value()
+
+
+def open_vector_store(settings: Settings, dim: int) -> VectorStore:
+    """The configured vector store for ``dim``-dimensional embeddings."""
+    if settings.vector_backend == "qdrant":
+        _require("qdrant_client", "qdrant", "'memstrata[qdrant]'")
+        from memstrata.store.qdrant_server import QdrantVectorStore
+
+        return QdrantVectorStore(
+            settings.qdrant_collection,
+            dim,
+            url=settings.qdrant_url,
+            api_key=_secret(settings.qdrant_api_key),
+        )
+    _require("qdrant_edge", "qdrant-edge", "qdrant-edge-py")
+    from memstrata.store.qdrant_edge import QdrantEdgeVectorStore
+
+    return QdrantEdgeVectorStore(settings.vector_dir, dim)
+
+
+def open_lexical_store(settings: Settings) -> LexicalStore:
+    """The configured BM25 store."""
+    if settings.lexical_backend == "opensearch":
+        _require("opensearchpy", "opensearch", "'memstrata[opensearch]'")
+        from memstrata.store.opensearch_lexical import OpenSearchLexicalStore
+
+        return OpenSearchLexicalStore(
+            settings.opensearch_url,
+            prefix=settings.opensearch_index_prefix,
+            user=settings.opensearch_user,
+            password=_secret(settings.opensearch_password),
+        )
+    _require("tantivy", "tantivy", "tantivy")
+    from memstrata.store.tantivy_store import TantivyLexicalStore
+
+    return TantivyLexicalStore(settings.lexical_dir)
+
+
+def open_doc_store(settings: Settings) -> DocStore:
+    """The configured document store."""
+    if settings.doc_backend == "opensearch":
+        _require("opensearchpy", "opensearch", "'memstrata[opensearch]'")
+        from memstrata.store.opensearch_docs import OpenSearchDocStore
+
+        return OpenSearchDocStore(
+            settings.opensearch_url,
+            prefix=settings.opensearch_index_prefix,
+            user=settings.opensearch_user,
+            password=_secret(settings.opensearch_password),
+        )
+    from memstrata.store.sqlite_docs import SqliteDocStore
+
+    return SqliteDocStore(settings.docs_path)

@@ -1,0 +1,287 @@
+"""Embedded document store: one SQLite file in WAL mode.
+
+Records are JSON blobs keyed by scope columns, so the schema does not chase
+the pydantic models; only what is filtered or sorted on gets a column.
+One connection is shared by all threads behind a lock (SQLite serialises
+writers anyway); WAL keeps readers in other processes unblocked.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Collection, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from memstrata.model import L0Unit, Message, Scope, SessionMeta, Turn
+from memstrata.store._errors import guard
+from memstrata.store.types import DocStore, StoreError
+
+BACKEND = "sqlite"
+_CHUNK = 500  # ids per IN (...) clause, well under SQLite's variable limit
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS sessions (
+    tenant_id TEXT NOT NULL, user_id TEXT NOT NULL, session_id TEXT NOT NULL,
+    session_date TEXT, date_key REAL, labels TEXT NOT NULL, digest TEXT,
+    PRIMARY KEY (tenant_id, user_id, session_id)
+);
+CREATE TABLE IF NOT EXISTS turns (
+    tenant_id TEXT NOT NULL, user_id TEXT NOT NULL, session_id TEXT NOT NULL,
+    turn_index INTEGER NOT NULL, messages TEXT NOT NULL,
+    PRIMARY KEY (tenant_id, user_id, session_id, turn_index)
+);
+CREATE TABLE IF NOT EXISTS units (
+    id TEXT PRIMARY KEY,
+    tenant_id TEXT NOT NULL, user_id TEXT NOT NULL, session_id TEXT NOT NULL,
+    turn_index INTEGER NOT NULL, data TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS units_by_session ON units (tenant_id, user_id, session_id, turn_index);
+CREATE TABLE IF NOT EXISTS layers (
+    tenant_id TEXT NOT NULL, user_id TEXT NOT NULL, session_id TEXT NOT NULL,
+    layer TEXT NOT NULL, builder TEXT NOT NULL, payload TEXT NOT NULL,
+    PRIMARY KEY (tenant_id, user_id, session_id, layer, builder)
+);
+"""
+
+_SESSION_TABLES = ("sessions", "turns", "units", "layers")
+
+
+def date_key(value: datetime | None) -> float | None:
+    """Sortable instant of a session date; naive dates are taken as UTC."""
+    if value is None:
+        return None
+    return (value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp()
+
+
+class SqliteDocStore(DocStore):
+    """Sessions, raw turns, L0 units and cached layers in one SQLite file."""
+
+    name = BACKEND
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._lock = threading.RLock()
+        with guard(BACKEND, f"open {self.path}"):
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._conn = sqlite3.connect(
+                str(self.path), check_same_thread=False, isolation_level=None, timeout=30.0
+            )
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.executescript(_SCHEMA)
+        self._closed = False
+
+    @contextmanager
+    def _tx(self, operation: str) -> Iterator[sqlite3.Connection]:
+        """One locked transaction; rolled back and wrapped in StoreError on failure."""
+        with self._lock, guard(BACKEND, operation):
+            if self._closed:
+                raise StoreError(f"{BACKEND}: {self.path} is closed")
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    def _rows(self, operation: str, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        with self._lock, guard(BACKEND, operation):
+            if self._closed:
+                raise StoreError(f"{BACKEND}: {self.path} is closed")
+            return self._conn.execute(sql, params).fetchall()
+
+    # -- sessions and raw turns -------------------------------------------
+    def put_session(self, meta: SessionMeta, digest: str | None = None) -> None:
+        s = meta.scope
+        row = (
+            s.tenant_id,
+            s.user_id,
+            meta.session_id,
+            meta.session_date.isoformat() if meta.session_date else None,
+            date_key(meta.session_date),
+            json.dumps(meta.labels, sort_keys=True),
+            digest,
+        )
+        with self._tx(f"put session {s}/{meta.session_id}") as c:
+            c.execute("INSERT OR REPLACE INTO sessions VALUES (?,?,?,?,?,?,?)", row)
+
+    def get_session(self, scope: Scope, session_id: str) -> SessionMeta | None:
+        rows = self._rows(
+            f"get session {scope}/{session_id}",
+            "SELECT session_id, session_date, labels FROM sessions "
+            "WHERE tenant_id=? AND user_id=? AND session_id=?",
+            (scope.tenant_id, scope.user_id, session_id),
+        )
+        return _meta(scope, rows[0]) if rows else None
+
+    def session_digest(self, scope: Scope, session_id: str) -> str | None:
+        rows = self._rows(
+            f"get digest {scope}/{session_id}",
+            "SELECT digest FROM sessions WHERE tenant_id=? AND user_id=? AND session_id=?",
+            (scope.tenant_id, scope.user_id, session_id),
+        )
+        return rows[0][0] if rows else None
+
+    def list_sessions(self, scope: Scope) -> list[SessionMeta]:
+        rows = self._rows(
+            f"list sessions {scope}",
+            "SELECT session_id, session_date, labels FROM sessions "
+            "WHERE tenant_id=? AND user_id=? "
+            "ORDER BY date_key IS NULL, date_key, session_id",
+            (scope.tenant_id, scope.user_id),
+        )
+        return [_meta(scope, r) for r in rows]
+
+    def put_turns(self, scope: Scope, session_id: str, turns: Sequence[Turn]) -> None:
+        if not turns:
+            return
+        rows = [
+            (
+                scope.tenant_id,
+                scope.user_id,
+                session_id,
+                t.index,
+                json.dumps([m.model_dump(mode="json") for m in t.messages]),
+            )
+            for t in turns
+        ]
+        with self._tx(f"put {len(rows)} turns {scope}/{session_id}") as c:
+            c.executemany("INSERT OR REPLACE INTO turns VALUES (?,?,?,?,?)", rows)
+
+    def get_turns(
+        self, scope: Scope, session_id: str, indices: Collection[int] | None = None
+    ) -> list[Turn]:
+        base = (
+            "SELECT turn_index, messages FROM turns "
+            "WHERE tenant_id=? AND user_id=? AND session_id=?"
+        )
+        params: list[Any] = [scope.tenant_id, scope.user_id, session_id]
+        op = f"get turns {scope}/{session_id}"
+        if indices is None:
+            rows = self._rows(op, base + " ORDER BY turn_index", params)
+        else:
+            wanted = sorted({int(i) for i in indices})
+            rows = []
+            for chunk in _chunks(wanted):
+                marks = ",".join("?" * len(chunk))
+                rows += self._rows(op, f"{base} AND turn_index IN ({marks})", params + chunk)
+            rows.sort(key=lambda r: r[0])
+        return [
+            Turn(index=i, messages=[Message.model_validate(m) for m in json.loads(msgs)])
+            for i, msgs in rows
+        ]
+
+    # -- L0 units ---------------------------------------------------------
+    def put_units(self, units: Sequence[L0Unit]) -> None:
+        if not units:
+            return
+        rows = [
+            (
+                u.id,
+                u.scope.tenant_id,
+                u.scope.user_id,
+                u.session_id,
+                u.turn_index,
+                u.model_dump_json(),
+            )
+            for u in units
+        ]
+        with self._tx(f"put {len(rows)} units") as c:
+            c.executemany("INSERT OR REPLACE INTO units VALUES (?,?,?,?,?,?)", rows)
+
+    def get_units(self, scope: Scope, unit_ids: Collection[str]) -> list[L0Unit]:
+        """Units in the order their ids were given (duplicates once)."""
+        order = list(dict.fromkeys(unit_ids))
+        found: dict[str, L0Unit] = {}
+        for chunk in _chunks(order):
+            marks = ",".join("?" * len(chunk))
+            for uid, data in self._rows(
+                f"get {len(chunk)} units {scope}",
+                f"SELECT id, data FROM units WHERE tenant_id=? AND user_id=? AND id IN ({marks})",
+                [scope.tenant_id, scope.user_id, *chunk],
+            ):
+                found[uid] = L0Unit.model_validate_json(data)
+        return [found[i] for i in order if i in found]
+
+    def session_units(self, scope: Scope, session_id: str) -> list[L0Unit]:
+        rows = self._rows(
+            f"get units of {scope}/{session_id}",
+            "SELECT data FROM units WHERE tenant_id=? AND user_id=? AND session_id=? "
+            "ORDER BY turn_index, id",
+            (scope.tenant_id, scope.user_id, session_id),
+        )
+        return [L0Unit.model_validate_json(r[0]) for r in rows]
+
+    # -- cached layers ----------------------------------------------------
+    def get_layer(
+        self, scope: Scope, session_id: str, layer: str, builder: str
+    ) -> dict[str, Any] | None:
+        rows = self._rows(
+            f"get layer {layer}/{builder} of {scope}/{session_id}",
+            "SELECT payload FROM layers WHERE tenant_id=? AND user_id=? AND session_id=? "
+            "AND layer=? AND builder=?",
+            (scope.tenant_id, scope.user_id, session_id, layer, builder),
+        )
+        return json.loads(rows[0][0]) if rows else None
+
+    def put_layer(
+        self, scope: Scope, session_id: str, layer: str, builder: str, payload: dict[str, Any]
+    ) -> None:
+        with guard(BACKEND, f"encode layer {layer}/{builder}"):
+            blob = json.dumps(payload)
+        with self._tx(f"put layer {layer}/{builder} of {scope}/{session_id}") as c:
+            c.execute(
+                "INSERT OR REPLACE INTO layers VALUES (?,?,?,?,?,?)",
+                (scope.tenant_id, scope.user_id, session_id, layer, builder, blob),
+            )
+
+    # -- housekeeping -----------------------------------------------------
+    def delete(self, scope: Scope, session_id: str | None = None) -> None:
+        where = "tenant_id=? AND user_id=?"
+        params: list[Any] = [scope.tenant_id, scope.user_id]
+        if session_id is not None:
+            where += " AND session_id=?"
+            params.append(session_id)
+        with self._tx(f"delete {scope}/{session_id or '*'}") as c:
+            for table in _SESSION_TABLES:
+                c.execute(f"DELETE FROM {table} WHERE {where}", params)
+
+    def count_turns(self, scope: Scope | None = None) -> int:
+        if scope is None:
+            rows = self._rows("count turns", "SELECT COUNT(*) FROM turns", ())
+        else:
+            rows = self._rows(
+                f"count turns {scope}",
+                "SELECT COUNT(*) FROM turns WHERE tenant_id=? AND user_id=?",
+                (scope.tenant_id, scope.user_id),
+            )
+        return int(rows[0][0])
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            with guard(BACKEND, "close"):
+                self._conn.close()
+
+
+def _meta(scope: Scope, row: tuple[Any, ...]) -> SessionMeta:
+    session_id, date_text, labels = row
+    return SessionMeta(
+        scope=scope,
+        session_id=session_id,
+        session_date=datetime.fromisoformat(date_text) if date_text else None,
+        labels=json.loads(labels),
+    )
+
+
+def _chunks(items: list[Any]) -> Iterator[list[Any]]:
+    for start in range(0, len(items), _CHUNK):
+        yield items[start : start + _CHUNK]

@@ -1,0 +1,195 @@
+"""Embedded BM25 store: a tantivy index in a local directory.
+
+Queries never go through tantivy's query parser: free text is analysed with the
+same chain as the ``en_stem`` tokenizer (simple tokenizer, drop tokens over 40
+bytes, lowercase, English Snowball stemmer) and turned into term queries. So a
+user's ``?:"()*`` is just punctuation, never syntax, and the query terms match
+exactly the terms the index holds.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Collection, Sequence
+from pathlib import Path
+
+import tantivy as tv
+
+from memstrata.model import Scope
+from memstrata.store._errors import guard
+from memstrata.store.types import Hit, LexicalDoc, LexicalStore, StoreError
+
+BACKEND = "tantivy"
+_SEARCH_FIELDS = ("text", "keywords")
+#: Distinct query terms kept (in order of first appearance); longer queries are clipped.
+MAX_QUERY_TERMS = 256
+
+
+def _schema() -> tv.Schema:
+    b = tv.SchemaBuilder()
+    for raw in ("id", "tenant_id", "user_id", "session_id"):
+        b.add_text_field(raw, stored=True, tokenizer_name="raw")
+    b.add_integer_field("turn_index", stored=True)
+    for text in _SEARCH_FIELDS:
+        b.add_text_field(text, stored=False, tokenizer_name="en_stem")
+    return b.build()
+
+
+def _query_analyzer() -> tv.TextAnalyzer:
+    """The ``en_stem`` chain, rebuilt so query text is analysed like indexed text."""
+    return (
+        tv.TextAnalyzerBuilder(tv.Tokenizer.simple())
+        .filter(tv.Filter.remove_long(40))
+        .filter(tv.Filter.lowercase())
+        .filter(tv.Filter.stemmer("english"))
+        .build()
+    )
+
+
+class TantivyLexicalStore(LexicalStore):
+    """L0 summaries and keywords in a tantivy index, BM25 over both fields.
+
+    Every :meth:`upsert` and :meth:`delete` commits once and reloads the reader,
+    so writes are visible to the next search without a separate flush.
+    """
+
+    name = BACKEND
+
+    def __init__(self, path: str | Path, *, heap_size: int = 64_000_000) -> None:
+        self.path = Path(path)
+        self._lock = threading.Lock()  # one writer; commits and reloads are serialised
+        self._closed = False
+        with guard(BACKEND, f"open index at {self.path}"):
+            self.path.mkdir(parents=True, exist_ok=True)
+            self._schema = _schema()
+            self._index = tv.Index(self._schema, path=str(self.path), reuse=True)
+            # We reload explicitly after each commit; the file watcher would lag.
+            self._index.config_reader(reload_policy="manual")
+        with guard(BACKEND, f"open writer at {self.path} (is another process using it?)"):
+            self._writer = self._index.writer(heap_size=heap_size, num_threads=1)
+        self._analyzer = _query_analyzer()
+
+    # -- writes -----------------------------------------------------------
+    def upsert(self, docs: Sequence[LexicalDoc]) -> None:
+        """Replace documents by id (delete then add), with one commit for the whole batch."""
+        if not docs:
+            return
+        with self._lock, guard(BACKEND, f"upsert {len(docs)} documents"):
+            self._check_open()
+            for d in docs:
+                self._writer.delete_documents_by_term("id", d.id)
+                self._writer.add_document(self._document(d))
+            self._commit()
+
+    def delete(self, scope: Scope, session_id: str | None = None) -> None:
+        query = self._scope_query(scope, None if session_id is None else [session_id])
+        with self._lock, guard(BACKEND, f"delete {scope}/{session_id or '*'}"):
+            self._check_open()
+            self._writer.delete_documents_by_query(query)
+            self._commit()
+
+    @staticmethod
+    def _document(d: LexicalDoc) -> tv.Document:
+        doc = tv.Document(
+            id=d.id,
+            tenant_id=d.scope.tenant_id,
+            user_id=d.scope.user_id,
+            session_id=d.session_id,
+            turn_index=d.turn_index,
+            text=d.text,
+        )
+        for kw in d.keywords:
+            doc.add_text("keywords", kw)
+        return doc
+
+    def _commit(self) -> None:
+        self._writer.commit()
+        self._index.reload()
+
+    # -- reads ------------------------------------------------------------
+    def terms(self, query: str) -> list[str]:
+        """The distinct stemmed terms of ``query``, as the index would hold them."""
+        seen: dict[str, None] = {}
+        for term in self._analyzer.analyze(query):
+            seen.setdefault(term, None)
+            if len(seen) >= MAX_QUERY_TERMS:
+                break
+        return list(seen)
+
+    def search(
+        self,
+        scope: Scope,
+        query: str,
+        limit: int,
+        session_ids: Collection[str] | None = None,
+    ) -> list[Hit]:
+        if limit <= 0 or (session_ids is not None and not session_ids):
+            return []
+        terms = self.terms(query)
+        if not terms:
+            return []
+        should = [
+            (tv.Occur.Should, tv.Query.term_query(self._schema, f, t))
+            for t in terms
+            for f in _SEARCH_FIELDS
+        ]
+        # The scope clause filters without scoring, so BM25 alone orders the hits.
+        q = tv.Query.boolean_query(
+            [
+                (
+                    tv.Occur.Must,
+                    tv.Query.const_score_query(self._scope_query(scope, session_ids), 0.0),
+                ),
+                (tv.Occur.Must, tv.Query.boolean_query(should)),
+            ]
+        )
+        with guard(BACKEND, f"search {scope}"):
+            self._check_open()
+            searcher = self._index.searcher()
+            hits = []
+            for score, address in searcher.search(q, limit, count=False).hits:
+                doc = searcher.doc(address)
+                hits.append(
+                    Hit(str(doc.get_first("id")), str(doc.get_first("session_id")), float(score))
+                )
+        return hits
+
+    def count(self, scope: Scope | None = None) -> int:
+        with guard(BACKEND, f"count {scope or 'all'}"):
+            self._check_open()
+            searcher = self._index.searcher()
+            if scope is None:
+                return int(searcher.num_docs)
+            # The stubs omit SearchResult.count; with count=True it is the total match count.
+            result = searcher.search(self._scope_query(scope), 1, count=True)
+            return int(result.count)  # type: ignore[attr-defined]
+
+    def _scope_query(self, scope: Scope, session_ids: Collection[str] | None = None) -> tv.Query:
+        must = [
+            (tv.Occur.Must, tv.Query.term_query(self._schema, "tenant_id", scope.tenant_id)),
+            (tv.Occur.Must, tv.Query.term_query(self._schema, "user_id", scope.user_id)),
+        ]
+        if session_ids is not None:
+            sessions = sorted(set(session_ids))
+            must.append(
+                (tv.Occur.Must, tv.Query.term_set_query(self._schema, "session_id", sessions))
+            )
+        return tv.Query.boolean_query(must)
+
+    # -- lifecycle --------------------------------------------------------
+    def flush(self) -> None:
+        """Nothing pending: every write already committed and reloaded."""
+        self._check_open()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            with guard(BACKEND, "close"):
+                self._writer.wait_merging_threads()  # consumes the writer and frees its lock
+                del self._writer
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreError(f"{BACKEND}: index at {self.path} is closed")
