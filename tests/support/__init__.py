@@ -1,0 +1,1 @@
+"""Helpers shared by tests: test doubles and fixtures, never shipped."""

