@@ -157,6 +157,7 @@ class Memory:
             if progress:
                 progress(len(session.turns))
         self._index(pending, done)
+        self.flush()
         report.seconds = time.perf_counter() - start
         return report
 
@@ -174,11 +175,15 @@ class Memory:
                              turn_index=u.turn_index, vector=v)
                 for u, v in zip(units, vectors)
             ])
-            self.lexical.flush()
-            self.vectors.flush()
+        # Upserts are durable when they return (WAL / per-call commit), so the
+        # sessions can be marked done now; index optimisation waits for flush().
         for meta, digest in done:
             self.docs.put_session(meta, digest=digest)
-        self.docs.flush()
+
+    def flush(self) -> None:
+        """Make all writes visible and build search indexes (can take a while at scale)."""
+        for store in (self.docs, self.lexical, self.vectors):
+            store.flush()
 
     def delete(self, scope: Scope, session_id: str | None = None) -> None:
         """Forget one session, or everything of one user."""
