@@ -10,6 +10,7 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 from rich.markdown import Markdown
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -44,7 +45,7 @@ def _settings(data_dir: Path | None) -> Settings:
     try:
         return load_settings(**({"data_dir": data_dir} if data_dir else {}))
     except ConfigError as exc:
-        err.print(f"[red]{exc}[/red]")
+        err.print(f"[red]{escape(str(exc))}[/red]")
         raise typer.Exit(2) from None
 
 
@@ -55,7 +56,7 @@ def _open(data_dir: Path | None):  # -> Memory (imported lazily: keeps --help fa
     try:
         return Memory.open(settings)
     except Exception as exc:  # a backend that cannot start is a usage problem here
-        err.print(f"[red]cannot open memory: {exc}[/red]")
+        err.print(f"[red]cannot open memory: {escape(str(exc))}[/red]")
         raise typer.Exit(2) from None
 
 
@@ -69,7 +70,7 @@ def _scope(tenant: str, user: str):
     except ValidationError as exc:
         e = exc.errors()[0]
         name = {"tenant_id": "--tenant", "user_id": "--user"}.get(str(e["loc"][0]), "scope")
-        err.print(f"[red]{name}: {e['msg']}[/red]")
+        err.print(f"[red]{name}: {escape(e['msg'])}[/red]")
         raise typer.Exit(2) from None
 
 
@@ -89,10 +90,10 @@ def ingest(
     try:
         parsed = read_file(file, fmt, tenant_id=tenant)
     except FormatError as exc:
-        err.print(f"[red]{exc}[/red]")
+        err.print(f"[red]{escape(str(exc))}[/red]")
         raise typer.Exit(2) from None
     for issue in parsed.issues[:max_issues]:
-        err.print(f"[yellow]skipped[/yellow] {issue}")
+        err.print(f"[yellow]skipped[/yellow] {escape(str(issue))}", soft_wrap=True)
     if len(parsed.issues) > max_issues:
         err.print(f"[yellow]... and {len(parsed.issues) - max_issues} more skipped records[/yellow]")
     with _open(data_dir) as memory:
@@ -103,15 +104,15 @@ def ingest(
         ) as bar:
             task = bar.add_task("ingest", total=parsed.turns)
             report = memory.ingest(parsed.sessions, progress=lambda n: bar.advance(task, n))
-    users = sorted({s.user_id for s in report.users})
+    users = sorted(str(s) for s in report.users)
     console.print(
         f"{parsed.format}: {len(parsed.sessions)} sessions read, {report.sessions} ingested "
         f"({report.turns} turns, {report.units} L0 units), {report.unchanged} unchanged, "
-        f"{len(parsed.issues)} skipped records; {report.turns_per_second:.1f} turns/s"
+        f"{len(parsed.issues)} skipped records; {report.turns_per_second:.1f} turns/s",
+        soft_wrap=True,
     )
-    shown = ", ".join(users[:10]) + (" ..." if len(users) > 10 else "")
-    console.print(f"tenant {tenant!r}, users: {shown}" if parsed.format != "jsonl"
-                  else f"users: {shown}")
+    shown = ", ".join(users[:10]) + (f" ... ({len(users)} in all)" if len(users) > 10 else "")
+    console.print(f"users (tenant/user): {shown}", soft_wrap=True)
 
 
 @app.command()
@@ -131,7 +132,7 @@ def search(
         try:
             hits = memory.search(scope, query, top_k=top_k)
         except QueryError as exc:
-            err.print(f"[red]{exc}[/red]")
+            err.print(f"[red]{escape(str(exc))}[/red]")
             raise typer.Exit(2) from None
     if as_json:
         json.dump([h.model_dump(mode="json") for h in hits], sys.stdout, indent=1)
@@ -184,7 +185,7 @@ def show(
             if 3 in wanted:
                 parts.append(md.render_l3(meta, memory.raw(scope, session_id)))
         except SessionNotFound as exc:
-            err.print(f"[red]{exc.args[0]}[/red]")
+            err.print(f"[red]{escape(str(exc.args[0]))}[/red]")
             raise typer.Exit(1) from None
     text = "\n\n".join(parts)
     if raw_markdown or not sys.stdout.isatty():

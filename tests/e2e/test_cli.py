@@ -1,0 +1,81 @@
+"""The installed ``memstrata`` command, run as a user would (a real subprocess)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = ROOT / "examples" / "sample_turns.jsonl"
+
+
+def run(*args: str, data_dir: Path, env: dict[str, str] | None = None):
+    full_env = {**os.environ, "MEMSTRATA_DATA_DIR": str(data_dir), **(env or {})}
+    return subprocess.run([sys.executable, "-m", "memstrata", *args], capture_output=True,
+                          text=True, env=full_env, timeout=240)
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("cli")
+    r = run("ingest", str(SAMPLE), data_dir=d)
+    assert r.returncode == 0, r.stderr
+    assert "5 ingested (11 turns, 11 L0 units)" in r.stdout
+    assert "acme/leo, acme/maya, globex/maya" in r.stdout
+    return d
+
+
+def test_reingest_is_a_no_op(data_dir: Path):
+    r = run("ingest", str(SAMPLE), data_dir=data_dir)
+    assert r.returncode == 0, r.stderr
+    assert "0 ingested" in r.stdout and "5 unchanged" in r.stdout
+
+
+def test_search_prints_ranked_sessions_as_json(data_dir: Path):
+    r = run("search", "--tenant", "acme", "--user", "maya", "--json", "half marathon knee",
+            data_dir=data_dir)
+    assert r.returncode == 0, r.stderr
+    hits = json.loads(r.stdout)
+    assert hits[0]["session_id"] == "2024-04-10-running"
+    assert all(u["scope"] == {"tenant_id": "acme", "user_id": "maya"}
+               for h in hits for u in h["units"])
+
+
+def test_show_prints_all_four_layers(data_dir: Path):
+    r = run("show", "--tenant", "acme", "--user", "maya", "2024-03-02-trip", data_dir=data_dir)
+    assert r.returncode == 0, r.stderr
+    for heading in ("L0 summaries", "L1 key facts", "L2 turn notes", "L3 raw turns"):
+        assert heading in r.stdout
+    assert "Cervejaria Ramiro" in r.stdout  # the raw text is kept verbatim
+
+
+def test_bad_records_are_named_and_skipped(tmp_path: Path):
+    lines = SAMPLE.read_text().splitlines()
+    broken = json.loads(lines[1])
+    broken["role"] = "moderator"
+    lines[1] = json.dumps(broken)
+    lines.insert(3, "{oops")
+    f = tmp_path / "bad.jsonl"
+    f.write_text("\n".join(lines) + "\n")
+    r = run("ingest", str(f), data_dir=tmp_path / "d")
+    assert r.returncode == 0, r.stderr
+    assert "line 2: field 'role'" in r.stderr
+    assert "line 4: invalid JSON" in r.stderr
+    assert "2 skipped records" in r.stdout
+
+
+def test_usage_errors_name_the_option(tmp_path: Path):
+    r = run("search", "--user", "has space", "x", data_dir=tmp_path)
+    assert r.returncode == 2 and "--user" in r.stderr
+    r = run("show", "--user", "u", "--layers", "0,9", "s", data_dir=tmp_path)
+    assert r.returncode == 2 and "--layers" in r.stderr
+    r = run("search", "--user", "u", "x", data_dir=tmp_path,
+            env={"MEMSTRATA_VECTOR_BACKEND": "qdrant"})
+    assert r.returncode == 2 and "MEMSTRATA_QDRANT_URL is required" in r.stderr
+    r = run("search", "--user", "u", "x", data_dir=tmp_path, env={"MEMSTRATA_RRF_K": "0"})
+    assert r.returncode == 2 and "MEMSTRATA_RRF_K" in r.stderr

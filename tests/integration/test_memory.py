@@ -1,0 +1,134 @@
+"""The Memory facade end to end on the embedded default stack.
+
+Real parts throughout: extractive builder, MiniLM ONNX encoder, Qdrant Edge,
+tantivy and SQLite under a temporary data directory.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memstrata.config import Settings
+from memstrata.embed.minilm import MiniLMEmbedder
+from memstrata.ingest.formats import read_file
+from memstrata.llm.extractive import ExtractiveBuilder
+from memstrata.memory import Memory, SessionNotFound
+from memstrata.model import Message, Scope, Session, SessionMeta, Turn
+from memstrata.retrieval.hybrid import QueryError
+from memstrata.store.factory import open_doc_store, open_lexical_store, open_vector_store
+
+SAMPLE = Path(__file__).resolve().parents[2] / "examples" / "sample_turns.jsonl"
+MAYA = Scope(tenant_id="acme", user_id="maya")
+OTHER_MAYA = Scope(tenant_id="globex", user_id="maya")
+
+
+@pytest.fixture(scope="module")
+def embedder() -> MiniLMEmbedder:
+    return MiniLMEmbedder()
+
+
+def open_memory(data_dir: Path, embedder: MiniLMEmbedder) -> Memory:
+    settings = Settings(data_dir=data_dir)
+    return Memory(settings, ExtractiveBuilder(), embedder, open_vector_store(settings, embedder.dim),
+                  open_lexical_store(settings), open_doc_store(settings))
+
+
+@pytest.fixture
+def memory(tmp_path: Path, embedder: MiniLMEmbedder):
+    m = open_memory(tmp_path, embedder)
+    m.ingest(read_file(SAMPLE).sessions)
+    yield m
+    m.close()
+
+
+def test_search_finds_the_right_session(memory: Memory):
+    hits = memory.search(MAYA, "Which restaurant did my sister like in Lisbon?")
+    assert hits[0].session_id in {"2024-05-20-after-trip", "2024-03-02-trip"}
+    assert hits[0].units and hits[0].units[0].scope == MAYA
+    run = memory.search(MAYA, ["half marathon training", "knee pain after running"], top_k=1)
+    assert [h.session_id for h in run] == ["2024-04-10-running"]
+
+
+def test_tenants_never_see_each_other(memory: Memory):
+    # Same user id in two tenants: each sees only its own sessions.
+    acme = {h.session_id for h in memory.search(MAYA, "bees honey hives farmers market")}
+    globex = {h.session_id for h in memory.search(OTHER_MAYA, "Lisbon trip sister seafood")}
+    assert "2024-02-01-notes" not in acme
+    assert globex == {"2024-02-01-notes"}
+    assert [m.session_id for m in memory.sessions(OTHER_MAYA)] == ["2024-02-01-notes"]
+    with pytest.raises(SessionNotFound):
+        memory.raw(OTHER_MAYA, "2024-03-02-trip")
+
+
+def test_reingest_adds_nothing(memory: Memory):
+    before = (memory.vectors.count(), memory.lexical.count(), memory.docs.count_turns())
+    report = memory.ingest(read_file(SAMPLE).sessions)
+    assert report.sessions == 0 and report.unchanged == 5
+    assert (memory.vectors.count(), memory.lexical.count(), memory.docs.count_turns()) == before
+
+
+def test_changed_session_is_replaced_not_duplicated(memory: Memory):
+    meta = memory.session(MAYA, "2024-04-10-running")
+    shorter = Session(meta=meta, turns=[Turn(index=1, messages=[
+        Message(role="user", content="I switched to cycling, no more running.")])])
+    report = memory.ingest([shorter])
+    assert report.sessions == 1
+    assert len(memory.l0(MAYA, "2024-04-10-running")) == 1
+    assert memory.vectors.count(MAYA) == memory.lexical.count(MAYA) == len(
+        [u for s in memory.sessions(MAYA) for u in memory.l0(MAYA, s.session_id)])
+
+
+def test_l1_l2_are_lazy_cached_and_rebuilt_when_the_session_changes(memory: Memory):
+    assert memory.layers.builds == 0  # nothing built at ingestion
+    facts = memory.facts(MAYA, "2024-03-02-trip")
+    assert any("Lisbon" in f.text for f in facts.facts)
+    assert all(f.turn_indices for f in facts.facts)  # every bullet traceable
+    memory.facts(MAYA, "2024-03-02-trip")
+    notes = memory.notes(MAYA, "2024-03-02-trip")
+    assert [n.turn_index for n in notes.notes] == [1, 2, 3]
+    assert memory.layers.builds == 2  # one L1, one L2: the second L1 read was a hit
+    meta = memory.session(MAYA, "2024-03-02-trip")
+    grown = memory.raw(MAYA, "2024-03-02-trip") + [Turn(index=4, messages=[
+        Message(role="user", content="We booked the Sintra day trip for 12 May.")])]
+    memory.ingest([Session(meta=meta, turns=grown)])
+    facts = memory.facts(MAYA, "2024-03-02-trip")
+    assert memory.layers.builds == 3
+    assert any("Sintra" in f.text for f in facts.facts)
+
+
+def test_data_survives_reopening(tmp_path: Path, embedder: MiniLMEmbedder):
+    m = open_memory(tmp_path, embedder)
+    m.ingest(read_file(SAMPLE).sessions)
+    m.close()
+    m = open_memory(tmp_path, embedder)
+    try:
+        assert "2024-01-05-job" not in {h.session_id for h in m.search(MAYA, "robotics")}
+        assert m.search(Scope(tenant_id="acme", user_id="leo"), "robotics startup Munich")[
+            0].session_id == "2024-01-05-job"
+    finally:
+        m.close()
+
+
+def test_oversized_requests_are_refused_with_the_field(memory: Memory):
+    with pytest.raises(QueryError, match=r"queries\[0\]: 2001 characters, limit is 2000"):
+        memory.search(MAYA, "x" * 2001)
+    with pytest.raises(QueryError, match="queries: 9 given, limit is 8"):
+        memory.search(MAYA, ["a"] * 9)
+    with pytest.raises(QueryError, match="top_k"):
+        memory.search(MAYA, "a", top_k=0)
+
+
+def test_unknown_session_is_a_clear_error(memory: Memory):
+    with pytest.raises(SessionNotFound, match="nope"):
+        memory.facts(MAYA, "nope")
+
+
+def test_empty_scope_returns_nothing(memory: Memory):
+    assert memory.search(Scope(tenant_id="acme", user_id="nobody"), "Lisbon") == []
+
+
+def test_session_meta_round_trip(memory: Memory):
+    meta = memory.session(MAYA, "2024-03-02-trip")
+    assert isinstance(meta, SessionMeta) and meta.session_date.year == 2024
