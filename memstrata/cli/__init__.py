@@ -222,7 +222,15 @@ def show_config(data_dir: DataDir = None) -> None:
         console.print(f"MEMSTRATA_{name.upper()}={'' if shown is None else shown}")
 
 
+def _register_subcommands() -> None:
+    """Attach command groups that live in their own modules."""
+    from memstrata.cli.eval_cmd import eval_app
+
+    app.add_typer(eval_app, name="eval")
+
+
 def main() -> None:
+    _register_subcommands()
     app()
 
 
