@@ -2,10 +2,102 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
 import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
 
 eval_app = typer.Typer(
     name="eval",
     help="Measure retrieval and answers on LoCoMo or LongMemEval files.",
     no_args_is_help=True,
 )
+console = Console()
+err = Console(stderr=True)
+
+
+def parse_ks(text: str) -> list[int]:
+    """``"5,10"`` -> [5, 10]; anything else is a usage error naming --k."""
+    try:
+        ks = sorted({int(x) for x in text.split(",") if x.strip()})
+    except ValueError:
+        ks = []
+    if not ks or any(k < 1 or k > 50 for k in ks):
+        raise typer.BadParameter(f"expected comma-separated integers from 1 to 50, got {text!r}",
+                                 param_hint="--k")
+    return ks
+
+
+@eval_app.command("retrieval")
+def retrieval(
+    dataset: Annotated[Path, typer.Option("--dataset", "-d", help="LoCoMo or LongMemEval JSON.")],
+    fmt: Annotated[str, typer.Option("--format", "-f", help="locomo or longmemeval.")],
+    k: Annotated[str, typer.Option("--k", help="Cut-offs, comma-separated.")] = "5,10",
+    output: Annotated[Path, typer.Option("--output", "-o")] = Path("results.json"),
+    plot: Annotated[Optional[Path], typer.Option(
+        help="Recall-curve PNG (default: next to --output).")] = None,
+    limit: Annotated[Optional[int], typer.Option(help="Only the first N questions.")] = None,
+) -> None:
+    """Session and turn Recall@k and NDCG@k of the hybrid retriever and two raw-turn baselines.
+
+    The dataset is ingested into a fresh temporary embedded store; retrieval
+    settings come from the usual MEMSTRATA_* variables.
+    """
+    from memstrata.cli import _settings
+    from memstrata.eval.datasets import load_dataset
+    from memstrata.eval.retrieval import evaluate, plot_curves
+    from memstrata.ingest.formats import FormatError
+
+    if fmt not in ("locomo", "longmemeval"):
+        raise typer.BadParameter(f"must be locomo or longmemeval, got {fmt!r}",
+                                 param_hint="--format")
+    ks = parse_ks(k)
+    try:
+        data = load_dataset(dataset, fmt)  # type: ignore[arg-type]
+    except FormatError as exc:
+        err.print(f"[red]{escape(str(exc))}[/red]")
+        raise typer.Exit(2) from None
+    if limit is not None:
+        if limit < 1:
+            raise typer.BadParameter("must be at least 1", param_hint="--limit")
+        data.questions = data.questions[:limit]
+    settings = _settings(None)
+    with Progress(TextColumn("{task.description:<10}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=err) as bar:
+        tasks: dict[str, int] = {}
+
+        def tick(stage: str, done: int, total: int) -> None:
+            if stage not in tasks:
+                tasks[stage] = bar.add_task(stage, total=total)
+            bar.update(tasks[stage], completed=done)
+
+        run = evaluate(data, ks, settings, progress=tick)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(run.result, indent=2) + "\n")
+    plot_path = plot or output.with_suffix(".png")
+    plot_curves(run.curves, plot_path, f"session Recall@k · {dataset.name}")
+    print_table(run.result, ks)
+    console.print(f"wrote {output} and {plot_path}")
+
+
+def print_table(result: dict, ks: list[int]) -> None:
+    systems = {"system": result["system"], **result["baselines"]}
+    cols = [f"{m}@{k}" for m in ("session_recall", "turn_recall", "ndcg") for k in ks
+            if f"{m}@{k}" in result["system"]]
+    table = Table(title=f"{result['dataset']} · {result['questions']} questions "
+                        "(overall excludes adversarial)")
+    table.add_column("system")
+    table.add_column("slice")
+    for c in cols:
+        table.add_column(c, justify="right")
+    for name, m in systems.items():
+        slices = [("overall", m)] + [(c, v) for c, v in m["by_category"].items()]
+        for label, row in slices:
+            table.add_row(name if label == "overall" else "", f"{label} ({row['questions']})",
+                          *[f"{row[c]:.3f}" if row.get(c) is not None else "-" for c in cols])
+    console.print(table)

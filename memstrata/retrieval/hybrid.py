@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from memstrata.config import Settings
 from memstrata.embed.types import Embedder
-from memstrata.model import Scope, SessionHit
+from memstrata.model import L0Unit, Scope, SessionHit
 from memstrata.retrieval import fusion
 from memstrata.store.types import DocStore, LexicalStore, VectorStore
 
@@ -87,21 +87,20 @@ class HybridRetriever:
             raise QueryError("queries: all queries are empty")
         return cleaned
 
-    def search(
+    def rank(
         self,
         scope: Scope,
         queries: Sequence[str],
-        top_k: int | None = None,
         session_ids: Collection[str] | None = None,
-    ) -> list[SessionHit]:
-        qs = self.validate(queries, top_k)
+    ) -> "Ranking":
+        """Score every candidate unit and session for the queries (validated first)."""
+        qs = self.validate(queries, None)
         p = self.params
-        k = top_k or p.top_k
         qvecs = self.embedder.embed_queries(qs)
         per_query: list[dict[str, float]] = []
+        per_query_members: list[dict[str, list[str]]] = []
         unit_session: dict[str, str] = {}
         unit_best: dict[str, float] = {}
-        per_query_members: list[dict[str, list[str]]] = []
         for q, qv in zip(qs, qvecs):
             lex = self.lexical.search(scope, q, p.candidate_units, session_ids)
             dense = self.vectors.search(scope, qv, p.candidate_units, session_ids)
@@ -133,16 +132,45 @@ class HybridRetriever:
                 fusion.keyword_boost(sessions, matches, p.keyword_alpha, p.keyword_max_matches)
             )
         final = fusion.max_fuse(boosted)
+        ranked_units = sorted(
+            (units[u] for u in unit_best if u in units),
+            key=lambda u: (-unit_best[u.id], u.session_id, u.turn_index),
+        )
+        return Ranking(
+            sessions=fusion.top_k(final, len(final)),
+            units=ranked_units,
+            unit_scores=unit_best,
+        )
+
+    def search(
+        self,
+        scope: Scope,
+        queries: Sequence[str],
+        top_k: int | None = None,
+        session_ids: Collection[str] | None = None,
+    ) -> list[SessionHit]:
+        """The top sessions with their best-matching L0 units (at most five each)."""
+        self.validate(queries, top_k)
+        ranking = self.rank(scope, queries, session_ids)
+        by_session: dict[str, list[L0Unit]] = {}
+        for u in ranking.units:
+            by_session.setdefault(u.session_id, []).append(u)
         hits: list[SessionHit] = []
-        for sid, score in fusion.top_k(final, k):
-            best_units = sorted(
-                (units[u] for u, s in unit_session.items() if s == sid and u in units),
-                key=lambda u: (-unit_best.get(u.id, 0.0), u.turn_index),
-            )
+        for sid, score in ranking.sessions[: top_k or self.params.top_k]:
+            best = by_session.get(sid, [])
             hits.append(SessionHit(
                 session_id=sid,
                 score=score,
-                session_date=best_units[0].session_date if best_units else None,
-                units=best_units[:5],
+                session_date=best[0].session_date if best else None,
+                units=best[:5],
             ))
         return hits
+
+
+@dataclass(frozen=True, slots=True)
+class Ranking:
+    """Everything one retrieval scored: sessions and units, best first."""
+
+    sessions: list[tuple[str, float]]
+    units: list[L0Unit]
+    unit_scores: dict[str, float]

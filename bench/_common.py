@@ -1,0 +1,184 @@
+"""Shared benchmark helpers: timing, peak memory, isolated runs, tables, progress.
+
+Each configuration runs in a fresh interpreter (:func:`run_isolated`) so that
+its peak RSS is its own and not the high-water mark of whatever ran before it
+in the same process. The worker writes its result as JSON (also partially, as
+phases finish), so a configuration that crashes or is stopped still reports
+what it measured.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import resource
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT_DIR = ROOT / "bench" / "out"
+# Logs of long runs are read in files, where rich's default 80 columns wrap the tables.
+console = Console(width=None if sys.stdout.isatty() else 140)
+
+Result = dict[str, Any]
+Reporter = Callable[[Result], None]
+
+
+def percentiles_ms(samples_s: Sequence[float]) -> tuple[float, float]:
+    """(p50, p99) in milliseconds of durations given in seconds."""
+    arr = np.asarray(samples_s, dtype=np.float64) * 1000.0
+    return float(np.percentile(arr, 50)), float(np.percentile(arr, 99))
+
+
+def time_calls(fn: Callable[[int], object], n: int, warmup: int, label: str) -> list[float]:
+    """Call ``fn(i)`` ``warmup`` times untimed, then ``n`` times timed (seconds each)."""
+    for i in range(warmup):
+        fn(i)
+    out: list[float] = []
+    with progress() as bar:
+        task = bar.add_task(label, total=n)
+        for i in range(n):
+            t0 = time.perf_counter()
+            fn(warmup + i)
+            out.append(time.perf_counter() - t0)
+            bar.advance(task)
+    return out
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process and of its waited-for children (MiB).
+
+    ``ru_maxrss`` is KiB on Linux (bytes on macOS); the larger of self and
+    children is what a configuration needed at its worst moment.
+    """
+    scale = 1024 * 1024 if sys.platform == "darwin" else 1024
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return max(own, kids) / scale
+
+
+def load_average() -> float:
+    """One-minute load average: other work on a 2-core box skews timings, so report it."""
+    return os.getloadavg()[0]
+
+
+def progress() -> Progress:
+    """A rich progress bar: count, percentage, elapsed and remaining time."""
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TaskProgressColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=console,
+    )
+
+
+@contextmanager
+def timed(store: dict[str, float], key: str) -> Iterator[None]:
+    """Add the wall time of the block to ``store[key]``."""
+    t0 = time.perf_counter()
+    try:
+        yield
+    finally:
+        store[key] = store.get(key, 0.0) + time.perf_counter() - t0
+
+
+def run_isolated(module: str, config: Result) -> Result:
+    """Run ``python -m module --worker`` on ``config`` in a fresh process; return its result.
+
+    The result carries ``peak_rss_mb`` measured by the worker itself and
+    ``exit_code``; a failed worker returns whatever it reported before failing.
+    """
+    with tempfile.TemporaryDirectory(prefix="memstrata-bench-") as tmp:
+        result_path = Path(tmp) / "result.json"
+        cmd = [sys.executable, "-m", module, "--worker", json.dumps(config), str(result_path)]
+        proc = subprocess.Popen(cmd, cwd=ROOT)
+        try:
+            code = proc.wait()
+        except KeyboardInterrupt:
+            proc.send_signal(signal.SIGINT)
+            proc.wait()
+            raise
+        result: Result = json.loads(result_path.read_text()) if result_path.exists() else {}
+    result["exit_code"] = code
+    return result
+
+
+def worker_main(work: Callable[[Result, Reporter], Result]) -> bool:
+    """If started by :func:`run_isolated`, run ``work`` and write its result; else False.
+
+    ``work`` gets the config and a reporter that saves partial results, so a
+    long configuration that is interrupted still leaves its measured phases.
+    """
+    if len(sys.argv) != 4 or sys.argv[1] != "--worker":
+        return False
+    config, path = json.loads(sys.argv[2]), Path(sys.argv[3])
+    partial: Result = {}
+
+    def report(update: Result) -> None:
+        partial.update(update)
+        partial["peak_rss_mb"] = peak_rss_mb()
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(partial))
+        tmp.replace(path)
+
+    report(work(config, report))
+    return True
+
+
+def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
+    """A rich table; floats get a precision that suits their size."""
+    table = Table(title=title, title_justify="left")
+    for i, col in enumerate(columns):
+        table.add_column(col, justify="left" if i == 0 else "right")
+    for row in rows:
+        table.add_row(*(_fmt(v) for v in row))
+    console.print(table)
+
+
+def _fmt(value: object) -> str:
+    if isinstance(value, float):
+        if math.isnan(value):  # not measured
+            return "-"
+        return f"{value:.2f}" if abs(value) < 100 else f"{value:,.0f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def verdict(ok: bool) -> str:
+    return "[green]PASS[/green]" if ok else "[red]FAIL[/red]"
+
+
+def setup_matplotlib() -> Any:
+    """pyplot on the Agg backend (no display), with the output folder created."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    OUT_DIR.mkdir(parents=True, exist_ok=True)
+    return plt

@@ -1,0 +1,100 @@
+"""``memstrata ask``: answer a question about a user's history, with sources and trace."""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import datetime
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.markup import escape
+
+from memstrata.cli import DataDir, Tenant, User, _open, _scope, app, console, err
+from memstrata.cli.eval_qa import PolicyOpt, Without, controller_settings
+
+
+def _parse_date(text: str | None) -> datetime | None:
+    if text is None:
+        return None
+    from memstrata.text.dates import parse_datetime
+
+    value = parse_datetime(text)
+    if value is None:
+        err.print(f"[red]--date: cannot read {text!r} as a date (try 2023-05-08)[/red]")
+        raise typer.Exit(2)
+    return value
+
+
+def _print_trace(answer: Any) -> None:
+    console.print("[bold]trace[/bold] (step tool layer sessions tokens-in/out ms: arguments; note)")
+    for s in answer.steps:
+        args = json.dumps(s.arguments, ensure_ascii=False)
+        args = args[:160] + ("…" if len(args) > 160 else "")
+        sessions = ",".join(s.sessions[:5]) + ("…" if len(s.sessions) > 5 else "")
+        layer = s.layer.label if s.layer is not None else "-"
+        note = f"; {s.note}" if s.note else ""
+        console.print(escape(f"  {s.step:>2} {s.tool:<16} {layer:<2} [{sessions}] "
+                             f"{s.tokens_in}/{s.tokens_out} {s.ms:.1f}ms: {args}{note}"),
+                      soft_wrap=True)
+    m = answer.summary
+    depth = ", ".join(f"{sid}:{layer.label}" for sid, layer in m.drill_depths.items())
+    tokens = ", ".join(f"{role} {t.tokens_in}/{t.tokens_out}" + (" est." if t.estimated else "")
+                       for role, t in m.tokens.items())
+    console.print(
+        f"deepest layer {m.deepest_layer.label if m.deepest_layer is not None else '-'}; "
+        f"{m.sessions_drilled} of {m.haystack_sessions} sessions drilled "
+        f"({m.drilled_share * 100:.1f}%): {depth or 'none'}", soft_wrap=True)
+    console.print(f"{m.steps} steps, {m.llm_calls} LLM calls, {m.tool_errors} tool errors, "
+                  f"stop: {m.stop_reason}; tokens in/out: {tokens or 'none'}; "
+                  f"cost ${m.cost_usd:.6f}; {m.ms_total:.0f} ms "
+                  f"(LLM {m.ms_llm:.0f}, memory {m.ms_memory:.0f})", soft_wrap=True)
+
+
+@app.command()
+def ask(
+    question: Annotated[str, typer.Argument(help="The question about the user's history.")],
+    user: User = ...,  # type: ignore[assignment]
+    tenant: Tenant = "default",
+    date: Annotated[Optional[str], typer.Option(
+        "--date", help="When the question is asked (resolves \"last year\"); default: "
+                       "the user's latest session.")] = None,
+    trace: Annotated[bool, typer.Option("--trace", help="Print every step.")] = False,
+    notes: Annotated[bool, typer.Option("--notes", help="Print the organized notes.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the whole answer as JSON.")
+                       ] = False,
+    without: Without = None,
+    policy: PolicyOpt = None,
+    data_dir: DataDir = None,
+) -> None:
+    """Answer a question from a user's memory: coarse layers first, finer only when needed."""
+    from memstrata.controller.run import Controller
+    from memstrata.llm.types import LLMError
+
+    scope = _scope(tenant, user)
+    asked_on = _parse_date(date)
+    csettings = controller_settings(without, policy)
+    with _open(data_dir) as memory:
+        try:
+            controller = Controller.open(memory, csettings)
+            answer = controller.answer(scope, question, asked_on)
+        except LLMError as exc:
+            err.print(f"[red]{escape(str(exc))}[/red]")
+            raise typer.Exit(1) from None
+    if as_json:
+        sys.stdout.write(answer.model_dump_json(indent=1) + "\n")
+        return
+    console.print(f"[bold]{escape(answer.answer)}[/bold]", soft_wrap=True)
+    if not answer.sources:
+        console.print(f"(no sources; mode {answer.mode})")
+    for s in answer.sources:
+        date_text = s.session_date.strftime("%Y-%m-%d") if s.session_date else "unknown date"
+        turn = f" turn {s.turn_index}" if s.turn_index is not None else ""
+        ids = f" [{', '.join(s.source_ids)}]" if s.source_ids else ""
+        console.print(f"  source: {s.session_id} ({date_text}){turn} {s.layer.label}{ids}: "
+                      f"{escape(s.text)}", soft_wrap=True)
+    if notes and answer.notes:
+        console.print(escape(answer.notes), soft_wrap=True)
+    if trace:
+        _print_trace(answer)
+

@@ -1,0 +1,178 @@
+"""``memstrata eval qa``: answer every question of a benchmark and score the answers."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from memstrata.cli.eval_cmd import eval_app
+
+console = Console()
+err = Console(stderr=True)
+
+Without = Annotated[
+    Optional[list[str]],
+    typer.Option("--without", "-w",
+                 help="Switch a part off (repeatable): controller, l1, l2, l3, reflect, "
+                      "decompose, interpret_dates, notes, draft."),
+]
+PolicyOpt = Annotated[
+    Optional[str],
+    typer.Option("--policy", help="auto (LLM when configured), rules (offline) or llm."),
+]
+
+
+def controller_settings(without: list[str] | None, policy: str | None) -> Any:
+    """Controller settings from the environment plus the command's switches (exit 2 if bad)."""
+    from memstrata.config import ConfigError
+    from memstrata.controller.config import load_controller_settings
+
+    try:
+        s = load_controller_settings(**({"policy": policy} if policy else {}))
+        return s.without(without or [])
+    except ConfigError as exc:
+        err.print(f"[red]{escape(str(exc))}[/red]")
+        raise typer.Exit(2) from None
+
+
+def _fmt(x: float | None, pct: bool = False) -> str:
+    if x is None:
+        return "-"
+    return f"{x * 100:.1f}" if pct else f"{x:.3f}"
+
+
+def print_report(report: dict[str, Any], title: str) -> None:
+    table = Table(title=title)
+    for col, just in (("category", "left"), ("n", "right"), ("F1", "right"), ("EM", "right"),
+                      ("judge acc.", "right")):
+        table.add_column(col, justify=just)  # type: ignore[arg-type]
+    for name, row in report["by_category"].items():
+        table.add_row(name, str(row["n"]), _fmt(row["f1"]), _fmt(row["em"]),
+                      _fmt(row["judge_accuracy"]))
+    for label, key in (("overall (no adversarial)", "overall"),
+                       ("overall (all)", "overall_with_adversarial")):
+        row = report[key]
+        table.add_row(f"[bold]{label}[/bold]", str(row["n"]), _fmt(row["f1"]), _fmt(row["em"]),
+                      _fmt(row["judge_accuracy"]))
+    console.print(table)
+    d = report["depth_distribution"]
+    console.print(
+        f"depth distribution over {report['drills']} drills: "
+        f"L1 {d['L1'] * 100:.1f}%  L2 {d['L2'] * 100:.1f}%  L3 {d['L3'] * 100:.1f}%")
+    console.print(
+        f"sessions drilled: {_fmt(report['mean_sessions_drilled'])} of "
+        f"{_fmt(report['mean_haystack_sessions'])} on average "
+        f"({_fmt(report['mean_drilled_share'], pct=True)}% of the haystack); "
+        f"steps {_fmt(report['mean_steps'])}; LLM calls {_fmt(report['mean_llm_calls'])}; "
+        f"cost ${report['total_cost_usd']:.4f} in all")
+    tokens = ", ".join(
+        f"{role} {v['tokens_in']:.0f} in / {v['tokens_out']:.0f} out"
+        + (" (estimated)" if v.get("estimated") else "")
+        for role, v in report["mean_tokens"].items())
+    console.print(f"mean tokens per question: {tokens or 'none'}")
+    lat = report["latency_ms"]
+    console.print(f"latency per question: p50 {_fmt(lat['p50'])} ms, p99 {_fmt(lat['p99'])} ms; "
+                  f"controller overhead p50 {_fmt(report['overhead_ms']['p50'])} ms; "
+                  f"ingest {report['ingest_seconds']} s, answering {report['answer_seconds']} s; "
+                  f"{report['errors']} errors")
+
+
+@eval_app.command("qa")
+def qa(
+    dataset: Annotated[Path, typer.Option("--dataset", "-d", help="LoCoMo or LongMemEval JSON.")],
+    fmt: Annotated[str, typer.Option("--format", "-f", help="locomo or longmemeval.")],
+    output: Annotated[Path, typer.Option("--output", "-o")] = Path("results.json"),
+    limit: Annotated[Optional[int], typer.Option(help="Only the first N questions.")] = None,
+    plot: Annotated[Optional[Path], typer.Option(
+        help="Depth-distribution PNG (default: next to --output).")] = None,
+    data_dir: Annotated[Optional[Path], typer.Option(
+        "--data-dir", help="Ingest into (and reuse) this store; default: a fresh temporary "
+                           "one.")] = None,
+    without: Without = None,
+    policy: PolicyOpt = None,
+    use_judge: Annotated[bool, typer.Option(
+        "--judge/--no-judge", help="Grade answers with the judge model when an LLM is "
+                                   "configured.")] = True,
+) -> None:
+    """Answer every question, report F1/EM (and LLM-judge accuracy) with depth and selectivity.
+
+    Offline (the default) the rule policy and extractive answers run; with
+    MEMSTRATA_LLM_BACKEND=openai the LLM controller, notes and generator run,
+    and the judge model grades the answers.
+    """
+    from memstrata.cli import _settings
+    from memstrata.controller.run import Controller, open_chat_client
+    from memstrata.eval.datasets import load_dataset
+    from memstrata.eval.qa import plot_depth
+    from memstrata.eval.qa_run import evaluate_qa
+    from memstrata.ingest.formats import FormatError
+    from memstrata.memory import Memory
+
+    if fmt not in ("locomo", "longmemeval"):
+        raise typer.BadParameter(f"must be locomo or longmemeval, got {fmt!r}",
+                                 param_hint="--format")
+    if limit is not None and limit < 1:
+        raise typer.BadParameter("must be at least 1", param_hint="--limit")
+    csettings = controller_settings(without, policy)
+    try:
+        data = load_dataset(dataset, fmt)  # type: ignore[arg-type]
+    except FormatError as exc:
+        err.print(f"[red]{escape(str(exc))}[/red]")
+        raise typer.Exit(2) from None
+    if limit is not None:
+        data.questions = data.questions[:limit]
+    settings = _settings(None)
+    with tempfile.TemporaryDirectory(prefix="memstrata-qa-") as tmp:
+        root = data_dir or Path(tmp)
+        memory = Memory.open(settings.model_copy(update={"data_dir": root}))
+        try:
+            chat = open_chat_client(memory) if csettings.policy != "rules" else None
+            controller = Controller(memory, csettings, chat)
+            judge_client = chat if use_judge else None
+            with Progress(TextColumn("{task.description:<8}"), BarColumn(),
+                          MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn(),
+                          console=err) as bar:
+                tasks: dict[str, Any] = {}
+
+                def tick(stage: str, done: int, total: int) -> None:
+                    if stage not in tasks:
+                        tasks[stage] = bar.add_task(stage, total=total)
+                    bar.update(tasks[stage], completed=done)
+
+                run = evaluate_qa(data, memory, controller, judge_client=judge_client,
+                                  progress=tick)
+        finally:
+            memory.close()
+    config = {"dataset": str(dataset), "format": fmt, "mode": controller.mode,
+              "policy": csettings.policy, "ablations": csettings.ablations,
+              "limit": limit, "judge": judge_client is not None,
+              "models": ({r: chat.model_for(r) for r in  # type: ignore[union-attr]
+                          ("controller", "synthesizer", "generator", "judge")}
+                         if chat is not None else None)}
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(
+        {"config": config, "report": run.report,
+         "results": [r.model_dump(mode="json") for r in run.results]}, indent=1) + "\n")
+    plot_path = plot or output.with_suffix(".depth.png")
+    title = f"{dataset.name} · {controller.mode}"
+    plot_depth(run.report, plot_path, title)
+    print_report(run.report, f"{dataset.name} · {len(run.results)} questions · "
+                             f"{controller.mode}"
+                             + (f" · without {', '.join(csettings.ablations)}"
+                                if csettings.ablations else ""))
+    console.print(f"wrote {output} and {plot_path}")

@@ -1,0 +1,113 @@
+"""Controller limits and ablation switches (APDMem Table 5 defaults).
+
+They live in their own settings class, read from ``MEMSTRATA_CONTROLLER_*``
+variables, so that the controller can be tuned (and the paper's ablations
+reproduced) without touching the storage settings in :mod:`memstrata.config`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from memstrata.config import ConfigError
+from memstrata.llm.usage import PriceTable
+
+ENV_PREFIX = "MEMSTRATA_CONTROLLER_"
+
+#: Ablation names as the CLI takes them (``--without l1``), mapped to the switch they turn off.
+ABLATIONS: dict[str, str] = {
+    "controller": "use_controller",
+    "l1": "use_l1",
+    "l2": "use_l2",
+    "l3": "use_l3",
+    "reflect": "use_reflect",
+    "decompose": "use_decompose",
+    "interpret_dates": "use_interpret_dates",
+    "notes": "use_notes",
+    "draft": "use_draft",
+}
+
+Policy = Literal["auto", "rules", "llm"]
+
+
+class ControllerSettings(BaseSettings):
+    """How far the controller may go, and which of its parts are switched on."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX, extra="forbid", validate_default=True, case_sensitive=False
+    )
+
+    #: ``auto``: the LLM policy when a chat client is configured, else the rule policy.
+    policy: Policy = "auto"
+
+    # -- budgets (Table 5) ------------------------------------------------
+    max_steps: int = Field(20, ge=1, le=200)
+    max_nudges: int = Field(2, ge=0, le=10)
+    max_reflections: int = Field(2, ge=0, le=10)
+    auto_drill: int = Field(3, ge=0, le=20)
+    max_drilled_sessions: int = Field(10, ge=1, le=200)
+    max_raw_turns: int = Field(20, ge=0, le=500)
+    #: Raw turns returned by one ``read_raw`` call when the caller does not say.
+    raw_turns_per_read: int = Field(3, ge=1, le=50)
+    #: Sessions returned by ``search`` (None: the retriever's top-K, 20 by default).
+    search_top_k: int | None = Field(None, ge=1, le=1000)
+    #: Queries one ``search`` call may carry.
+    max_queries_per_search: int = Field(5, ge=1, le=8)
+    #: Sessions read at every layer when the controller is switched off (plain top-K).
+    rag_sessions: int = Field(3, ge=1, le=50)
+    #: Evidence text handed to an LLM (notes, answer, reflection) is clipped to this.
+    max_evidence_chars: int = Field(24_000, ge=1000, le=1_000_000)
+
+    # -- ablations (Table 4 and Table 11) ---------------------------------
+    use_controller: bool = True
+    use_l1: bool = True
+    use_l2: bool = True
+    use_l3: bool = True
+    use_reflect: bool = True
+    use_decompose: bool = True
+    use_interpret_dates: bool = True
+    use_notes: bool = True
+    use_draft: bool = True
+
+    # -- cost ---------------------------------------------------------------
+    #: JSON or TOML price table; the example table of :mod:`memstrata.llm.usage` otherwise.
+    price_table: Path | None = None
+
+    def without(self, names: Iterable[str]) -> "ControllerSettings":
+        """A copy with the named parts switched off (names as in :data:`ABLATIONS`)."""
+        changes: dict[str, Any] = {}
+        for raw in names:
+            name = raw.strip().lower().replace("-", "_")
+            if name.startswith("w/o_") or name.startswith("no_"):
+                name = name.split("_", 1)[1]
+            if name not in ABLATIONS:
+                raise ConfigError(
+                    f"unknown ablation {raw!r}; expected one of {', '.join(ABLATIONS)}")
+            changes[ABLATIONS[name]] = False
+        return self.model_copy(update=changes)
+
+    @property
+    def ablations(self) -> list[str]:
+        """The parts switched off, for reports."""
+        return [name for name, field in ABLATIONS.items() if not getattr(self, field)]
+
+    def prices(self) -> PriceTable:
+        return PriceTable.load(self.price_table) if self.price_table else PriceTable.example()
+
+
+def load_controller_settings(**overrides: Any) -> ControllerSettings:
+    """Like :func:`memstrata.config.load_settings`: one readable error naming the variable."""
+    try:
+        return ControllerSettings(**overrides)
+    except ValidationError as exc:
+        lines = []
+        for e in exc.errors():
+            loc = [str(p) for p in e.get("loc", ())]
+            name = ENV_PREFIX + loc[0].upper() if loc else "controller settings"
+            lines.append(f"{name}: {e.get('msg', 'invalid')} (got {e.get('input')!r})")
+        raise ConfigError("invalid controller configuration:\n  " + "\n  ".join(lines)) from None

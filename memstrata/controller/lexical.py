@@ -1,0 +1,142 @@
+"""Cheap word matching for the rule policy and the extractive answer.
+
+The controller compares the question with every line of evidence it reads, a
+few hundred lines a question, so matching is regex tokenising plus a small
+suffix stemmer, with results cached per text. The stemmer only needs to make
+"went"/"go" and "paintings"/"painted"/"paint" meet; it is not linguistics.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from functools import lru_cache
+
+from memstrata.text.lexicon import FILLER, STOPWORDS
+
+_WORD = re.compile(r"[A-Za-z0-9]+(?:['’][A-Za-z]+)?")
+_NAME = re.compile(r"\b[A-Z][a-zA-Z'’\-]+(?:\s+[A-Z][a-zA-Z'’\-]+)*")
+
+#: Words a question is built from that say nothing about its topic.
+QUESTION_WORDS: frozenset[str] = frozenset(
+    """what when where who whom whose which why how did does do is are was were has have had
+    would could should can will may might kind type sort also ever yet
+    much many long often""".split()
+)
+# The base list counts time words ("year", "last", "ago") as stop words; in a
+# question they matter ("last year"), so they are kept as content.
+_KEEP = frozenset("year years month months week weeks day days last next ago weekend".split())
+_STOP = (STOPWORDS - _KEEP) | QUESTION_WORDS | {"s", "t", "'s"}
+
+_IRREGULAR = {
+    "went": "go", "gone": "go", "goes": "go", "going": "go", "did": "do", "done": "do",
+    "made": "make", "bought": "buy", "took": "take", "taken": "take", "saw": "see",
+    "seen": "see", "gave": "give", "given": "give", "got": "get", "gotten": "get",
+    "ran": "run", "running": "run", "swam": "swim", "began": "begin", "begun": "begin",
+    "wrote": "write", "written": "write", "read": "read", "met": "meet", "felt": "feel",
+    "kept": "keep", "left": "leave", "lost": "lose", "won": "win", "found": "find",
+    "thought": "think", "taught": "teach", "brought": "bring", "sang": "sing",
+    "sung": "sing", "drew": "draw", "drawn": "draw", "built": "build", "spent": "spend",
+    "told": "tell", "said": "say", "heard": "hear", "knew": "know", "known": "know",
+    "came": "come", "ate": "eat", "eaten": "eat", "flew": "fly", "rode": "ride",
+    "children": "child", "kids": "kid", "women": "woman", "men": "man", "people": "person",
+    "moved": "move", "loved": "love", "liked": "like",
+}
+
+
+@lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """A crude English stem: lower case, irregular forms, common suffixes, no final "e".
+
+    Dropping a final "e" makes "name"/"named" and "make"/"making" meet.
+    """
+    base = _stem(word)
+    return base[:-1] if len(base) > 3 and base.endswith("e") else base
+
+
+def _stem(word: str) -> str:
+    w = word.lower().replace("’", "'")
+    if w.endswith("'s"):
+        w = w[:-2]
+    if w in _IRREGULAR:
+        return _IRREGULAR[w]
+    if len(w) <= 3 or w.isdigit():
+        return w
+    for suffix, repl in (("ies", "y"), ("ied", "y"), ("ing", ""), ("ed", ""), ("es", ""),
+                         ("ly", ""), ("s", "")):
+        if w.endswith(suffix) and len(w) - len(suffix) >= 3:
+            if suffix == "s" and w.endswith(("ss", "us", "is")):
+                return w
+            if suffix == "es" and not w.endswith(("ches", "shes", "sses", "xes", "zes")):
+                continue
+            base = w[: len(w) - len(suffix)] + repl
+            if suffix == "s" and base.endswith(("ing", "ed")):
+                return _stem(base)  # "paintings" -> "painting" -> "paint"
+            # "running" -> "runn" -> "run"; "planned" -> "plan"
+            if len(base) > 3 and base[-1] == base[-2] and base[-1] not in "lsz":
+                base = base[:-1]
+            return base
+    return w
+
+
+def words(text: str) -> list[str]:
+    """Word tokens in order, original case."""
+    return _WORD.findall(text)
+
+
+def is_stop(word: str) -> bool:
+    low = word.lower().replace("’", "'")
+    return low in _STOP or len(low) < 2 and not low.isdigit()
+
+
+@lru_cache(maxsize=32768)
+def terms(text: str) -> tuple[str, ...]:
+    """Stems of the content words of ``text``, in order, repeats kept."""
+    return tuple(stem(w) for w in _WORD.findall(text) if not is_stop(w))
+
+
+def term_set(text: str) -> frozenset[str]:
+    return frozenset(terms(text))
+
+
+@lru_cache(maxsize=8192)
+def names(text: str) -> tuple[str, ...]:
+    """Capitalised runs that are not sentence openers or question words ("Caroline", "New York")."""
+    out: list[str] = []
+    for m in _NAME.finditer(text):
+        run = m.group(0).split()
+        start = m.start()
+        opener = start == 0 or text[:start].rstrip()[-1:] in ".!?:\"“("
+        if opener and run and run[0].lower() in _STOP:
+            run = run[1:]
+        while run and (run[0].lower() in FILLER or run[0].lower() in _STOP):
+            run = run[1:]
+        run = [re.sub(r"['’]s$", "", w) for w in run
+               if w.lower() not in QUESTION_WORDS and w != "I"]
+        if run and not (opener and len(run) == 1 and run[0].lower() in STOPWORDS):
+            out.append(" ".join(run))
+    return tuple(dict.fromkeys(out))
+
+
+def is_filler(word: str) -> bool:
+    """Chat filler ("wow", "awesome") or a function word: never an answer on its own."""
+    low = word.lower().replace("’", "'")
+    return low in FILLER or is_stop(low)
+
+
+def coverage(query_terms: Iterable[str], text: str | frozenset[str],
+             weights: dict[str, float] | None = None) -> float:
+    """Weighted share of ``query_terms`` found in ``text`` (or in a set of stems), 0..1."""
+    q = list(dict.fromkeys(query_terms))
+    if not q:
+        return 0.0
+    have = term_set(text) if isinstance(text, str) else text
+    w = weights or {}
+    total = sum(w.get(t, 1.0) for t in q)
+    got = sum(w.get(t, 1.0) for t in q if t in have)
+    return got / total if total else 0.0
+
+
+def estimate_tokens(text: str) -> int:
+    """About four characters a token: an ESTIMATE for text that no tokenizer has counted."""
+    return (len(text) + 3) // 4

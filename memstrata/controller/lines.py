@@ -1,0 +1,118 @@
+"""Every read view split into sentence lines that know whom they are about.
+
+Ranking and quoting work on sentences, not on whole messages: a raw LoCoMo
+message holds four or five sentences and only one answers the question. Each
+line records its speaker and the participants it is about: those it names,
+or, in a raw message, the speaker for "I"/"my" and the listener for "you"
+(the layer builder has already made L0-L2 lines name their people). That
+lets the answer step notice a question asked about the wrong person, which
+is how adversarial questions are built. Raw sentences also get their
+relative dates resolved against the session date, as L0-L2 lines already do.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+from functools import lru_cache
+
+from memstrata.controller.state import EvidenceLine
+from memstrata.model import Layer, Turn
+from memstrata.text.dates import annotate_dates
+from memstrata.text.sentences import split_sentences
+
+_PREFIX = re.compile(r"^([A-Z][\w.'\-]*(?: [A-Z][\w.'\-]*){0,3}):\s+")
+_FIRST = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|[Mm]e|[Mm]y|[Mm]ine|[Mm]yself|[Ww]e|[Ww]e're|"
+                    r"[Ww]e've|[Oo]ur|[Oo]urs|us)\b")
+_SECOND = re.compile(r"\b(?:[Yy]ou|[Yy]our|[Yy]ours|[Yy]ou're|[Yy]ou've|[Yy]ou'd|[Yy]ou'll|"
+                     r"[Yy]ourself)\b")
+
+
+@lru_cache(maxsize=256)
+def _names_pattern(participants: tuple[str, ...]) -> re.Pattern[str] | None:
+    firsts = sorted({p.split()[0] for p in participants if p.split()}, key=len, reverse=True)
+    return re.compile(r"\b(" + "|".join(map(re.escape, firsts)) + r")\b") if firsts else None
+
+
+def mentioned(text: str, participants: Sequence[str]) -> tuple[str, ...]:
+    """Participants named in ``text`` by their full or first name."""
+    pattern = _names_pattern(tuple(participants))
+    if pattern is None:
+        return ()
+    found = set(pattern.findall(text))
+    return tuple(p for p in participants if p.split()[0] in found)
+
+
+def about_of(body: str, participants: Sequence[str], speaker: str | None,
+             listener: str | None, raw: bool) -> tuple[str, ...]:
+    """Whom a line is about: the participants it names; in raw text, also by pronoun.
+
+    A built line (L0-L2) already names whoever its "I" and "you" were, so one
+    that names nobody is a remark about no one in particular. A raw sentence
+    without names or pronouns is taken to be about its speaker.
+    """
+    named = mentioned(body, participants)
+    if named or not raw:
+        return named
+    if _FIRST.search(body) and speaker:
+        return (speaker,)
+    if _SECOND.search(body) and listener:
+        return (listener,)
+    return (speaker,) if speaker else ()
+
+
+def split(session_id: str, session_date: datetime | None, layer: Layer, text: str,
+          turn_indices: Sequence[int], participants: Sequence[str], *,
+          speaker: str | None = None, listener: str | None = None,
+          source_ids: Sequence[str] = (), raw: bool = False) -> tuple[EvidenceLine, ...]:
+    """Sentence lines of one bullet, note, summary or message (memoised: lines are values).
+
+    A ``Name:`` label at the start of a sentence sets the speaker from there
+    on (L0 summaries join what several people said).
+    """
+    return _split(session_id, session_date, layer, text, tuple(turn_indices),
+                  tuple(participants), speaker, listener, tuple(source_ids), raw)
+
+
+@lru_cache(maxsize=65536)
+def _split(session_id: str, session_date: datetime | None, layer: Layer, text: str,
+           turn_indices: tuple[int, ...], participants: tuple[str, ...], speaker: str | None,
+           listener: str | None, source_ids: tuple[str, ...], raw: bool,
+           ) -> tuple[EvidenceLine, ...]:
+    return tuple(_lines(session_id, session_date, layer, text, turn_indices, participants,
+                        speaker, listener, source_ids, raw))
+
+
+def _lines(session_id: str, session_date: datetime | None, layer: Layer, text: str,
+           turn_indices: tuple[int, ...], participants: tuple[str, ...], speaker: str | None,
+           listener: str | None, source_ids: tuple[str, ...], raw: bool,
+           ) -> Iterator[EvidenceLine]:
+    current = speaker
+    for sentence in split_sentences(text):
+        m = _PREFIX.match(sentence)
+        if m and (not participants or m.group(1) in participants or not raw):
+            current = m.group(1)
+            sentence = sentence[m.end():]
+        if not sentence.strip():
+            continue
+        if raw and session_date is not None:
+            sentence = annotate_dates(sentence, session_date)[0]
+        other = listener
+        if other is None and current is not None:
+            others = [p for p in participants if p != current]
+            other = others[0] if len(others) == 1 else None
+        yield EvidenceLine(session_id, session_date, layer, sentence, tuple(turn_indices),
+                           current, tuple(source_ids),
+                           about_of(sentence, participants, current, other, raw))
+
+
+def raw_lines(session_id: str, session_date: datetime | None, turns: Sequence[Turn],
+              participants: Sequence[str]) -> list[EvidenceLine]:
+    out: list[EvidenceLine] = []
+    for t in turns:
+        for m in t.messages:
+            out.extend(split(session_id, session_date, Layer.L3, m.content, (t.index,),
+                             participants, speaker=m.who,
+                             source_ids=(m.source_id,) if m.source_id else (), raw=True))
+    return out

@@ -1,0 +1,250 @@
+"""How well a line of evidence answers the question, and when there is enough.
+
+Both policies and the extractive notes rank evidence lines the same way:
+the question's content words, weighted by how rare they are among the lines
+read (a speaker's name on every line counts for little), found in the line,
+plus a bonus when the line holds the kind of thing asked for (a date for
+"when", a number for "how many", a name for "who"). Sufficiency is the same
+score seen from the question's side: is there a line that covers most of it?
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import re
+import threading
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+from memstrata.controller import lexical
+from memstrata.controller.cues import Cues
+from memstrata.controller.state import EvidenceLine
+
+#: A line scoring this much covers the question well enough to answer from.
+SUFFICIENT = 0.6
+_DATE_MARK = re.compile(
+    r"\(\s*(?:around\s+)?(?:the\s+week(?:end)?\s+of\s+)?\d{4}(?:-\d{2}){0,2}\s*\)"
+    r"|\b(?:19|20)\d\d\b"
+    r"|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2}\b"
+    r"|\b\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)"
+    r"|\b(?:yesterday|last\s+\w+|\w+\s+ago|this\s+(?:week|weekend|month|year|morning)|today"
+    r"|tomorrow|next\s+\w+|on\s+(?:mon|tues|wednes|thurs|fri|satur|sun)day)\b",
+    re.IGNORECASE,
+)
+_NUMBER = re.compile(
+    r"\b(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|"
+    r"dozen|once|twice|thrice|couple|several|few)\b",
+    re.IGNORECASE,
+)
+_DURATION = re.compile(
+    r"\b(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|a|an|few|several|couple\s+of)"
+    r"\s+(?:years?|months?|weeks?|days?|hours?|decades?)\b|\bsince\b",
+    re.IGNORECASE,
+)
+_LAYER_BONUS = 0.015  # finer layers are more faithful: a small tie-breaker
+
+
+def has_date(text: str) -> bool:
+    return _DATE_MARK.search(text) is not None
+
+
+def type_match(cues: Cues, line: EvidenceLine) -> bool:
+    """Does the line hold the kind of thing the question asks for?"""
+    kind = cues.answer_type
+    text = line.text
+    if kind == "date":
+        return has_date(text)
+    if kind == "duration":
+        return _DURATION.search(text) is not None
+    if kind == "count":
+        return _NUMBER.search(text) is not None
+    if kind == "person":
+        asked = {n.lower() for n in cues.names}
+        return any(n.lower() not in asked for n in lexical.names(text))
+    return True
+
+
+@dataclass(frozen=True, slots=True)
+class Scored:
+    line: EvidenceLine
+    score: float
+    coverage: float
+    typed: bool
+
+
+_CAPTION = re.compile(r"^\[|\bshares? (?:a|an) (?:photo|picture|image)\b", re.IGNORECASE)
+_SUBJECT_BONUS = 0.1
+_CAPTION_PENALTY = 0.1
+_NOVELTY_BONUS = 0.1
+_QUESTION_PENALTY = 0.15
+#: Share of the previous line's coverage that the next line inherits.
+CONTEXT_SHARE = 0.8
+
+
+def _follows(before: EvidenceLine, line: EvidenceLine) -> bool:
+    """``line`` comes right after ``before`` in the same view of the same session."""
+    if before.session_id != line.session_id or before.layer != line.layer:
+        return False
+    if not before.turn_indices or not line.turn_indices:
+        return False
+    return 0 <= line.turn_indices[0] - before.turn_indices[-1] <= 1
+
+
+def line_terms(line: EvidenceLine) -> frozenset[str]:
+    """The line's content stems plus the participants it is about (by pronoun too)."""
+    return _line_terms(line.text, line.about)
+
+
+@lru_cache(maxsize=32768)
+def _line_terms(text: str, about: tuple[str, ...]) -> frozenset[str]:
+    return lexical.term_set(text) | frozenset(lexical.stem(a.split()[0]) for a in about)
+
+
+def subject_fit(cues: Cues, line: EvidenceLine) -> int:
+    """+1 when the line is about the person asked about, -1 when only about someone else."""
+    if not cues.subjects or not line.about:
+        return 0
+    if set(line.about) & set(cues.subjects):
+        return 1
+    return -1 if len(cues.subjects) == 1 else 0
+
+
+def term_weights(cues: Cues, lines: Sequence[EvidenceLine]) -> dict[str, float]:
+    """IDF of each question term over the lines read (plus one, so unseen terms weigh most)."""
+    q = set(cues.terms)
+    df: Counter[str] = Counter()
+    for line in lines:
+        df.update(q & line_terms(line))
+    return _idf(q, df, len(lines))
+
+
+def _idf(q: Iterable[str], df: Counter[str], n_lines: int) -> dict[str, float]:
+    n = n_lines + 1
+    return {t: math.log(1.0 + n / (1.0 + df[t])) for t in q}
+
+
+@dataclass(frozen=True, slots=True)
+class _Features:
+    """What ranking needs of a line that does not change as more lines are read."""
+
+    matched: tuple[str, ...]
+    typed: bool
+    static: float
+    #: Index of the line said just before this one in the same view (-1: none).
+    prev: int = -1
+
+
+class Ranker:
+    """Ranks one question's evidence lines, remembering each line's features.
+
+    The controller re-ranks after every read while V only grows, so the
+    per-line work (tokenising, pattern tests) is done once per line and the
+    term document frequencies are updated incrementally; each ranking then
+    costs a few additions per line.
+    """
+
+    def __init__(self, cues: Cues, terms: Sequence[str] | None = None) -> None:
+        self.cues = cues
+        self.query = list(dict.fromkeys(terms if terms is not None else cues.terms))
+        self._qset = frozenset(self.query)
+        self._lines: Sequence[EvidenceLine] | None = None
+        self._features: list[_Features] = []
+        self._df: Counter[str] = Counter()
+
+    def _feature(self, line: EvidenceLine) -> _Features:
+        cues = self.cues
+        have = line_terms(line)
+        matched = tuple(t for t in self.query if t in have)
+        typed = type_match(cues, line)
+        static = 0.15 if typed and cues.answer_type != "thing" else 0.0
+        novel = len(lexical.term_set(line.text) - self._qset)
+        static += _NOVELTY_BONUS * min(novel, 3) / 3
+        static += _SUBJECT_BONUS * subject_fit(cues, line)
+        if _CAPTION.search(line.text):
+            static -= _CAPTION_PENALTY
+        if line.text.rstrip().endswith("?"):
+            static -= _QUESTION_PENALTY
+        static += _LAYER_BONUS * int(line.layer)
+        return _Features(matched, typed, static)
+
+    def _sync(self, lines: Sequence[EvidenceLine]) -> None:
+        if self._lines is not lines or len(lines) < len(self._features):
+            self._lines, self._features, self._df = lines, [], Counter()
+        for i in range(len(self._features), len(lines)):
+            f = self._feature(lines[i])
+            if i > 0 and _follows(lines[i - 1], lines[i]):
+                f = _Features(f.matched, f.typed, f.static, i - 1)
+            self._features.append(f)
+            self._df.update(f.matched)
+
+    def rank(self, lines: Sequence[EvidenceLine], limit: int | None = None) -> list[Scored]:
+        self._sync(lines)
+        weights = _idf(self.query, self._df, len(lines))
+        total = sum(weights.values()) or 1.0
+        boost_of = getattr(lines, "boost_of", None)
+        feats = self._features
+        own = [sum(weights[t] for t in f.matched) / total if f.matched else 0.0 for f in feats]
+        keys = []
+        for i, f in enumerate(feats):
+            # A reply inherits part of what the line before it matched: the answer to
+            # "what did X think of Y" is often the sentence after the one naming Y.
+            cov = max(own[i], CONTEXT_SHARE * own[f.prev]) if f.prev >= 0 else own[i]
+            extra = boost_of(lines[i]) if boost_of is not None else 0.0
+            keys.append((-(cov + f.static + extra), i, cov))
+        best = heapq.nsmallest(limit, keys) if limit is not None else sorted(keys)
+        return [Scored(lines[i], -neg, cov, self._features[i].typed) for neg, i, cov in best]
+
+
+_local = threading.local()
+
+
+def rank(cues: Cues, lines: Sequence[EvidenceLine], terms: Sequence[str] | None = None,
+         limit: int | None = None) -> list[Scored]:
+    """Lines best first (ties: earlier read).
+
+    The score is the weighted share of the question covered (IDF over the
+    lines read, so a name on every line counts little), plus small terms for
+    holding the asked-for kind of thing, saying something the question does
+    not (a line that only repeats the question answers nothing), being about
+    the right person, and the finer layer; image captions, which are
+    machine-written, lose a little. Rankings of the same question's growing
+    line list reuse a :class:`Ranker`.
+    """
+    if terms is not None:
+        return Ranker(cues, terms).rank(lines, limit)
+    ranker: Ranker | None = getattr(_local, "ranker", None)
+    if ranker is None or ranker.cues is not cues or ranker._lines is not lines:
+        ranker = Ranker(cues)
+        _local.ranker = ranker
+    return ranker.rank(lines, limit)
+
+
+@dataclass(frozen=True, slots=True)
+class Sufficiency:
+    """Whether the evidence answers the question, and what is still missing."""
+
+    enough: bool
+    best: Scored | None
+    missing: tuple[str, ...]
+
+
+def judge(cues: Cues, lines: Sequence[EvidenceLine]) -> Sufficiency:
+    """Enough when one line covers most of the question and holds the asked-for kind of thing.
+
+    List and counting questions are never "enough" from one line: their items
+    are spread over sessions, so they keep searching until reflection adds
+    nothing new.
+    """
+    if not lines:
+        return Sufficiency(False, None, tuple(dict.fromkeys(cues.terms)))
+    ranked = rank(cues, lines, limit=5)
+    best = ranked[0]
+    seen: set[str] = set()
+    for s in ranked[:5]:
+        seen |= line_terms(s.line)
+    missing = tuple(t for t in dict.fromkeys(cues.terms) if t not in seen)
+    enough = best.coverage >= SUFFICIENT and best.typed and not cues.counting
+    return Sufficiency(enough, best, missing)

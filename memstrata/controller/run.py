@@ -1,0 +1,193 @@
+"""``Controller.answer``: controller, then organized notes, then the answer.
+
+The one entry point for answering a question about a user's history. It
+picks the policy (LLM tool calling when a chat client is configured, the rule
+policy offline, plain top-K when the controller is ablated), runs it over the
+memory tools, hands the evidence and the draft to the notes and answer steps,
+and returns the answer with its sources, the full trace and its summary.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+from typing import TYPE_CHECKING, Protocol
+
+from memstrata.config import ConfigError
+from memstrata.controller.config import ControllerSettings, load_controller_settings
+from memstrata.controller.cues import detect_cues
+from memstrata.controller.policy_rules import RulePolicy, RuleReflector
+from memstrata.controller.policy_topk import TopKPolicy
+from memstrata.controller.result import Answer, SourceRef
+from memstrata.controller.state import ControllerState, EvidenceLine, render_evidence
+from memstrata.controller.tools import TOOL_NAMES, MemoryTools, Reflector
+from memstrata.controller.trace import Trace, TraceSummary
+from memstrata.llm.usage import PriceTable
+from memstrata.memory import Memory
+from memstrata.model import Scope, SessionMeta
+from memstrata.synth.answer import AnswerGenerator, Draft, ExtractiveAnswer, LLMAnswer
+from memstrata.synth.notes import ExtractiveNotes, LLMNotes, NotesSynthesizer
+
+if TYPE_CHECKING:
+    from memstrata.llm.openai_compat import ChatClient
+
+OFFLINE_MODE = "offline-extractive"
+LLM_MODE = "llm"
+
+
+class Policy(Protocol):
+    name: str
+
+    def run(self, state: ControllerState, tools: MemoryTools, trace: Trace) -> Draft | None: ...
+
+
+def open_chat_client(memory: Memory) -> "ChatClient | None":
+    """A chat client when ``MEMSTRATA_LLM_BACKEND=openai``; None for the offline mode."""
+    if memory.settings.llm_backend != "openai":
+        return None
+    from memstrata.llm.openai_compat import ChatClient  # noqa: PLC0415
+
+    return ChatClient(memory.settings, memory.meter)
+
+
+class Controller:
+    """Answers questions from one memory; safe to reuse for many questions (one at a time)."""
+
+    def __init__(self, memory: Memory, settings: ControllerSettings | None = None,
+                 chat: "ChatClient | None" = None, prices: PriceTable | None = None) -> None:
+        self.memory = memory
+        self.settings = settings or load_controller_settings()
+        if self.settings.policy == "llm" and chat is None:
+            raise ConfigError("MEMSTRATA_CONTROLLER_POLICY=llm needs an LLM: set "
+                              "MEMSTRATA_LLM_BACKEND=openai and MEMSTRATA_LLM_BASE_URL")
+        self.chat = chat if self.settings.policy != "rules" else None
+        self.prices = prices or self.settings.prices()
+        self._speakers: dict[tuple[Scope, str, int], tuple[str, ...]] = {}
+        self.notes: NotesSynthesizer
+        self.generator: AnswerGenerator
+        if self.chat is not None:
+            self.notes, self.generator = LLMNotes(self.chat), LLMAnswer(self.chat)
+        else:
+            self.notes, self.generator = ExtractiveNotes(), ExtractiveAnswer()
+
+    @classmethod
+    def open(cls, memory: Memory, settings: ControllerSettings | None = None) -> "Controller":
+        """The controller the settings describe (LLM when one is configured, else offline)."""
+        settings = settings or load_controller_settings()
+        chat = open_chat_client(memory) if settings.policy != "rules" else None
+        return cls(memory, settings, chat)
+
+    @property
+    def mode(self) -> str:
+        return LLM_MODE if self.chat is not None else OFFLINE_MODE
+
+    def _policy(self) -> tuple[Policy, Reflector | None, ControllerSettings]:
+        s = self.settings
+        if not s.use_controller:
+            return TopKPolicy(s), None, s.model_copy(update={"auto_drill": 0})
+        if self.chat is not None:
+            from memstrata.controller.policy_llm import LLMPolicy, LLMReflector  # noqa: PLC0415
+
+            return LLMPolicy(self.chat, s), LLMReflector(self.chat, s), s
+        return RulePolicy(s), RuleReflector(), s
+
+    def answer(self, scope: Scope, question: str, asked_on: datetime | None = None) -> Answer:
+        """Answer ``question`` from ``scope``'s memory as of ``asked_on``."""
+        trace = Trace()
+        with trace.memory_time():
+            metas = self.memory.sessions(scope)
+            participants = self._participants(scope, metas)
+        cues = detect_cues(question, asked_on, participants)
+        state = ControllerState(scope=scope, question=question.strip(), asked_on=asked_on,
+                                cues=cues, sessions={m.session_id: m for m in metas},
+                                participants=participants)
+        policy, reflector, tool_settings = self._policy()
+        tools = MemoryTools(self.memory, state, tool_settings, trace, reflector)
+        trace.add(0, "cues", arguments={"answer_type": cues.answer_type, "cues": cues.labels,
+                                        "names": list(cues.names)})
+        draft = policy.run(state, tools, trace) if metas else None
+        if not metas:
+            state.stop_reason = "no-memory"
+        state.draft = draft.text if draft else None
+        s = self.settings
+        used_draft = draft if s.use_draft else None
+        evidence_text = render_evidence(state, s.max_evidence_chars) if self.chat else ""
+        step = state.steps + 1
+        notes = None
+        if s.use_notes:
+            t0 = time.perf_counter()
+            notes = self.notes.organize(cues, state.lines, evidence_text,
+                                        used_draft.text if used_draft else None, asked_on,
+                                        trace, step)
+            trace.add(step, "notes", ms=(time.perf_counter() - t0) * 1000,
+                      note=f"{len(notes.relevant)} relevant lines, {len(notes.items)} items")
+        t0 = time.perf_counter()
+        generated = self.generator.generate(cues, notes, state.lines, evidence_text, used_draft,
+                                            asked_on, trace, step + 1)
+        trace.add(step + 1, "answer", ms=(time.perf_counter() - t0) * 1000,
+                  sessions=list(dict.fromkeys(ln.session_id for ln in generated.sources)),
+                  note="abstained" if generated.abstained else None)
+        sources = [self._source(scope, ln, trace) for ln in generated.sources[:3]]
+        trace.finish()
+        return Answer(
+            question=question, asked_on=asked_on, answer=generated.answer,
+            abstained=generated.abstained, mode=self.mode, sources=sources,
+            draft=state.draft, notes=notes.text if notes is not None else None,
+            reasoning=generated.reasoning, steps=trace.steps,
+            summary=self._summary(policy.name, state, trace),
+        )
+
+    def _participants(self, scope: Scope, metas: list[SessionMeta]) -> tuple[str, ...]:
+        """Who talks in the user's conversations, read from the latest session (cached)."""
+        if not metas:
+            return ()
+        latest = max(metas, key=lambda m: (m.session_date is not None, m.session_date,
+                                           m.session_id))
+        key = (scope, latest.session_id, len(metas))
+        if key not in self._speakers:
+            turns = self.memory.raw(scope, latest.session_id)
+            if len(self._speakers) > 10_000:
+                self._speakers.clear()
+            self._speakers[key] = tuple(dict.fromkeys(m.who for t in turns for m in t.messages))
+        return self._speakers[key]
+
+    def _source(self, scope: Scope, line: EvidenceLine, trace: Trace) -> SourceRef:
+        ids = list(line.source_ids)
+        if not ids and line.turn_indices:
+            with trace.memory_time():
+                turns = self.memory.raw(scope, line.session_id, line.turn_indices)
+            ids = [sid for t in turns for sid in t.source_ids]
+        text = line.text if not line.speaker else f"{line.speaker}: {line.text}"
+        return SourceRef(session_id=line.session_id, session_date=line.session_date,
+                         layer=line.layer, turn_index=line.turn_index, text=text,
+                         source_ids=ids)
+
+    def _summary(self, policy: str, state: ControllerState, trace: Trace) -> TraceSummary:
+        cost, unpriced = trace.cost(self.prices)
+        layers = [e.layer for e in state.evidence.values()]
+        haystack = len(state.sessions)
+        tool_steps = [st for st in trace.steps if st.tool in TOOL_NAMES]
+        return TraceSummary(
+            policy=policy,
+            ablations=self.settings.ablations,
+            deepest_layer=max(layers) if layers else None,
+            drill_depths=dict(state.drilled),
+            sessions_drilled=len(state.drilled),
+            haystack_sessions=haystack,
+            drilled_share=len(state.drilled) / haystack if haystack else 0.0,
+            steps=state.steps,
+            llm_calls=len(trace.llm_calls),
+            tool_calls=len(tool_steps),
+            tool_errors=state.errors,
+            evidence_items=state.size,
+            reflections=state.reflections,
+            nudges=state.nudges,
+            stop_reason=state.stop_reason,
+            tokens=trace.tokens_by_role(),
+            cost_usd=round(cost, 8),
+            unpriced_models=unpriced,
+            ms_total=round(trace.ms_total, 3),
+            ms_llm=round(trace.ms_llm, 3),
+            ms_memory=round(trace.ms_memory, 3),
+        )
+

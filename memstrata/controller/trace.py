@@ -1,0 +1,152 @@
+"""The trace of one answer: every step, and what the whole thing cost.
+
+Each tool call and each LLM call becomes a :class:`~memstrata.model.TraceStep`
+(tool, arguments, sessions touched, layer reached, tokens, milliseconds). The
+:class:`TraceSummary` condenses them into the numbers APDMem reports per
+question: deepest layer, sessions drilled and their share of the haystack,
+steps, LLM calls, tokens per role and cost in USD. Memory text read by the
+tools is counted in tokens too, estimated at four characters a token and
+labelled as such, because the offline mode has no tokenizer.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from memstrata.llm.usage import PriceTable
+from memstrata.model import Layer, TraceStep
+
+#: The pseudo-role under which memory text read by the tools is counted.
+MEMORY_ROLE = "memory"
+
+
+class RoleTokens(BaseModel):
+    """Calls and tokens of one role; ``estimated`` when no tokenizer counted them."""
+
+    calls: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    estimated: bool = False
+
+
+class TraceSummary(BaseModel):
+    """Per-question numbers for reports and metrics."""
+
+    policy: str
+    ablations: list[str] = Field(default_factory=list)
+    deepest_layer: Layer | None = None
+    #: Deepest layer reached in each drilled session (the depth distribution counts these).
+    drill_depths: dict[str, Layer] = Field(default_factory=dict)
+    sessions_drilled: int = 0
+    haystack_sessions: int = 0
+    #: sessions drilled / sessions of the user (APDMem's retrieval selectivity).
+    drilled_share: float = 0.0
+    steps: int = 0
+    llm_calls: int = 0
+    tool_calls: int = 0
+    tool_errors: int = 0
+    evidence_items: int = 0
+    reflections: int = 0
+    nudges: int = 0
+    stop_reason: str | None = None
+    tokens: dict[str, RoleTokens] = Field(default_factory=dict)
+    cost_usd: float = 0.0
+    #: Models that had tokens but no price (counted as free in ``cost_usd``).
+    unpriced_models: list[str] = Field(default_factory=list)
+    ms_total: float = 0.0
+    ms_llm: float = 0.0
+    ms_memory: float = 0.0
+
+    @property
+    def ms_overhead(self) -> float:
+        """Time spent in the controller itself: neither waiting on an LLM nor in memory reads."""
+        return max(0.0, self.ms_total - self.ms_llm - self.ms_memory)
+
+
+@dataclass(frozen=True, slots=True)
+class LLMCall:
+    role: str
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+    ms: float
+
+
+@dataclass
+class Trace:
+    """Collects steps and timings while one question is answered."""
+
+    steps: list[TraceStep] = field(default_factory=list)
+    llm_calls: list[LLMCall] = field(default_factory=list)
+    ms_llm: float = 0.0
+    ms_memory: float = 0.0
+    started: float = field(default_factory=time.perf_counter)
+    finished: float | None = None
+
+    def add(self, step: int, tool: str, *, arguments: dict[str, Any] | None = None,
+            sessions: list[str] | None = None, layer: Layer | None = None,
+            tokens_in: int = 0, tokens_out: int = 0, ms: float = 0.0,
+            note: str | None = None) -> TraceStep:
+        entry = TraceStep(step=step, tool=tool, arguments=dict(arguments or {}),
+                          sessions=list(sessions or []), layer=layer, tokens_in=tokens_in,
+                          tokens_out=tokens_out, ms=round(ms, 3), note=note)
+        self.steps.append(entry)
+        return entry
+
+    def llm(self, step: int, role: str, model: str, prompt_tokens: int, completion_tokens: int,
+            ms: float, note: str | None = None) -> TraceStep:
+        """Book one LLM call (its time is LLM time, not controller overhead)."""
+        self.llm_calls.append(LLMCall(role, model, prompt_tokens, completion_tokens, ms))
+        self.ms_llm += ms
+        return self.add(step, f"llm:{role}", arguments={"model": model},
+                        tokens_in=prompt_tokens, tokens_out=completion_tokens, ms=ms, note=note)
+
+    @contextmanager
+    def memory_time(self) -> Iterator[None]:
+        """Time spent inside Memory reads and searches."""
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.ms_memory += (time.perf_counter() - t0) * 1000
+
+    def finish(self) -> None:
+        self.finished = time.perf_counter()
+
+    @property
+    def ms_total(self) -> float:
+        end = self.finished if self.finished is not None else time.perf_counter()
+        return (end - self.started) * 1000
+
+    def tokens_by_role(self) -> dict[str, RoleTokens]:
+        out: dict[str, RoleTokens] = {}
+        for c in self.llm_calls:
+            r = out.setdefault(c.role, RoleTokens())
+            r.calls += 1
+            r.tokens_in += c.prompt_tokens
+            r.tokens_out += c.completion_tokens
+        read = [s for s in self.steps if not s.tool.startswith("llm:") and s.tokens_out]
+        if read:
+            out[MEMORY_ROLE] = RoleTokens(calls=len(read), tokens_in=0,
+                                          tokens_out=sum(s.tokens_out for s in read),
+                                          estimated=True)
+        return out
+
+    def cost(self, prices: PriceTable) -> tuple[float, list[str]]:
+        """USD for the LLM calls, and the models the table has no price for."""
+        total = 0.0
+        missing: list[str] = []
+        for c in self.llm_calls:
+            price = prices.price_for(c.model)
+            if price is None:
+                if c.model not in missing and (c.prompt_tokens or c.completion_tokens):
+                    missing.append(c.model)
+                continue
+            total += price.cost(c.prompt_tokens, c.completion_tokens)
+        return total, missing

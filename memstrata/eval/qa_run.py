@@ -1,0 +1,91 @@
+"""Run a QA evaluation: ingest a benchmark, answer every question, score, aggregate.
+
+Used by ``memstrata eval qa`` and by the benchmarks. A question that fails
+(an LLM endpoint down after its retries, say) is recorded with its error and
+the run goes on; the report counts errors separately.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from memstrata.controller.run import Controller
+from memstrata.eval import judge as judging
+from memstrata.eval.datasets import Dataset, Question
+from memstrata.eval.qa import QAResult, aggregate, score
+from memstrata.memory import Memory
+
+if TYPE_CHECKING:
+    from memstrata.llm.openai_compat import ChatClient
+
+log = logging.getLogger(__name__)
+
+#: ``progress(stage, done, total)``: stage is "ingest" (turns) or "answer" (questions).
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass
+class QARun:
+    results: list[QAResult]
+    report: dict[str, Any]
+    ingest_seconds: float = 0.0
+    answer_seconds: float = 0.0
+    config: dict[str, Any] = field(default_factory=dict)
+
+
+def answer_one(controller: Controller, q: Question, judge_client: "ChatClient | None",
+               ) -> QAResult:
+    """Answer, score and (with a judge) grade one question."""
+    base = dict(qid=q.qid, user=q.scope.user_id, category=q.category, question=q.question,
+                gold=q.answer, adversarial=q.adversarial, gold_sessions=sorted(q.gold_sessions))
+    try:
+        a = controller.answer(q.scope, q.question, q.asked_on)
+    except Exception as exc:  # one failed question must not end a long run
+        log.warning("question %s failed: %s", q.qid, exc)
+        return QAResult(prediction="", error=f"{type(exc).__name__}: {exc}", **base)
+    f1, em = score(a.answer, q.answer, q.category, q.adversarial)
+    result = QAResult(
+        prediction=a.answer, abstained=a.abstained, f1=f1, em=em,
+        source_sessions=list(dict.fromkeys(s.session_id for s in a.sources)),
+        sources=[s.model_dump(mode="json") for s in a.sources],
+        summary=a.summary.model_dump(mode="json"), **base)
+    if judge_client is not None:
+        try:
+            v = judging.judge(judge_client, q.question, q.answer, a.answer, q.category,
+                              q.adversarial)
+            result.judge = v.correct
+            result.judge_tokens = {"tokens_in": v.tokens_in, "tokens_out": v.tokens_out}
+        except Exception as exc:
+            log.warning("judging %s failed: %s", q.qid, exc)
+    return result
+
+
+def evaluate_qa(dataset: Dataset, memory: Memory, controller: Controller, *,
+                judge_client: "ChatClient | None" = None,
+                progress: Progress | None = None) -> QARun:
+    t0 = time.perf_counter()
+    total_turns = dataset.parsed.turns
+    done = 0
+
+    def ingested(n: int) -> None:
+        nonlocal done
+        done += n
+        if progress:
+            progress("ingest", done, total_turns)
+
+    memory.ingest(dataset.parsed.sessions, progress=ingested)
+    t1 = time.perf_counter()
+    results: list[QAResult] = []
+    for i, q in enumerate(dataset.questions, start=1):
+        results.append(answer_one(controller, q, judge_client))
+        if progress:
+            progress("answer", i, len(dataset.questions))
+    t2 = time.perf_counter()
+    report = aggregate(results)
+    report["ingest_seconds"] = round(t1 - t0, 2)
+    report["answer_seconds"] = round(t2 - t1, 2)
+    return QARun(results, report, t1 - t0, t2 - t1)

@@ -1,0 +1,1 @@
+"""After the controller: organized notes (APDMem §3.3) and the final answer."""

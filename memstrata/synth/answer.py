@@ -1,0 +1,162 @@
+"""The answer step: notes and draft in, a short answer with its sources out.
+
+Offline the answer is quoted: the best-supported line (ranked by the notes,
+the controller's draft line preferred when it is as good as the best) is cut
+down to the span the question asks for. With an LLM the generator model reads
+the notes and the draft and answers as JSON {"reasoning", "answer"}; its
+sources are the evidence lines that best match the question and its answer.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Protocol
+
+from memstrata.controller import lexical, relevance
+from memstrata.controller.cues import Cues
+from memstrata.controller.relevance import Scored
+from memstrata.controller.result import ABSTAIN_TEXT
+from memstrata.controller.state import EvidenceLine
+from memstrata.synth.extract import span_for
+from memstrata.synth.notes import MIN_COVERAGE, OrganizedNotes, organize_lines
+
+if TYPE_CHECKING:
+    from memstrata.controller.trace import Trace
+    from memstrata.llm.openai_compat import ChatClient
+
+#: Below this coverage of the question by the best line, the offline answer abstains.
+ABSTAIN_BELOW = 0.3
+_ABSTAIN = re.compile(
+    r"\b(?:not\s+mentioned|no\s+information(?:\s+available)?|not\s+(?:stated|specified|"
+    r"discussed|provided|available|in\s+the\s+(?:context|conversation))|(?:does|do|did)\s+not\s+"
+    r"(?:say|mention|know)|unknown|cannot\s+(?:be\s+)?(?:determined|answer(?:ed)?)|"
+    r"can't\s+(?:tell|answer)|unanswerable|insufficient\s+information)\b",
+    re.IGNORECASE,
+)
+_LIST_ITEMS = 4
+
+
+def is_abstention(text: str) -> bool:
+    """Does the answer say the memory does not hold it?"""
+    return bool(_ABSTAIN.search(text))
+
+
+@dataclass(frozen=True)
+class Draft:
+    """The controller's preliminary answer and, offline, the line it came from."""
+
+    text: str
+    line: EvidenceLine | None = None
+
+
+@dataclass
+class Generated:
+    answer: str
+    abstained: bool = False
+    sources: list[EvidenceLine] = field(default_factory=list)
+    reasoning: str | None = None
+
+
+class AnswerGenerator(Protocol):
+    def generate(self, cues: Cues, notes: OrganizedNotes | None, lines: Sequence[EvidenceLine],
+                 evidence_text: str, draft: Draft | None, asked_on: datetime | None,
+                 trace: "Trace", step: int) -> Generated: ...
+
+
+def draft_from(cues: Cues, lines: Sequence[EvidenceLine]) -> Draft | None:
+    """The rule policy's draft: the span of the best line so far."""
+    ranked = relevance.rank(cues, lines, limit=1)
+    if not ranked or ranked[0].coverage < MIN_COVERAGE:
+        return None
+    text, _ = span_for(cues, ranked[0].line)
+    return Draft(text, ranked[0].line) if text else None
+
+
+def _date_line(cues: Cues, candidates: Sequence[Scored], best: Scored) -> Scored:
+    """For "when": among lines nearly as good as the best, one that states a date."""
+    for s in candidates[:5]:
+        if s.coverage < best.coverage - 0.1:
+            break
+        _, how = span_for(cues, s.line)
+        if how in ("date:resolved", "date:written"):
+            return s
+    return best
+
+
+class ExtractiveAnswer:
+    """Offline answer: the best supporting span, quoted, with its source line."""
+
+    def __init__(self, abstain_below: float = ABSTAIN_BELOW) -> None:
+        self.abstain_below = abstain_below
+
+    def generate(self, cues: Cues, notes: OrganizedNotes | None, lines: Sequence[EvidenceLine],
+                 evidence_text: str, draft: Draft | None, asked_on: datetime | None,
+                 trace: "Trace", step: int) -> Generated:
+        if notes is None:
+            candidates = [s for s in relevance.rank(cues, lines) if s.coverage >= MIN_COVERAGE]
+        else:
+            candidates = notes.relevant
+        yesno = cues.answer_type == "yesno"
+        if not candidates or (candidates[0].coverage < self.abstain_below and not yesno):
+            if yesno:  # a guess beats silence: such questions ask for an inference
+                return Generated("No")
+            return Generated(ABSTAIN_TEXT, abstained=True)
+        best = candidates[0]
+        if relevance.subject_fit(cues, best.line) < 0 and cues.answer_type != "yesno":
+            # The evidence is about someone else: the question put the wrong person in.
+            return Generated(ABSTAIN_TEXT, abstained=True, sources=[best.line])
+        if draft is not None and draft.line is not None:
+            for s in candidates[:5]:
+                if s.line == draft.line and s.score >= best.score - 0.05:
+                    best = s
+                    break
+        kind = cues.answer_type
+        if kind == "date":
+            best = _date_line(cues, candidates, best)
+        if kind == "list" or (cues.counting and kind not in ("count", "date", "duration")):
+            items = notes.items if notes is not None else organize_lines(cues, lines, None).items
+            if items:
+                chosen = items[:_LIST_ITEMS]
+                return Generated(", ".join(i for i, _ in chosen),
+                                 sources=[ln for _, ln in chosen])
+        text, how = span_for(cues, best.line)
+        if kind == "count" and how != "count":
+            items = notes.items if notes is not None else organize_lines(cues, lines, None).items
+            if items:
+                return Generated(str(len(items)), sources=[ln for _, ln in items])
+        return Generated(text or best.line.text, sources=[best.line])
+
+
+class LLMAnswer:
+    """The generator model answers from the notes (or the raw evidence) and the draft."""
+
+    def __init__(self, client: "ChatClient") -> None:
+        self.client = client
+
+    def generate(self, cues: Cues, notes: OrganizedNotes | None, lines: Sequence[EvidenceLine],
+                 evidence_text: str, draft: Draft | None, asked_on: datetime | None,
+                 trace: "Trace", step: int) -> Generated:
+        from memstrata.controller import llm_calls  # noqa: PLC0415
+        from memstrata.synth import prompts  # noqa: PLC0415
+
+        context = notes.text if notes is not None else evidence_text
+        data = llm_calls.chat_json(
+            self.client, trace, step, "generator",
+            prompts.answer_messages(cues.question, asked_on, context,
+                                    draft.text if draft else None),
+            note="answer")
+        answer = str((data or {}).get("answer") or "").strip()
+        reasoning = (data or {}).get("reasoning")
+        if not answer:
+            answer = draft.text if draft and draft.text else ABSTAIN_TEXT
+        abstained = is_abstention(answer)
+        sources: list[EvidenceLine] = []
+        if not abstained:
+            probe = Cues(question=cues.question, answer_type="thing",
+                         terms=tuple(dict.fromkeys((*lexical.terms(answer), *cues.terms))))
+            sources = [s.line for s in relevance.rank(probe, lines)[:3] if s.coverage > 0]
+        return Generated(answer, abstained, sources,
+                         str(reasoning) if reasoning is not None else None)

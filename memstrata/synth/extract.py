@@ -1,0 +1,283 @@
+"""Short answers cut from one line of evidence, by the kind of answer asked for.
+
+The offline answer cannot paraphrase, so it quotes: the date for "when", the
+number for "how many", the name for "who", a quoted title when there is one,
+and otherwise the stretch of the sentence that the question did not already
+contain, preferring the stretch right after the words it matched ("Nate made
+*vegan ice cream* and shared it"). Short spans are what a reader wants, and
+what token-F1 rewards.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import date, datetime
+
+from memstrata.controller import lexical
+from memstrata.controller.cues import Cues
+from memstrata.controller.state import EvidenceLine
+from memstrata.text.dates import find_relative_dates
+
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
+           "September", "October", "November", "December")
+_ANNOTATION = re.compile(
+    r"\((around )?(?:(the week of|the weekend of) )?(\d{4})(?:-(\d{2}))?(?:-(\d{2}))?\)"
+    r"|\((around )?(spring|summer|fall|winter) (\d{4})\)"
+)
+_EXPLICIT_DATE = re.compile(
+    r"\b(?:\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:January|February|March|April|May|June|July|"
+    r"August|September|October|November|December)(?:,?\s+\d{4})?"
+    r"|(?:January|February|March|April|June|July|August|September|October|November|December)"
+    r"(?:\s+\d{1,2}(?:st|nd|rd|th)?)?(?:,?\s+\d{4})?"
+    r"|(?:19|20)\d\d)\b"
+)
+_DURATION = re.compile(
+    r"\b(?:(?:about|around|almost|nearly|over)\s+)?(?:\d+|one|two|three|four|five|six|"
+    r"seven|eight|nine|ten|eleven|twelve|a|an|a\s+few|few|several|a\s+couple\s+of|couple\s+of)"
+    r"\s+(?:years?|months?|weeks?|days?|hours?|decades?)(?:\s+ago)?\b",
+    re.IGNORECASE,
+)
+_COUNT = re.compile(
+    r"\b(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|"
+    r"once|twice|thrice|a\s+couple|several|a\s+few)\b",
+    re.IGNORECASE,
+)
+_RELATION = re.compile(
+    r"\b(?:(my|our|his|her|their|[A-Z][a-z]+'s)\s+)((?:best\s+|close\s+|old\s+|little\s+|"
+    r"older\s+|younger\s+)?(?:mom|mother|dad|father|parents?|sister|brother|siblings?|son|"
+    r"daughter|kids?|children|husband|wife|partner|boyfriend|girlfriend|friends?|aunt|uncle|"
+    r"cousin|grandma|grandmother|grandpa|grandfather|mentor|teacher|coach|boss|colleague|"
+    r"neighbou?r|team(?:mates?)?|family))\b"
+)
+_PLACE_PREP = re.compile(r"\b(?:in|at|to|from|near|around)\s+(?:the\s+)?"
+                         r"((?:[A-Z][\w'\-]+)(?:\s+(?:of\s+)?[A-Z][\w'\-]+)*)")
+_QUOTED = re.compile(r"[\"“]([^\"”]{2,80})[\"”]")
+_NEGATION = re.compile(r"\b(?:not|never|no|nobody|nothing|neither|nor)\b|n't\b", re.IGNORECASE)
+_CAPTION = re.compile(r"\[[^\]]*\]")
+_ANNOTATION_ANY = re.compile(r"\s*\((?:around )?(?:the week(?:end)? of )?[\w -]*\d{4}[\w-]*\)")
+_TOKEN = re.compile(r"\S+")
+_CUT_AFTER = re.compile(r"[.;:!?]$|[,)]$")
+_HARD_CUT = frozenset({"but", "because", "which", "who", "so", "while", "although", "though",
+                       "when", "if", "that's", "it's"})
+_TITLE_ASK = re.compile(r"\b(?:book|books|song|songs|movie|movies|film|films|show|title|name|"
+                        r"called|album|novel|band|game|quote|sign|saying|poem)\b", re.IGNORECASE)
+_MAX_SPAN_WORDS = 8
+
+
+def format_day(d: date) -> str:
+    return f"{d.day} {_MONTHS[d.month - 1]} {d.year}"
+
+
+def session_day(value: datetime | None) -> str:
+    return format_day(value.date()) if value else "unknown date"
+
+
+def _format_annotation(m: re.Match[str]) -> str:
+    if m.group(7):  # season
+        around = "around " if m.group(6) else ""
+        return f"{around}{m.group(7)} {m.group(8)}"
+    around = "around " if m.group(1) else ""
+    which, year, month, day = m.group(2), m.group(3), m.group(4), m.group(5)
+    if month and day:
+        text = format_day(date(int(year), int(month), int(day)))
+        return f"{around}{which + ' ' if which else ''}{text}"
+    if month:
+        return f"{around}{_MONTHS[int(month) - 1]} {year}"
+    return f"{around}{year}"
+
+
+def date_of(line: EvidenceLine) -> tuple[str, str]:
+    """(answer, how) for a "when" question: a resolved phrase, a written date, or the session's.
+
+    ``how`` is "resolved", "written" or "session".
+    """
+    text = line.text
+    m = _ANNOTATION.search(text)
+    if m:
+        return _format_annotation(m), "resolved"
+    if line.session_date is not None:
+        found = find_relative_dates(text, line.session_date)
+        if found:
+            pm = _ANNOTATION.search(f"({found[0].label})")
+            if pm:
+                return _format_annotation(pm), "resolved"
+    m2 = _EXPLICIT_DATE.search(_CAPTION.sub("", text))
+    if m2:
+        return m2.group(0), "written"
+    if line.session_date is not None:
+        return format_day(line.session_date.date()), "session"
+    return "", "none"
+
+
+def clean(text: str, keep_captions: bool = False) -> str:
+    """The sentence without date annotations, image captions (unless wanted) and edge noise."""
+    text = _ANNOTATION_ANY.sub("", text)
+    if not keep_captions:
+        stripped = _CAPTION.sub("", text)
+        text = stripped if stripped.strip() else text.strip("[]")
+    return " ".join(text.split()).strip(" ,.;:!?-")
+
+
+def _bare(token: str) -> str:
+    return token.strip(",.;:!?\"'“”‘’()[]")
+
+
+#: Time words: part of a date answer, noise in any other.
+_TIME_WORDS = frozenset("""last next ago week weeks weekend month months year years day days
+    today yesterday tomorrow tonight recently lately morning evening night friday saturday
+    sunday monday tuesday wednesday thursday fri sat sun""".split())
+
+
+def _noise(word: str) -> bool:
+    bare = _bare(word)
+    return not bare or lexical.is_filler(bare) or bare.lower() in _TIME_WORDS
+
+
+def _trim(words: list[str]) -> list[str]:
+    while words and _noise(words[0]):
+        words = words[1:]
+    while words and _noise(words[-1]):
+        words = words[:-1]
+    return words
+
+
+@dataclass(frozen=True, slots=True)
+class _Run:
+    words: list[str]
+    after_match: bool
+    before_match: bool
+    start: int
+
+
+def _runs(qterms: set[str], asked_names: set[str], tokens: list[str]) -> list[_Run]:
+    """Stretches of the sentence between the question's words, cut at clause boundaries."""
+    runs: list[_Run] = []
+    cur: list[str] = []
+    start = 0
+    prev_match = False
+    for i, tok in enumerate(tokens):
+        bare = _bare(tok)
+        matched = bool(bare) and (lexical.stem(bare) in qterms or bare.lower() in asked_names)
+        if matched or bare.lower() in _HARD_CUT:
+            if cur:
+                runs.append(_Run(cur, prev_match, matched, start))
+            cur, start = [], i + 1
+            prev_match = matched
+            continue
+        if not cur:
+            start = i
+        cur.append(tok)
+        if _CUT_AFTER.search(tok):
+            runs.append(_Run(cur, prev_match, False, start))
+            cur, start, prev_match = [], i + 1, False
+    if cur:
+        runs.append(_Run(cur, prev_match, False, start))
+    return runs
+
+
+def novel_span(cues: Cues, text: str, max_words: int = _MAX_SPAN_WORDS) -> str:
+    """The best stretch of ``text`` that the question does not already contain.
+
+    Stretches right after a matched word are preferred (answers follow the
+    verb or preposition the question shares with the sentence), then ones
+    with names, numbers or quotes; long ones are clipped.
+    """
+    tokens = _TOKEN.findall(text)
+    if not tokens:
+        return ""
+    qterms = set(cues.terms)
+    asked = {n.lower() for n in cues.names} | {n.split()[0].lower() for n in cues.subjects}
+    best: tuple[float, int] | None = None
+    best_words: list[str] = []
+    for run in _runs(qterms, asked, tokens):
+        words = _trim(run.words)
+        content = [w for w in words if not _noise(w)]
+        if not content:
+            continue
+        score = 0.0
+        score += 1.0 if run.after_match else 0.0
+        score += 0.4 if run.before_match else 0.0
+        score += 0.3 * min(len(content), 3)
+        if any(w[:1].isupper() for w in content[1:]) or (content and content[0][:1].isupper()
+                                                         and run.start > 0):
+            score += 0.3
+        if any(any(c.isdigit() for c in w) for w in content):
+            score += 0.2
+        score -= 0.08 * max(0, len(words) - 6)
+        key = (score, -run.start)
+        if best is None or key > best:
+            best, best_words = key, words
+    return " ".join(best_words[:max_words]).strip(" ,.;:!?\"'“”")
+
+
+def _asked(cues: Cues) -> set[str]:
+    """Names that cannot be the answer: those in the question, and the participants."""
+    return ({n.lower() for n in cues.names} | {p.lower() for p in cues.participants}
+            | {p.split()[0].lower() for p in cues.participants if p.split()})
+
+
+def _named(cues: Cues, text: str) -> str | None:
+    """The first name in ``text`` that the question does not already hold ("Pixel")."""
+    asked = _asked(cues)
+    found = [n for n in lexical.names(text) if n.lower() not in asked
+             and n.split()[0].lower() not in asked]
+    return found[0] if found else None
+
+
+def _person(cues: Cues, line: EvidenceLine, text: str) -> str | None:
+    asked = {n.lower() for n in cues.names}
+    rel = _RELATION.search(text)
+    if rel:
+        owner = rel.group(1)
+        if owner.lower() in ("my", "our") and line.speaker:
+            owner = f"{line.speaker}'s"
+        if owner.lower().rstrip("'s") not in asked or owner.endswith("'s"):
+            return f"{owner} {rel.group(2)}"
+    return _named(cues, text)
+
+
+def _place(cues: Cues, text: str) -> str | None:
+    asked = _asked(cues)
+    for m in _PLACE_PREP.finditer(text):
+        if m.group(1).lower() not in asked:
+            return m.group(1)
+    return _named(cues, text)
+
+
+def span_for(cues: Cues, line: EvidenceLine, max_words: int = _MAX_SPAN_WORDS,
+             ) -> tuple[str, str]:
+    """(short answer, kind) cut from ``line`` for the question's answer type."""
+    kind = cues.answer_type
+    if kind == "date":
+        answer, how = date_of(line)
+        return answer, f"date:{how}"
+    keep_captions = bool(re.search(r"\b(?:photo|picture|image|pic)\b", cues.question, re.I))
+    text = clean(line.text, keep_captions)
+    if kind == "duration":
+        m = _DURATION.search(text)
+        if m:
+            return m.group(0), "duration"
+    if kind == "count":
+        m = _COUNT.search(text)
+        if m:
+            return m.group(0), "count"
+    if kind == "person":
+        who = _person(cues, line, text)
+        if who:
+            return who, "person"
+    if kind == "place":
+        where = _place(cues, text)
+        if where:
+            return where, "place"
+    if kind == "yesno":
+        return ("No" if _NEGATION.search(text) else "Yes"), "yesno"
+    if _TITLE_ASK.search(cues.question):
+        q = _QUOTED.search(text)
+        if q:
+            return q.group(1).strip(), "title"
+        name = _named(cues, text)
+        if name:
+            return name, "title"
+    span = novel_span(cues, text, max_words)
+    return (span or text), "span"
