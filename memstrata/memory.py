@@ -28,6 +28,7 @@ from memstrata.model import (
     TurnNotes,
     turns_digest,
 )
+from memstrata.retrieval import indexing
 from memstrata.retrieval.hybrid import HybridRetriever, RetrievalParams
 from memstrata.store.types import DocStore, LexicalDoc, LexicalStore, VectorRecord, VectorStore
 
@@ -163,11 +164,12 @@ class Memory:
 
     def _index(self, units: Sequence[L0Unit], done: Sequence[tuple[SessionMeta, str]]) -> None:
         if units:
-            vectors = self.embedder.embed_documents([u.index_text() for u in units])
+            vectors = self.embedder.embed_documents([indexing.dense_text(u) for u in units])
             self.docs.put_units(units)
             self.lexical.upsert([
                 LexicalDoc(id=u.id, scope=u.scope, session_id=u.session_id,
-                           turn_index=u.turn_index, text=u.summary, keywords=u.keywords)
+                           turn_index=u.turn_index, text=u.summary,
+                           keywords=indexing.lexical_keywords(u))
                 for u in units
             ])
             self.vectors.upsert([

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from memstrata.config import Settings
 from memstrata.embed.types import Embedder
 from memstrata.model import L0Unit, Scope, SessionHit
-from memstrata.retrieval import fusion
+from memstrata.retrieval import fusion, indexing
 from memstrata.store.types import DocStore, LexicalStore, VectorStore
 
 
@@ -124,7 +124,9 @@ class HybridRetriever:
             qt = fusion.tokens(q)
             matches = {
                 sid: fusion.keyword_matches(
-                    qt, (kw for uid in uids if uid in units for kw in units[uid].keywords)
+                    qt,
+                    (kw for uid in uids if uid in units
+                     for kw in indexing.lexical_keywords(units[uid])),
                 )
                 for sid, uids in members.items()
             }

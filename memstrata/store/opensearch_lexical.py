@@ -23,7 +23,13 @@ from memstrata.store._opensearch import (
     make_client,
     scope_filter,
 )
-from memstrata.store.types import Hit, LexicalDoc, LexicalStore, StoreError
+from memstrata.store.types import (
+    FIELD_TIE_BREAKER,
+    Hit,
+    LexicalDoc,
+    LexicalStore,
+    StoreError,
+)
 
 BACKEND = "opensearch"
 # Words (with inner apostrophes kept for the possessive filter). Rejoining them with
@@ -138,7 +144,10 @@ class OpenSearchLexicalStore(LexicalStore):
                         "multi_match": {
                             "query": text,
                             "fields": ["text", "keywords"],
-                            "type": "most_fields",
+                            # Term-centric like the tantivy store: per term the
+                            # better field plus a tie-breaker share of the other.
+                            "type": "cross_fields",
+                            "tie_breaker": FIELD_TIE_BREAKER,
                             "operator": "or",
                         }
                     },

@@ -17,7 +17,7 @@ import tantivy as tv
 
 from memstrata.model import Scope
 from memstrata.store._errors import guard
-from memstrata.store.types import Hit, LexicalDoc, LexicalStore, StoreError
+from memstrata.store.types import FIELD_TIE_BREAKER, Hit, LexicalDoc, LexicalStore, StoreError
 
 BACKEND = "tantivy"
 _SEARCH_FIELDS = ("text", "keywords")
@@ -128,10 +128,16 @@ class TantivyLexicalStore(LexicalStore):
         terms = self.terms(query)
         if not terms:
             return []
+        # Per term, the better of the two fields plus a share of the other.
         should = [
-            (tv.Occur.Should, tv.Query.term_query(self._schema, f, t))
+            (
+                tv.Occur.Should,
+                tv.Query.disjunction_max_query(
+                    [tv.Query.term_query(self._schema, f, t) for f in _SEARCH_FIELDS],
+                    FIELD_TIE_BREAKER,
+                ),
+            )
             for t in terms
-            for f in _SEARCH_FIELDS
         ]
         # The scope clause filters without scoring, so BM25 alone orders the hits.
         q = tv.Query.boolean_query(

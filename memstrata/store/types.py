@@ -23,6 +23,12 @@ import numpy as np
 from memstrata.model import L0Unit, Scope, SessionMeta, Turn
 
 
+#: BM25 over the two L0 fields is term-centric: a query term scores its better
+#: field plus this share of the other, so a word in both the summary and the
+#: keywords does not count twice. Every lexical backend uses the same value.
+FIELD_TIE_BREAKER = 0.3
+
+
 class StoreError(RuntimeError):
     """A backend failed; the message names the backend and the operation."""
 

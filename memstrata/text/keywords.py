@@ -40,6 +40,8 @@ _NUMBER_UNIT = re.compile(
     r"|\d[\d,.]*\s?(?:%|percent\b)"
     r"|\d[\d,.]*\s+[A-Za-z][a-z]+|(?:19|20)\d\d\b)"
 )
+# "double quotes" anywhere, or 'single quotes' that do not look like apostrophes.
+_QUOTED = re.compile(r"[\"“]([^\"“”]{2,60})[\"”]|(?<![\w])'([^']{2,60})'(?![\w])")
 _NOT_UNITS = STOPWORDS | FILLER | {"am", "pm", "o'clock"}
 _CALENDAR = frozenset(
     "monday tuesday wednesday thursday friday saturday sunday january february march april may "
@@ -281,7 +283,16 @@ class KeywordExtractor:
             picked_keys.append(kset)
 
         budget = self.max_keywords - min(len(dates), 2)
-        # Names and quantities first (at most two each): YAKE ranks them well
+        # Quoted titles first ("Charlotte's Web", 'Nothing is Impossible'): the
+        # names of books, songs and works are what people ask about by name,
+        # and their words are often too common for any statistic to pick.
+        for sentence in sentences:
+            for m in _QUOTED.finditer(sentence):
+                title = (m.group(1) or m.group(2) or "").strip(" ,.!?")
+                words = _TOKEN.findall(title)
+                if 1 <= len(words) <= 6:
+                    take(title, [normalize(w) for w in words], force=True, pin=True)
+        # Names and quantities next (at most two each): YAKE ranks them well
         # too, but a bigram around a name can crowd the name itself out.
         for surface, key in [n for n in names if n[1] not in _CALENDAR][:2]:
             take(surface, key.split(), pin=True)

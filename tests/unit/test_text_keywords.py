@@ -79,3 +79,16 @@ def test_stems_do_not_overreach():
     assert topic_tags(["article"], []) == []
     assert "sports" in topic_tags(["workout"], [])
     assert "work" not in topic_tags(["workout"], [])
+
+
+def test_quoted_titles_become_keywords_even_when_their_words_are_common():
+    from memstrata.text.keywords import KeywordExtractor
+
+    kws = KeywordExtractor().extract(
+        ['I just finished "Nothing is Impossible" and loved it.',
+         "It's my favourite since 'Embracing Identity' - and don't quote me on that.",
+         'Before that it was "Charlotte\'s Web".'])
+    assert "Nothing is Impossible" in kws
+    assert "Embracing Identity" in kws
+    assert "Charlotte's Web" in kws
+    assert not any(k.startswith("s Web") or k.startswith("t quote") for k in kws)

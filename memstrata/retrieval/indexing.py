@@ -1,0 +1,57 @@
+"""What the retriever indexes for each L0 unit, in one place.
+
+Both the ingest path (:mod:`memstrata.memory`) and the keyword boost read
+these functions, so the index and the boost always agree on a unit's terms.
+
+Dates get special care: L0 text carries absolute dates in ISO form
+(``2023-05-07``), but people ask "what happened on 7 May 2023?". The keyword
+field therefore also holds each date spelled out in words, plus the session's
+own date, so a question that names a day or a month matches the turns of that
+day lexically.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+
+from memstrata.model import L0Unit
+
+_ISO = re.compile(r"\b(\d{4})-(\d{2})(?:-(\d{2}))?\b")
+
+
+def _spelled(year: int, month: int, day: int | None) -> str | None:
+    try:
+        d = date(year, month, day or 1)
+    except ValueError:
+        return None
+    return f"{d.day} {d:%B %Y}" if day else f"{d:%B %Y}"
+
+
+def date_terms(unit: L0Unit) -> list[str]:
+    """The unit's dates in words: its session date, then any ISO date in its keywords."""
+    found: list[tuple[int, int, int | None]] = []
+    if unit.session_date is not None:
+        d = unit.session_date
+        found.append((d.year, d.month, d.day))
+    for kw in unit.keywords:
+        for m in _ISO.finditer(kw):
+            y, mo, dd = m.groups()
+            found.append((int(y), int(mo), int(dd) if dd else None))
+    out: list[str] = []
+    for y, mo, dd in found:
+        # The day and its month: "8 May 2023" and "May 2023".
+        for spelled in (_spelled(y, mo, dd), _spelled(y, mo, None)):
+            if spelled and spelled not in out:
+                out.append(spelled)
+    return out
+
+
+def lexical_keywords(unit: L0Unit) -> list[str]:
+    """The BM25 keywords field: the unit's keywords plus its dates in words."""
+    return [*unit.keywords, *(t for t in date_terms(unit) if t not in unit.keywords)]
+
+
+def dense_text(unit: L0Unit) -> str:
+    """What the sentence encoder sees: the summary followed by its keywords."""
+    return unit.index_text()
