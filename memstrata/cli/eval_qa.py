@@ -87,7 +87,8 @@ def print_report(report: dict[str, Any], title: str) -> None:
     console.print(f"mean tokens per question: {tokens or 'none'}")
     lat = report["latency_ms"]
     console.print(f"latency per question: p50 {_fmt(lat['p50'])} ms, p99 {_fmt(lat['p99'])} ms; "
-                  f"controller overhead p50 {_fmt(report['overhead_ms']['p50'])} ms; "
+                  f"controller overhead p50 {_fmt(report['overhead_ms']['p50'])} ms "
+                  f"({_fmt(report['overhead_cpu_ms']['p50'])} ms CPU); "
                   f"ingest {report['ingest_seconds']} s, answering {report['answer_seconds']} s; "
                   f"{report['errors']} errors")
 

@@ -48,17 +48,19 @@ def about_of(body: str, participants: Sequence[str], speaker: str | None,
              listener: str | None, raw: bool) -> tuple[str, ...]:
     """Whom a line is about: the participants it names; in raw text, also by pronoun.
 
-    A built line (L0-L2) already names whoever its "I" and "you" were, so one
-    that names nobody is a remark about no one in particular. A raw sentence
-    without names or pronouns is taken to be about its speaker.
+    A line that names nobody (a built line has already turned its "I" and
+    "you" into names) is taken to be about its speaker: people mostly talk
+    about their own lives. Measured on LoCoMo, this catches far more
+    questions asked about the wrong person than it wrongly flags.
     """
     named = mentioned(body, participants)
-    if named or not raw:
+    if named:
         return named
-    if _FIRST.search(body) and speaker:
-        return (speaker,)
-    if _SECOND.search(body) and listener:
-        return (listener,)
+    if raw:
+        if _FIRST.search(body) and speaker:
+            return (speaker,)
+        if _SECOND.search(body) and listener:
+            return (listener,)
     return (speaker,) if speaker else ()
 
 

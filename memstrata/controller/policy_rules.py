@@ -11,6 +11,8 @@ reflection adds nothing or its rounds are used.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from memstrata.controller import lexical, relevance
 from memstrata.controller.config import ControllerSettings
 from memstrata.controller.cues import keyword_query
@@ -22,6 +24,10 @@ from memstrata.synth.extract import span_for
 
 _MAX_FIRST_QUERIES = 4
 _FOCUS_SESSIONS = 2
+
+
+#: Runs one tool as one controller step (raises ``_Budget`` when T_max is reached).
+Step = Callable[[str, "dict[str, object] | None"], ToolResult]
 
 
 class _Budget(Exception):
@@ -112,7 +118,7 @@ class RulePolicy:
             out.append(dated)
         return [x for x in dict.fromkeys(x.strip() for x in out) if x][:_MAX_FIRST_QUERIES]
 
-    def _descend(self, state: ControllerState, step, enabled: set[str]) -> None:  # noqa: ANN001
+    def _descend(self, state: ControllerState, step: Step, enabled: set[str]) -> None:
         """L2, then L3, in the sessions holding the best lines, while the question is uncovered."""
         cues = state.cues
         verdict = relevance.judge(cues, state.lines)

@@ -135,6 +135,8 @@ class _Features:
     static: float
     #: Index of the line said just before this one in the same view (-1: none).
     prev: int = -1
+    #: (session, turn) keys of the line, for the retriever's turn boost.
+    turns: tuple[tuple[str, int], ...] = ()
 
 
 class Ranker:
@@ -168,7 +170,8 @@ class Ranker:
         if line.text.rstrip().endswith("?"):
             static -= _QUESTION_PENALTY
         static += _LAYER_BONUS * int(line.layer)
-        return _Features(matched, typed, static)
+        return _Features(matched, typed, static,
+                         turns=tuple((line.session_id, t) for t in line.turn_indices))
 
     def _sync(self, lines: Sequence[EvidenceLine]) -> None:
         if self._lines is not lines or len(lines) < len(self._features):
@@ -176,7 +179,7 @@ class Ranker:
         for i in range(len(self._features), len(lines)):
             f = self._feature(lines[i])
             if i > 0 and _follows(lines[i - 1], lines[i]):
-                f = _Features(f.matched, f.typed, f.static, i - 1)
+                f = _Features(f.matched, f.typed, f.static, i - 1, f.turns)
             self._features.append(f)
             self._df.update(f.matched)
 
@@ -184,7 +187,7 @@ class Ranker:
         self._sync(lines)
         weights = _idf(self.query, self._df, len(lines))
         total = sum(weights.values()) or 1.0
-        boost_of = getattr(lines, "boost_of", None)
+        boost: dict[tuple[str, int], float] = getattr(lines, "turn_boost", None) or {}
         feats = self._features
         own = [sum(weights[t] for t in f.matched) / total if f.matched else 0.0 for f in feats]
         keys = []
@@ -192,7 +195,10 @@ class Ranker:
             # A reply inherits part of what the line before it matched: the answer to
             # "what did X think of Y" is often the sentence after the one naming Y.
             cov = max(own[i], CONTEXT_SHARE * own[f.prev]) if f.prev >= 0 else own[i]
-            extra = boost_of(lines[i]) if boost_of is not None else 0.0
+            extra = 0.0
+            if boost and f.turns:
+                extra = boost.get(f.turns[0], 0.0) if len(f.turns) == 1 else max(
+                    boost.get(k, 0.0) for k in f.turns)
             keys.append((-(cov + f.static + extra), i, cov))
         best = heapq.nsmallest(limit, keys) if limit is not None else sorted(keys)
         return [Scored(lines[i], -neg, cov, self._features[i].typed) for neg, i, cov in best]

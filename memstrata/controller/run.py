@@ -189,5 +189,7 @@ class Controller:
             ms_total=round(trace.ms_total, 3),
             ms_llm=round(trace.ms_llm, 3),
             ms_memory=round(trace.ms_memory, 3),
+            cpu_ms_total=round(trace.cpu_ms_total, 3),
+            cpu_ms_memory=round(trace.cpu_ms_memory, 3),
         )
 

@@ -54,12 +54,6 @@ class LineSet(list[EvidenceLine]):
         super().__init__()
         self.turn_boost: dict[tuple[str, int], float] = {}
 
-    def boost_of(self, line: EvidenceLine) -> float:
-        if not self.turn_boost:
-            return 0.0
-        return max((self.turn_boost.get((line.session_id, t), 0.0) for t in line.turn_indices),
-                   default=0.0)
-
 
 @dataclass
 class ControllerState:

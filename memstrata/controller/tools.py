@@ -27,7 +27,7 @@ from memstrata.controller.state import ControllerState
 from memstrata.controller.trace import Trace
 from memstrata.layers import markdown as md
 from memstrata.memory import Memory, SessionNotFound
-from memstrata.model import Evidence, Layer, SessionHit, Turn
+from memstrata.model import Evidence, Layer, SessionHit, SessionMeta, Turn
 from memstrata.retrieval.hybrid import QueryError
 from memstrata.text.dates import find_relative_dates
 
@@ -289,7 +289,7 @@ class MemoryTools:
             raise ToolError(f"drill budget used: {self.settings.max_drilled_sessions} sessions "
                             "already read; read deeper in those or answer")
 
-    def _meta(self, session_id: str) -> Any:
+    def _meta(self, session_id: str) -> SessionMeta:
         return self.state.sessions[session_id]
 
     # -- search -------------------------------------------------------------------

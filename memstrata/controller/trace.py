@@ -62,11 +62,21 @@ class TraceSummary(BaseModel):
     ms_total: float = 0.0
     ms_llm: float = 0.0
     ms_memory: float = 0.0
+    #: CPU time of the process, in all and inside memory reads: unlike wall time it
+    #: does not grow when other processes compete for the cores. (Answering is
+    #: single-threaded outside the memory calls, so the difference is the controller's.)
+    cpu_ms_total: float = 0.0
+    cpu_ms_memory: float = 0.0
 
     @property
     def ms_overhead(self) -> float:
         """Time spent in the controller itself: neither waiting on an LLM nor in memory reads."""
         return max(0.0, self.ms_total - self.ms_llm - self.ms_memory)
+
+    @property
+    def cpu_ms_overhead(self) -> float:
+        """The controller's own CPU time (waiting on an LLM costs no CPU)."""
+        return max(0.0, self.cpu_ms_total - self.cpu_ms_memory)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,8 +96,11 @@ class Trace:
     llm_calls: list[LLMCall] = field(default_factory=list)
     ms_llm: float = 0.0
     ms_memory: float = 0.0
+    cpu_ms_memory: float = 0.0
     started: float = field(default_factory=time.perf_counter)
+    cpu_started: float = field(default_factory=time.process_time)
     finished: float | None = None
+    cpu_finished: float | None = None
 
     def add(self, step: int, tool: str, *, arguments: dict[str, Any] | None = None,
             sessions: list[str] | None = None, layer: Layer | None = None,
@@ -110,14 +123,21 @@ class Trace:
     @contextmanager
     def memory_time(self) -> Iterator[None]:
         """Time spent inside Memory reads and searches."""
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         try:
             yield
         finally:
             self.ms_memory += (time.perf_counter() - t0) * 1000
+            self.cpu_ms_memory += (time.process_time() - c0) * 1000
 
     def finish(self) -> None:
         self.finished = time.perf_counter()
+        self.cpu_finished = time.process_time()
+
+    @property
+    def cpu_ms_total(self) -> float:
+        end = self.cpu_finished if self.cpu_finished is not None else time.process_time()
+        return (end - self.cpu_started) * 1000
 
     @property
     def ms_total(self) -> float:

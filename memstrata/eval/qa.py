@@ -168,6 +168,8 @@ def aggregate(results: Sequence[QAResult]) -> dict[str, Any]:
     total_ms = [float(s.get("ms_total", 0.0)) for s in summaries]
     overhead = [max(0.0, float(s.get("ms_total", 0.0)) - float(s.get("ms_llm", 0.0))
                     - float(s.get("ms_memory", 0.0))) for s in summaries]
+    cpu = [max(0.0, float(s.get("cpu_ms_total", 0.0)) - float(s.get("cpu_ms_memory", 0.0)))
+           for s in summaries]
     with_gold = [r for r in answerable if r.gold_sessions and r.source_sessions]
     return {
         "questions": len(results),
@@ -190,6 +192,7 @@ def aggregate(results: Sequence[QAResult]) -> dict[str, Any]:
         "latency_ms": {"p50": _pct(total_ms, 0.5), "p99": _pct(total_ms, 0.99),
                        "mean": _mean(total_ms)},
         "overhead_ms": {"p50": _pct(overhead, 0.5), "p99": _pct(overhead, 0.99)},
+        "overhead_cpu_ms": {"p50": _pct(cpu, 0.5), "p99": _pct(cpu, 0.99)},
         "source_in_gold_sessions": (sum(1 for r in with_gold
                                         if set(r.source_sessions) & set(r.gold_sessions))
                                     / len(with_gold)) if with_gold else None,

@@ -75,13 +75,25 @@ def draft_from(cues: Cues, lines: Sequence[EvidenceLine]) -> Draft | None:
     return Draft(text, ranked[0].line) if text else None
 
 
-def _date_line(cues: Cues, candidates: Sequence[Scored], best: Scored) -> Scored:
-    """For "when": among lines nearly as good as the best, one that states a date."""
+#: The span kinds that really answer each typed question (others are fallbacks).
+_TYPED_KINDS = {"date": ("date:resolved", "date:written"), "duration": ("duration",),
+                "count": ("count",), "person": ("person",), "place": ("place",)}
+
+
+def _typed_line(cues: Cues, candidates: Sequence[Scored], best: Scored) -> Scored:
+    """Among lines nearly as good as the best, the first that holds the kind asked for.
+
+    "When" wants a stated date rather than the session's, "how long" a
+    duration, "who" a name: a slightly weaker line that has one beats a
+    stronger line that does not.
+    """
+    wanted = _TYPED_KINDS.get(cues.answer_type)
+    if not wanted:
+        return best
     for s in candidates[:5]:
-        if s.coverage < best.coverage - 0.1:
+        if s.coverage < best.coverage - 0.15:
             break
-        _, how = span_for(cues, s.line)
-        if how in ("date:resolved", "date:written"):
+        if span_for(cues, s.line)[1] in wanted:
             return s
     return best
 
@@ -114,8 +126,7 @@ class ExtractiveAnswer:
                     best = s
                     break
         kind = cues.answer_type
-        if kind == "date":
-            best = _date_line(cues, candidates, best)
+        best = _typed_line(cues, candidates, best)
         if kind == "list" or (cues.counting and kind not in ("count", "date", "duration")):
             items = notes.items if notes is not None else organize_lines(cues, lines, None).items
             if items:

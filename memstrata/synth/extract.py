@@ -44,7 +44,7 @@ _COUNT = re.compile(
     re.IGNORECASE,
 )
 _RELATION = re.compile(
-    r"\b(?:(my|our|his|her|their|[A-Z][a-z]+'s)\s+)((?:best\s+|close\s+|old\s+|little\s+|"
+    r"\b(?:((?i:my|our|his|her|their)|[A-Z][a-z]+'s)\s+)((?:best\s+|close\s+|old\s+|little\s+|"
     r"older\s+|younger\s+)?(?:mom|mother|dad|father|parents?|sister|brother|siblings?|son|"
     r"daughter|kids?|children|husband|wife|partner|boyfriend|girlfriend|friends?|aunt|uncle|"
     r"cousin|grandma|grandmother|grandpa|grandfather|mentor|teacher|coach|boss|colleague|"
@@ -95,19 +95,60 @@ def date_of(line: EvidenceLine) -> tuple[str, str]:
     text = line.text
     m = _ANNOTATION.search(text)
     if m:
-        return _format_annotation(m), "resolved"
+        relative = _relative_form(text[: m.start()], line.session_date)
+        return relative or _format_annotation(m), "resolved"
     if line.session_date is not None:
         found = find_relative_dates(text, line.session_date)
         if found:
+            relative = _relative_form(text[: found[0].end], line.session_date)
             pm = _ANNOTATION.search(f"({found[0].label})")
-            if pm:
-                return _format_annotation(pm), "resolved"
+            if relative or pm:
+                return relative or _format_annotation(pm), "resolved"  # type: ignore[arg-type]
+    for found_phrase in _RELATIVE_ANYWHERE.finditer(text):
+        relative = _relative_form(text[: found_phrase.end()], line.session_date)
+        if relative:
+            return relative, "resolved"
     m2 = _EXPLICIT_DATE.search(_CAPTION.sub("", text))
     if m2:
         return m2.group(0), "written"
     if line.session_date is not None:
         return format_day(line.session_date.date()), "session"
     return "", "none"
+
+
+_RELATIVE_PHRASE = re.compile(
+    r"\b(?:(?:last|this\s+past|past)\s+(week|weekend|monday|tuesday|wednesday|thursday|friday|"
+    r"saturday|sunday|fri|sat|sun|mon|tues?|wed|thurs?)"
+    r"|(a\s+few|a\s+couple\s+of|couple\s+of|few|several|two|three|four|five|\d+)\s+"
+    r"(weeks|weekends)\s+ago)\s*$",
+    re.IGNORECASE,
+)
+_RELATIVE_ANYWHERE = re.compile(_RELATIVE_PHRASE.pattern.replace(r"\s*$", r"\b"),
+                                re.IGNORECASE)
+_DAY_NAMES = {"fri": "Friday", "sat": "Saturday", "sun": "Sunday", "mon": "Monday",
+              "tue": "Tuesday", "tues": "Tuesday", "wed": "Wednesday", "thu": "Thursday",
+              "thur": "Thursday", "thurs": "Thursday"}
+
+
+def _relative_form(before: str, session_date: datetime | None) -> str | None:
+    """"the week before 9 June 2023" for "last week" said on that day.
+
+    Weeks, weekends and weekdays are kept relative to the session date, the
+    way the speaker framed them: "last Friday" names a day only by its
+    distance from when it was said, and a calendar week has no short name.
+    """
+    if session_date is None:
+        return None
+    m = _RELATIVE_PHRASE.search(before)
+    if not m:
+        return None
+    day = format_day(session_date.date())
+    if m.group(1):
+        unit = m.group(1).lower()
+        if unit in ("week", "weekend"):
+            return f"the {unit} before {day}"
+        return f"the {_DAY_NAMES.get(unit, unit.capitalize())} before {day}"
+    return f"{m.group(2).lower()} {m.group(3).lower()} before {day}"
 
 
 def clean(text: str, keep_captions: bool = False) -> str:
@@ -196,7 +237,7 @@ def novel_span(cues: Cues, text: str, max_words: int = _MAX_SPAN_WORDS) -> str:
         if not content:
             continue
         score = 0.0
-        score += 1.0 if run.after_match else 0.0
+        score += 0.5 if run.after_match else 0.0
         score += 0.4 if run.before_match else 0.0
         score += 0.3 * min(len(content), 3)
         if any(w[:1].isupper() for w in content[1:]) or (content and content[0][:1].isupper()
