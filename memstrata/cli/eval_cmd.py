@@ -17,7 +17,8 @@ eval_app = typer.Typer(
     help="Measure retrieval and answers on LoCoMo or LongMemEval files.",
     no_args_is_help=True,
 )
-console = Console()
+# Wide enough for the metric table even when stdout is a pipe or a CI log.
+console = Console(width=140)
 err = Console(stderr=True)
 
 

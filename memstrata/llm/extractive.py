@@ -225,7 +225,7 @@ class ExtractiveBuilder(LayerBuilder):
     def version(self) -> str:
         # Settings that change the output are part of the version (it keys the
         # L1/L2 cache); the defaults give the plain code version.
-        parts = ["extractive-1"]
+        parts = ["extractive-2"]
         if self.max_words != 30:
             parts.append(f"w{self.max_words}")
         if self.max_input_chars != 12000:
@@ -277,12 +277,11 @@ class ExtractiveBuilder(LayerBuilder):
         # Greedy knapsack on the word budget: most information per word first.
         order = sorted(useful, key=lambda s: (-s.score / max(4, len(s.words)), s.message,
                                               s.position))
-        if assistant_chat and order and order[0].message != 0:
-            # Long assistant replies would crowd out what the user said.
-            lead = next((s for s in order if s.message == 0), None)
-            if lead is not None:
-                order.remove(lead)
-                order.insert(0, lead)
+        user_msgs = {i for i, m in enumerate(turn.messages) if m.role == "user"}
+        if assistant_chat:
+            # Memory is about the user: everything the user said comes before the
+            # assistant's (long, generic) reply, which only fills what is left.
+            order.sort(key=lambda s: s.message not in user_msgs)
         chosen: list[_Sentence] = []
         left = self.max_words
         for s in order:
@@ -303,17 +302,38 @@ class ExtractiveBuilder(LayerBuilder):
             pieces.append(joined if speaker in texts[0] else f"{speaker}: {joined}")
         summary = clip_words(" ".join(pieces), self.max_words) if pieces else ""
         basis = [s for s in sents if not s.filler and not s.caption] or useful
-        keywords = self._keywords.extract(
+        known = {normalize(w) for w in _TOKEN.findall(summary)}
+        fallback = [s.raw for s in sents if s.filler or s.caption]
+        if assistant_chat:
+            # The user's own words first; the reply only tops up what is left.
+            mine = [s for s in basis if s.message in user_msgs]
+            keywords = self._keyword_list(mine, people, fallback=[], known=known) if mine else []
+            if len(keywords) < self._keywords.max_keywords:
+                rest = self._keyword_list([s for s in basis if s.message not in user_msgs],
+                                          people, fallback=fallback,
+                                          known=known | {normalize(w) for k in keywords
+                                                         for w in _TOKEN.findall(k)})
+                seen = {k.lower() for k in keywords}
+                keywords += [k for k in rest if k.lower() not in seen]
+                keywords = keywords[: self._keywords.max_keywords]
+        else:
+            keywords = self._keyword_list(basis, people, fallback=fallback, known=known)
+        words = [w for s in basis for w in s.words]
+        return TurnSummary(
+            turn_index=index, summary=summary, keywords=keywords, tags=topic_tags(words, keywords)
+        )
+
+    def _keyword_list(
+        self, basis: list[_Sentence], people: _People, *, fallback: list[str],
+        known: set[str],
+    ) -> list[str]:
+        return self._keywords.extract(
             [s.raw for s in basis],
             positions=[s.position for s in basis],
             dates=[d.label for s in basis for d in s.dates],
             exclude=people.aliases,
-            fallback=[s.raw for s in sents if s.filler or s.caption],
-            known={normalize(w) for w in _TOKEN.findall(summary)},
-        )
-        words = [w for s in basis for w in s.words]
-        return TurnSummary(
-            turn_index=index, summary=summary, keywords=keywords, tags=topic_tags(words, keywords)
+            fallback=fallback,
+            known=known,
         )
 
     # -- L1 -----------------------------------------------------------------

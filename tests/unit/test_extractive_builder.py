@@ -139,7 +139,26 @@ def test_user_and_assistant_roles_without_names():
 
 
 def test_version_and_settings():
-    assert ExtractiveBuilder().version == "extractive-1"
-    assert ExtractiveBuilder(max_words=20).version != "extractive-1"
+    assert ExtractiveBuilder().version == "extractive-2"
+    assert ExtractiveBuilder(max_words=20).version != "extractive-2"
     with pytest.raises(ValueError):
         ExtractiveBuilder(max_words=2)
+
+
+def test_assistant_chat_keeps_the_users_passing_fact_over_a_long_reply():
+    """With an unnamed assistant, what the user said leads the summary and the keywords."""
+    from memstrata.llm.types import Window
+    from memstrata.model import Message, Scope, SessionMeta, Turn
+
+    meta = SessionMeta(scope=Scope(tenant_id="t", user_id="u"), session_id="s")
+    reply = ("Python is a good first language. Start with variables, loops and functions. "
+             "Then practise with small exercises every day on a learning app. "
+             "Later, move on to files, dictionaries and simple automation scripts.")
+    turn = Turn(index=1, messages=[
+        Message(role="user", content="That's what I was thinking. I'm on the train about fifty "
+                                     "minutes each way to the office. Which language first?"),
+        Message(role="assistant", content=reply),
+    ])
+    out = ExtractiveBuilder().summarize_window(Window(meta=meta, turns=[turn], targets=[1]))[0]
+    assert "train" in out.summary and "office" in out.summary
+    assert "Assistant" not in out.summary.split("train")[0]  # the user's fact leads
