@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+
+if TYPE_CHECKING:
+    from memstrata.eval.datasets import Dataset
 
 eval_app = typer.Typer(
     name="eval",
@@ -34,6 +37,26 @@ def parse_ks(text: str) -> list[int]:
     return ks
 
 
+def load_eval_dataset(path: Path, fmt: str, limit: int | None) -> "Dataset":
+    """Read a benchmark file for an eval command; bad options exit with the option's name."""
+    from memstrata.eval.datasets import load_dataset
+    from memstrata.ingest.formats import FormatError
+
+    if fmt not in ("locomo", "longmemeval"):
+        raise typer.BadParameter(f"must be locomo or longmemeval, got {fmt!r}",
+                                 param_hint="--format")
+    if limit is not None and limit < 1:
+        raise typer.BadParameter("must be at least 1", param_hint="--limit")
+    try:
+        data = load_dataset(path, fmt)  # type: ignore[arg-type]
+    except FormatError as exc:
+        err.print(f"[red]{escape(str(exc))}[/red]")
+        raise typer.Exit(2) from None
+    if limit is not None:
+        data.questions = data.questions[:limit]
+    return data
+
+
 @eval_app.command("retrieval")
 def retrieval(
     dataset: Annotated[Path, typer.Option("--dataset", "-d", help="LoCoMo or LongMemEval JSON.")],
@@ -50,23 +73,10 @@ def retrieval(
     settings come from the usual MEMSTRATA_* variables.
     """
     from memstrata.cli import _settings
-    from memstrata.eval.datasets import load_dataset
     from memstrata.eval.retrieval import evaluate, plot_curves
-    from memstrata.ingest.formats import FormatError
 
-    if fmt not in ("locomo", "longmemeval"):
-        raise typer.BadParameter(f"must be locomo or longmemeval, got {fmt!r}",
-                                 param_hint="--format")
     ks = parse_ks(k)
-    try:
-        data = load_dataset(dataset, fmt)  # type: ignore[arg-type]
-    except FormatError as exc:
-        err.print(f"[red]{escape(str(exc))}[/red]")
-        raise typer.Exit(2) from None
-    if limit is not None:
-        if limit < 1:
-            raise typer.BadParameter("must be at least 1", param_hint="--limit")
-        data.questions = data.questions[:limit]
+    data = load_eval_dataset(dataset, fmt, limit)
     settings = _settings(None)
     with Progress(TextColumn("{task.description:<10}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=err) as bar:

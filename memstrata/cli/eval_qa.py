@@ -20,7 +20,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from memstrata.cli.eval_cmd import eval_app
+from memstrata.cli.eval_cmd import eval_app, load_eval_dataset
 
 console = Console()
 err = Console(stderr=True)
@@ -118,25 +118,12 @@ def qa(
     """
     from memstrata.cli import _settings
     from memstrata.controller.run import Controller, open_chat_client
-    from memstrata.eval.datasets import load_dataset
     from memstrata.eval.qa import plot_depth
     from memstrata.eval.qa_run import evaluate_qa
-    from memstrata.ingest.formats import FormatError
     from memstrata.memory import Memory
 
-    if fmt not in ("locomo", "longmemeval"):
-        raise typer.BadParameter(f"must be locomo or longmemeval, got {fmt!r}",
-                                 param_hint="--format")
-    if limit is not None and limit < 1:
-        raise typer.BadParameter("must be at least 1", param_hint="--limit")
+    data = load_eval_dataset(dataset, fmt, limit)
     csettings = controller_settings(without, policy)
-    try:
-        data = load_dataset(dataset, fmt)  # type: ignore[arg-type]
-    except FormatError as exc:
-        err.print(f"[red]{escape(str(exc))}[/red]")
-        raise typer.Exit(2) from None
-    if limit is not None:
-        data.questions = data.questions[:limit]
     settings = _settings(None)
     with tempfile.TemporaryDirectory(prefix="memstrata-qa-") as tmp:
         root = data_dir or Path(tmp)

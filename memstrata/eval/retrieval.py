@@ -199,23 +199,10 @@ def evaluate(
         memory = Memory.open(settings.model_copy(update={"data_dir": root / "system"}))
         raw = RawTurnIndex(root / "baselines", memory.embedder)
         try:
-            total_turns = dataset.parsed.turns
-            done = 0
-
-            def ingest_tick(n: int) -> None:
-                nonlocal done
-                done += n
-                tick("ingest", done, total_turns)
-
-            memory.ingest(dataset.parsed.sessions, progress=ingest_tick)
-            done = 0
-
-            def raw_tick(n: int) -> None:
-                nonlocal done
-                done += n
-                tick("baselines", done, total_turns)
-
-            raw.build(dataset.parsed.sessions, progress=raw_tick)
+            memory.ingest(dataset.parsed.sessions,
+                          progress=_counter("ingest", dataset.parsed.turns, tick))
+            raw.build(dataset.parsed.sessions,
+                      progress=_counter("baselines", dataset.parsed.turns, tick))
             rankers: list[Ranker] = [HybridRanker(memory), BM25RawRanker(raw),
                                      DenseRawRanker(raw)]
             answered: dict[str, list[tuple[Question, Ranked]]] = {r.name: [] for r in rankers}
@@ -240,6 +227,19 @@ def evaluate(
     }
     curves = {name: recall_curve(rows) for name, rows in answered.items()}
     return EvalRun(result=result, curves=curves)
+
+
+def _counter(stage: str, total: int,
+             tick: Callable[[str, int, int], None]) -> Callable[[int], None]:
+    """Turn "n more done" callbacks into running ``tick(stage, done, total)`` calls."""
+    done = 0
+
+    def advance(n: int) -> None:
+        nonlocal done
+        done += n
+        tick(stage, done, total)
+
+    return advance
 
 
 def dataset_name(dataset: Dataset) -> str:

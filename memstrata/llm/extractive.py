@@ -284,11 +284,16 @@ class ExtractiveBuilder(LayerBuilder):
             order.sort(key=lambda s: s.message not in user_msgs)
         chosen: list[_Sentence] = []
         left = self.max_words
+        reply_in = False
         for s in order:
             cost = count_words(s.render(people))
-            if not chosen or cost <= left:
+            # In an assistant chat the reply's best sentence still gets the words
+            # that are left, clipped at the end (it holds the advice asked for).
+            reply_first = assistant_chat and s.message not in user_msgs and not reply_in
+            if not chosen or cost <= left or (reply_first and left >= 8):
                 chosen.append(s)
                 left -= cost
+                reply_in = reply_in or s.message not in user_msgs
             if left < 5:
                 break
         chosen.sort(key=lambda s: (s.message, s.position))
@@ -308,6 +313,9 @@ class ExtractiveBuilder(LayerBuilder):
             # The user's own words first; the reply only tops up what is left.
             mine = [s for s in basis if s.message in user_msgs]
             keywords = self._keyword_list(mine, people, fallback=[], known=known) if mine else []
+            # ...but only those that add words the summary does not already hold.
+            keywords = [k for k in keywords
+                        if not known.issuperset(normalize(w) for w in _TOKEN.findall(k))]
             if len(keywords) < self._keywords.max_keywords:
                 rest = self._keyword_list([s for s in basis if s.message not in user_msgs],
                                           people, fallback=fallback,
