@@ -92,7 +92,8 @@ class Settings(BaseSettings):
     keyword_alpha: float = Field(0.1, ge=0.0, le=10.0)
     keyword_max_matches: int = Field(3, ge=0, le=100)
     top_k_sessions: int = Field(20, ge=1, le=1000)
-    candidate_units: int = Field(100, ge=1, le=10_000)
+    #: Units each index returns per query before fusion (enough for top_k_sessions = 20).
+    candidate_units: int = Field(50, ge=1, le=10_000)
 
     # -- request limits ---------------------------------------------------
     max_query_chars: int = Field(2000, ge=1, le=100_000)

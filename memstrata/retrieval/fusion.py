@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
 
 _TOKEN = re.compile(r"[a-z0-9]+(?:['.][a-z0-9]+)*")
 
@@ -115,12 +116,14 @@ def keyword_matches(query_tokens: Sequence[str], keywords: Iterable[str]) -> int
     joined = " " + " ".join(query_tokens) + " "
     found: set[str] = set()
     for kw in keywords:
-        kt = tokens(kw)
-        if not kt:
-            continue
-        phrase = " ".join(kt)
-        if phrase in found:
-            continue
-        if f" {phrase} " in joined:
+        phrase = _phrase(kw)
+        if phrase and phrase not in found and phrase in joined:
             found.add(phrase)
     return len(found)
+
+
+@lru_cache(maxsize=65536)
+def _phrase(keyword: str) -> str:
+    """`` tok tok `` form of a keyword (cached: the same keywords recur across queries)."""
+    kt = tokens(keyword)
+    return f" {' '.join(kt)} " if kt else ""

@@ -29,7 +29,7 @@ class RetrievalParams:
     keyword_alpha: float = 0.1
     keyword_max_matches: int = 3
     top_k: int = 20
-    candidate_units: int = 100
+    candidate_units: int = 50
     max_query_chars: int = 2000
     max_queries: int = 8
 

@@ -203,7 +203,10 @@ class SqliteDocStore(DocStore):
             marks = ",".join("?" * len(chunk))
             for uid, data in self._rows(
                 f"get {len(chunk)} units {scope}",
-                f"SELECT id, data FROM units WHERE tenant_id=? AND user_id=? AND id IN ({marks})",
+                # The unary "+" keeps SQLite from using the (tenant, user, ...)
+                # index here, which would scan the whole scope; the primary key
+                # finds each id directly and the scope still filters the rows.
+                f"SELECT id, data FROM units WHERE +tenant_id=? AND +user_id=? AND id IN ({marks})",
                 [scope.tenant_id, scope.user_id, *chunk],
             ):
                 found[uid] = L0Unit.model_validate_json(data)
