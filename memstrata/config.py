@@ -155,12 +155,32 @@ class Settings(BaseSettings):
         return self.data_dir / "docs.sqlite3"
 
 
+#: Sub-namespaces of MEMSTRATA_* that belong to other settings classes
+#: (the controller's MEMSTRATA_CONTROLLER_*, for instance).
+OTHER_NAMESPACES: tuple[str, ...] = ("CONTROLLER_",)
+
+
+def unknown_variables(environ: dict[str, str] | None = None) -> list[str]:
+    """MEMSTRATA_* variables that no settings class reads (typos, stale names)."""
+    env = os.environ if environ is None else environ
+    known = {ENV_PREFIX + name.upper() for name in Settings.model_fields}
+    return sorted(
+        k for k in env
+        if k.upper().startswith(ENV_PREFIX) and k.upper() not in known
+        and not k.upper()[len(ENV_PREFIX):].startswith(OTHER_NAMESPACES)
+    )
+
+
 def load_settings(**overrides: Any) -> Settings:
     """Build :class:`Settings`, turning validation failures into one readable error.
 
     Each problem is reported as ``MEMSTRATA_<NAME>: <why>`` so an operator can
     tell at once which variable to fix.
     """
+    stray = unknown_variables()
+    if stray:
+        raise ConfigError("invalid configuration:\n  " + "\n  ".join(
+            f"{name}: not a memstrata setting (see `memstrata config`)" for name in stray))
     try:
         return Settings(**overrides)
     except ValidationError as exc:

@@ -253,11 +253,13 @@ def plot_curves(curves: dict[str, list[float]], path: Path, title: str) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     for name, ys in curves.items():
         ax.plot(range(1, len(ys) + 1), ys, marker="o", markersize=3, label=name,
                 linewidth=2.2 if name == "system" else 1.4)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("k (sessions returned)")
     ax.set_ylabel("session Recall@k")
     ax.set_ylim(0, 1)
