@@ -9,7 +9,14 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 
 if TYPE_CHECKING:
@@ -80,7 +87,7 @@ def retrieval(
     settings = _settings(None)
     with Progress(TextColumn("{task.description:<10}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=err) as bar:
-        tasks: dict[str, int] = {}
+        tasks: dict[str, TaskID] = {}
 
         def tick(stage: str, done: int, total: int) -> None:
             if stage not in tasks:

@@ -248,7 +248,7 @@ class MemoryTools:
             return {}
         try:
             value = json.loads(text)
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
             raise ToolError(f"arguments are not valid JSON ({exc.msg} at char {exc.pos}); "
                             "send a JSON object") from None
         if not isinstance(value, dict):

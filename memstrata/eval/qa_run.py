@@ -40,7 +40,7 @@ class QARun:
 def answer_one(controller: Controller, q: Question, judge_client: "ChatClient | None",
                ) -> QAResult:
     """Answer, score and (with a judge) grade one question."""
-    base = dict(qid=q.qid, user=q.scope.user_id, category=q.category, question=q.question,
+    base: dict[str, Any] = dict(qid=q.qid, user=q.scope.user_id, category=q.category, question=q.question,
                 gold=q.answer, adversarial=q.adversarial, gold_sessions=sorted(q.gold_sessions))
     try:
         a = controller.answer(q.scope, q.question, q.asked_on)

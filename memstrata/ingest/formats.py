@@ -28,6 +28,7 @@ from memstrata.model import (
     ID_PATTERN,
     MAX_CONTENT_CHARS,
     Message,
+    Role,
     Scope,
     Session,
     SessionMeta,
@@ -109,7 +110,10 @@ def read_file(path: Path, fmt: str = "auto", tenant_id: str = "default") -> Pars
     reader = read_locomo if kind == "locomo" else read_longmemeval
     out = Parsed(format=kind)
     for item in reader(data, tenant_id):
-        (out.issues if isinstance(item, IngestIssue) else out.sessions).append(item)
+        if isinstance(item, IngestIssue):
+            out.issues.append(item)
+        else:
+            out.sessions.append(item)
     return out
 
 
@@ -194,7 +198,7 @@ def read_locomo(data: list[Any], tenant_id: str) -> Iterator[Session | IngestIss
                 if not isinstance(speaker, str) or not speaker:
                     yield IngestIssue(mwhere, "speaker", "missing or not a string")
                     continue
-                role = "user" if speaker == speaker_a else "assistant"
+                role: Role = "user" if speaker == speaker_a else "assistant"
                 dia = msg.get("dia_id")
                 messages.append(Message(role=role, content=text[:MAX_CONTENT_CHARS],
                                         speaker=speaker,
