@@ -213,6 +213,31 @@ def sessions(
     console.print(table if metas else f"no sessions for {scope}")
 
 
+@app.command()
+def forget(
+    session_id: Annotated[Optional[str], typer.Argument(
+        help="One session to forget; without it, everything of the user.")] = None,
+    tenant: Tenant = "default",
+    user: User = ...,  # type: ignore[assignment]
+    yes: Annotated[bool, typer.Option("--yes", help="Do not ask for confirmation.")] = False,
+    data_dir: DataDir = None,
+) -> None:
+    """Delete a user's memory (or one session) from every store: vectors, BM25, raw turns, layers."""
+    scope = _scope(tenant, user)
+    what = f"session {session_id!r} of {scope}" if session_id else f"all memory of {scope}"
+    if not yes and not typer.confirm(f"Forget {what}?"):
+        raise typer.Exit(1)
+    with _open(data_dir) as memory:
+        if session_id is not None and memory.docs.get_session(scope, session_id) is None:
+            err.print(f"[red]no session {escape(session_id)!r} for {scope}[/red]")
+            raise typer.Exit(1)
+        before = memory.docs.count_turns(scope)
+        memory.delete(scope, session_id)
+        memory.flush()
+        after = memory.docs.count_turns(scope)
+    console.print(f"forgot {what}: {before - after} raw turns removed", soft_wrap=True)
+
+
 @app.command("config")
 def show_config(data_dir: DataDir = None) -> None:
     """Print the effective settings (secrets masked) as MEMSTRATA_* variables."""

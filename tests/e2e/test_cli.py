@@ -79,3 +79,24 @@ def test_usage_errors_name_the_option(tmp_path: Path):
     assert r.returncode == 2 and "MEMSTRATA_QDRANT_URL is required" in r.stderr
     r = run("search", "--user", "u", "x", data_dir=tmp_path, env={"MEMSTRATA_RRF_K": "0"})
     assert r.returncode == 2 and "MEMSTRATA_RRF_K" in r.stderr
+
+
+def test_forget_removes_a_session_then_a_user_and_nothing_else(tmp_path: Path):
+    d = tmp_path / "f"
+    assert run("ingest", str(SAMPLE), data_dir=d).returncode == 0
+    r = run("forget", "--tenant", "acme", "--user", "maya", "2024-04-10-running", "--yes",
+            data_dir=d)
+    assert r.returncode == 0, r.stderr
+    assert "2 raw turns removed" in r.stdout
+    r = run("search", "--tenant", "acme", "--user", "maya", "--json", "half marathon knee",
+            data_dir=d)
+    assert "2024-04-10-running" not in {h["session_id"] for h in json.loads(r.stdout)}
+    r = run("forget", "--tenant", "acme", "--user", "maya", "--yes", data_dir=d)
+    assert r.returncode == 0 and "removed" in r.stdout
+    r = run("search", "--tenant", "acme", "--user", "maya", "--json", "Lisbon", data_dir=d)
+    assert json.loads(r.stdout) == []
+    # the same user id in another tenant is untouched
+    r = run("search", "--tenant", "globex", "--user", "maya", "--json", "bees", data_dir=d)
+    assert [h["session_id"] for h in json.loads(r.stdout)] == ["2024-02-01-notes"]
+    r = run("forget", "--tenant", "acme", "--user", "leo", "nope", "--yes", data_dir=d)
+    assert r.returncode == 1 and "no session 'nope'" in r.stderr
