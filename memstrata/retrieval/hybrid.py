@@ -94,7 +94,11 @@ class HybridRetriever:
         session_ids: Collection[str] | None = None,
     ) -> "Ranking":
         """Score every candidate unit and session for the queries (validated first)."""
-        qs = self.validate(queries, None)
+        return self._rank(scope, self.validate(queries, None), session_ids)
+
+    def _rank(
+        self, scope: Scope, qs: list[str], session_ids: Collection[str] | None
+    ) -> "Ranking":
         p = self.params
         qvecs = self.embedder.embed_queries(qs)
         per_query: list[dict[str, float]] = []
@@ -119,14 +123,14 @@ class HybridRetriever:
             per_query_members.append(members)
 
         units = {u.id: u for u in self.docs.get_units(scope, list(unit_session))}
+        # Each unit's keyword field once, whatever the number of queries.
+        unit_keywords = {uid: indexing.lexical_keywords(u) for uid, u in units.items()}
         boosted = []
         for q, sessions, members in zip(qs, per_query, per_query_members):
             qt = fusion.tokens(q)
             matches = {
                 sid: fusion.keyword_matches(
-                    qt,
-                    (kw for uid in uids if uid in units
-                     for kw in indexing.lexical_keywords(units[uid])),
+                    qt, (kw for uid in uids for kw in unit_keywords.get(uid, ()))
                 )
                 for sid, uids in members.items()
             }
@@ -152,8 +156,7 @@ class HybridRetriever:
         session_ids: Collection[str] | None = None,
     ) -> list[SessionHit]:
         """The top sessions with their best-matching L0 units (at most five each)."""
-        self.validate(queries, top_k)
-        ranking = self.rank(scope, queries, session_ids)
+        ranking = self._rank(scope, self.validate(queries, top_k), session_ids)
         by_session: dict[str, list[L0Unit]] = {}
         for u in ranking.units:
             by_session.setdefault(u.session_id, []).append(u)
