@@ -86,9 +86,14 @@ class Settings(BaseSettings):
     l0_max_summary_words: int = Field(30, ge=5, le=200)
     l1_max_input_chars: int = Field(12000, ge=1000, le=1_000_000)
 
-    # -- retrieval (APDMem Appendix G) ------------------------------------
+    # -- retrieval (APDMem Appendix G; fusion defaults measured, see retrieval.hybrid) --
+    #: ``dbsf``: normalised scores added with weights; ``rrf``: the appendix's RRF.
+    fusion: Literal["dbsf", "rrf"] = "dbsf"
     rrf_k: int = Field(60, ge=1, le=10_000)
-    dense_weight: float = Field(0.5, ge=0.0, le=1.0)
+    #: The dense side's share when BM25's best hit covers every content term of the query.
+    dense_weight: float = Field(0.3, ge=0.0, le=1.0)
+    #: Shrink BM25's share per query by the part of the query its best hit lacks.
+    coverage_weighting: bool = True
     keyword_alpha: float = Field(0.1, ge=0.0, le=10.0)
     keyword_max_matches: int = Field(3, ge=0, le=100)
     top_k_sessions: int = Field(20, ge=1, le=1000)

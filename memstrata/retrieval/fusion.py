@@ -4,6 +4,21 @@ These follow APDMem Appendix G:
 
 * :func:`rrf` -- Reciprocal Rank Fusion of several rankings of L0 units,
   ``sum_j w_j / (k + rank_j)`` with 1-based ranks;
+
+and beyond the appendix (the default, see :mod:`memstrata.retrieval.hybrid`):
+
+* :func:`dbsf` -- distribution-based score normalisation: each list's raw
+  scores mapped into [0, 1] by its own mean plus or minus three standard
+  deviations, so a BM25 list and a cosine list can be added;
+* :func:`weighted_sum` -- the normalised lists added with weights (a unit
+  missing from a list gets 0 from it);
+* :func:`coverage` and :func:`coverage_weights` -- how much of the query the
+  best BM25 hit holds, and the weights that follow from it: BM25 gets its
+  full share only when its best hit holds every content term of the query,
+  and the dense side gets the rest;
+
+then, for both:
+
 * :func:`best_per_session` -- a session scores as its best unit;
 * :func:`keyword_boost` -- an exact keyword-field match adds
   ``alpha * s_max * n_i`` where ``n_i`` is the (capped) match count;
@@ -16,7 +31,8 @@ Nothing here touches a store, so every rule is unit-tested on its own.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+import statistics
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from functools import lru_cache
 
 _TOKEN = re.compile(r"[a-z0-9]+(?:['.][a-z0-9]+)*")
@@ -46,6 +62,63 @@ def rrf(
             seen.add(item)
             scores[item] = scores.get(item, 0.0) + w / (k + rank)
     return scores
+
+
+def dbsf(scores: Sequence[tuple[str, float]]) -> dict[str, float]:
+    """Normalise one list's ``(id, score)`` pairs into [0, 1] by its own spread.
+
+    The range is the list's mean plus or minus three (population) standard
+    deviations, clipped, so an outlying best hit keeps its lead while a flat
+    list stays flat. A list whose scores are all equal maps to 1.0 (every hit
+    equally good); duplicate ids keep their best score.
+    """
+    if not scores:
+        return {}
+    values = [s for _, s in scores]
+    mean = statistics.fmean(values)
+    spread = statistics.pstdev(values)
+    out: dict[str, float] = {}
+    for item, s in scores:
+        norm = 1.0 if spread == 0.0 else (s - (mean - 3 * spread)) / (6 * spread)
+        norm = min(max(norm, 0.0), 1.0)
+        if norm > out.get(item, -1.0):
+            out[item] = norm
+    return out
+
+
+def weighted_sum(
+    lists: Mapping[str, Mapping[str, float]], weights: Mapping[str, float]
+) -> dict[str, float]:
+    """``sum_j w_j * s_j(id)`` over normalised lists; an id absent from a list gets 0 there."""
+    scores: dict[str, float] = {}
+    for name, per_id in lists.items():
+        w = weights.get(name, 0.0)
+        for item, s in per_id.items():
+            scores[item] = scores.get(item, 0.0) + w * s
+    return scores
+
+
+def coverage(query_terms: Collection[str], doc_terms: Collection[str]) -> float:
+    """Share of the query's terms that the document holds (1.0 for a query with none)."""
+    if not query_terms:
+        return 1.0
+    held = set(doc_terms)
+    return sum(1 for t in set(query_terms) if t in held) / len(set(query_terms))
+
+
+def coverage_weights(dense_weight: float, lexical_coverage: float) -> dict[str, float]:
+    """Fusion weights when BM25's best hit covers ``lexical_coverage`` of the query.
+
+    With full coverage the weights are ``1 - dense_weight`` and ``dense_weight``;
+    BM25's share shrinks in proportion as coverage drops, because a best hit
+    that matches only a generic word of the question ("first", "home") ranks
+    by that word alone, and the dense side takes the difference.
+    """
+    if not 0.0 <= dense_weight <= 1.0:
+        raise ValueError(f"dense_weight must be within [0, 1], got {dense_weight}")
+    c = min(max(lexical_coverage, 0.0), 1.0)
+    lexical = (1.0 - dense_weight) * c
+    return {"lexical": lexical, "dense": 1.0 - lexical}
 
 
 def best_per_session(

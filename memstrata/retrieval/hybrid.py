@@ -1,21 +1,36 @@
-"""The hybrid L0 retriever (APDMem Appendix G).
+"""The hybrid L0 retriever (APDMem Appendix G, with a measured change to fusion).
 
 For each query: BM25 over L0 summaries and keywords, dense cosine over L0
-embeddings, Reciprocal Rank Fusion of the two unit rankings, a session scored
-by its best unit, plus a boost for exact keyword-field matches. Several queries
-fuse by each session's best score. Every store call is confined to one scope.
+embeddings, the two unit lists fused, a session scored by its best unit, plus
+a boost for exact keyword-field matches. Several queries fuse by each
+session's best score. Every store call is confined to one scope.
+
+How the two lists fuse is a setting (``MEMSTRATA_FUSION``):
+
+* ``dbsf`` (default): each list's scores normalised by their own spread
+  (:func:`~memstrata.retrieval.fusion.dbsf`) and added with weights;
+* ``rrf``: Reciprocal Rank Fusion with k = 60, as in the appendix.
+
+With ``coverage_weighting`` on (default) the weights are set per query from
+how much of the question BM25's best hit holds: a question whose words the
+best lexical hit mostly lacks ("How many countries have I visited?" against a
+unit about Kyoto) is left to the dense side. ``MEMSTRATA_FUSION=rrf
+MEMSTRATA_DENSE_WEIGHT=0.5 MEMSTRATA_COVERAGE_WEIGHTING=false`` is the
+appendix's retriever exactly. ``memstrata eval retrieval`` measures both; the
+README has the numbers.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from memstrata.config import Settings
 from memstrata.embed.types import Embedder
 from memstrata.model import L0Unit, Scope, SessionHit
 from memstrata.retrieval import fusion, indexing
-from memstrata.store.types import DocStore, LexicalStore, VectorStore
+from memstrata.store.types import DocStore, Hit, LexicalStore, VectorStore
+from memstrata.text.terms import content_stems, stems
 
 
 class QueryError(ValueError):
@@ -24,8 +39,11 @@ class QueryError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class RetrievalParams:
+    fusion: str = "dbsf"
     rrf_k: int = 60
-    dense_weight: float = 0.5
+    #: The dense side's share when BM25's best hit covers the whole query.
+    dense_weight: float = 0.3
+    coverage_weighting: bool = True
     keyword_alpha: float = 0.1
     keyword_max_matches: int = 3
     top_k: int = 20
@@ -36,7 +54,9 @@ class RetrievalParams:
     @classmethod
     def from_settings(cls, s: Settings) -> "RetrievalParams":
         return cls(
+            fusion=s.fusion,
             rrf_k=s.rrf_k,
+            coverage_weighting=s.coverage_weighting,
             dense_weight=s.dense_weight,
             keyword_alpha=s.keyword_alpha,
             keyword_max_matches=s.keyword_max_matches,
@@ -101,32 +121,29 @@ class HybridRetriever:
     ) -> "Ranking":
         p = self.params
         qvecs = self.embedder.embed_queries(qs)
-        per_query: list[dict[str, float]] = []
-        per_query_members: list[dict[str, list[str]]] = []
+        hits: list[tuple[list[Hit], list[Hit]]] = []
         unit_session: dict[str, str] = {}
-        unit_best: dict[str, float] = {}
         for q, qv in zip(qs, qvecs):
             lex = self.lexical.search(scope, q, p.candidate_units, session_ids)
             dense = self.vectors.search(scope, qv, p.candidate_units, session_ids)
             for h in (*lex, *dense):
                 unit_session[h.unit_id] = h.session_id
-            unit_scores = fusion.rrf(
-                {"lexical": [h.unit_id for h in lex], "dense": [h.unit_id for h in dense]},
-                k=p.rrf_k,
-                weights=p.weights,
-            )
-            for u, s in unit_scores.items():
-                if s > unit_best.get(u, float("-inf")):
-                    unit_best[u] = s
-            sessions, members = fusion.best_per_session(unit_scores, unit_session)
-            per_query.append(sessions)
-            per_query_members.append(members)
+            hits.append((lex, dense))
 
         units = {u.id: u for u in self.docs.get_units(scope, list(unit_session))}
         # Each unit's keyword field once, whatever the number of queries.
         unit_keywords = {uid: indexing.lexical_keywords(u) for uid, u in units.items()}
+        unit_best: dict[str, float] = {}
         boosted = []
-        for q, sessions, members in zip(qs, per_query, per_query_members):
+        weights_used = []
+        for q, (lex, dense) in zip(qs, hits):
+            weights = self._weights(q, lex, units, unit_keywords)
+            weights_used.append(weights)
+            unit_scores = self._fuse(lex, dense, weights)
+            for u, sc in unit_scores.items():
+                if sc > unit_best.get(u, float("-inf")):
+                    unit_best[u] = sc
+            sessions, members = fusion.best_per_session(unit_scores, unit_session)
             qt = fusion.tokens(q)
             matches = {
                 sid: fusion.keyword_matches(
@@ -146,6 +163,44 @@ class HybridRetriever:
             sessions=fusion.top_k(final, len(final)),
             units=ranked_units,
             unit_scores=unit_best,
+            weights=weights_used,
+        )
+
+    def _weights(
+        self,
+        query: str,
+        lex: Sequence[Hit],
+        units: dict[str, L0Unit],
+        unit_keywords: dict[str, list[str]],
+    ) -> dict[str, float]:
+        """This query's fusion weights: fixed, or scaled by BM25's best-hit coverage."""
+        p = self.params
+        if not p.coverage_weighting:
+            return p.weights
+        top = units.get(lex[0].unit_id) if lex else None
+        if top is None:
+            covered = 0.0 if content_stems(query) else 1.0
+        else:
+            held = stems(" ".join([top.summary, *unit_keywords.get(top.id, ())]))
+            covered = fusion.coverage(content_stems(query), held)
+        return fusion.coverage_weights(p.dense_weight, covered)
+
+    def _fuse(
+        self, lex: Sequence[Hit], dense: Sequence[Hit], weights: dict[str, float]
+    ) -> dict[str, float]:
+        """One query's unit scores from its two hit lists."""
+        if self.params.fusion == "rrf":
+            return fusion.rrf(
+                {"lexical": [h.unit_id for h in lex], "dense": [h.unit_id for h in dense]},
+                k=self.params.rrf_k,
+                weights=weights,
+            )
+        return fusion.weighted_sum(
+            {
+                "lexical": fusion.dbsf([(h.unit_id, h.score) for h in lex]),
+                "dense": fusion.dbsf([(h.unit_id, h.score) for h in dense]),
+            },
+            weights,
         )
 
     def search(
@@ -179,3 +234,5 @@ class Ranking:
     sessions: list[tuple[str, float]]
     units: list[L0Unit]
     unit_scores: dict[str, float]
+    #: The fusion weights each query got (``lexical``, ``dense``), in query order.
+    weights: list[dict[str, float]] = field(default_factory=list)

@@ -18,6 +18,7 @@ import tantivy as tv
 from memstrata.model import Scope
 from memstrata.store._errors import guard
 from memstrata.store.types import FIELD_TIE_BREAKER, Hit, LexicalDoc, LexicalStore, StoreError
+from memstrata.text.terms import stem_analyzer
 
 BACKEND = "tantivy"
 _SEARCH_FIELDS = ("text", "keywords")
@@ -33,17 +34,6 @@ def _schema() -> tv.Schema:
     for text in _SEARCH_FIELDS:
         b.add_text_field(text, stored=False, tokenizer_name="en_stem")
     return b.build()
-
-
-def _query_analyzer() -> tv.TextAnalyzer:
-    """The ``en_stem`` chain, rebuilt so query text is analysed like indexed text."""
-    return (
-        tv.TextAnalyzerBuilder(tv.Tokenizer.simple())
-        .filter(tv.Filter.remove_long(40))
-        .filter(tv.Filter.lowercase())
-        .filter(tv.Filter.stemmer("english"))
-        .build()
-    )
 
 
 class TantivyLexicalStore(LexicalStore):
@@ -67,7 +57,7 @@ class TantivyLexicalStore(LexicalStore):
             self._index.config_reader(reload_policy="manual")
         with guard(BACKEND, f"open writer at {self.path} (is another process using it?)"):
             self._writer = self._index.writer(heap_size=heap_size, num_threads=1)
-        self._analyzer = _query_analyzer()
+        self._analyzer = stem_analyzer()
 
     # -- writes -----------------------------------------------------------
     def upsert(self, docs: Sequence[LexicalDoc]) -> None:

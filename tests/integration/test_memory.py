@@ -132,3 +132,32 @@ def test_empty_scope_returns_nothing(memory: Memory):
 def test_session_meta_round_trip(memory: Memory):
     meta = memory.session(MAYA, "2024-03-02-trip")
     assert isinstance(meta, SessionMeta) and meta.session_date.year == 2024
+
+
+def test_fusion_weights_follow_how_much_of_the_query_bm25_covers(memory: Memory):
+    """A question whose words BM25's best hit holds keeps BM25's full share; one it
+    does not gets less, and the dense side takes the rest."""
+    p = memory.retriever.params
+    covered = memory.retriever.rank(MAYA, ["Berlin half marathon"])
+    assert covered.weights[0]["lexical"] == pytest.approx(1 - p.dense_weight)
+    vague = memory.retriever.rank(MAYA, ["half marathon zzyzx qwertyuiop"])
+    assert vague.weights[0]["lexical"] < covered.weights[0]["lexical"]
+    assert vague.weights[0]["lexical"] + vague.weights[0]["dense"] == pytest.approx(1.0)
+
+
+def test_rrf_fusion_and_fixed_weights_remain_available(tmp_path: Path, embedder: MiniLMEmbedder):
+    settings = Settings(data_dir=tmp_path, fusion="rrf", dense_weight=0.5,
+                        coverage_weighting=False)
+    m = Memory(settings, ExtractiveBuilder(), embedder,
+               open_vector_store(settings, embedder.dim), open_lexical_store(settings),
+               open_doc_store(settings))
+    try:
+        m.ingest(read_file(SAMPLE).sessions)
+        r = m.retriever.rank(MAYA, ["half marathon zzyzx qwertyuiop"])
+        assert r.weights == [{"lexical": 0.5, "dense": 0.5}]
+        # RRF scores are sums of w / (60 + rank): at most 2 * 0.5 / 61 before the boost.
+        best_unit = max(r.unit_scores.values())
+        assert best_unit <= 1 / 61 + 1e-12
+        assert r.sessions[0][0] == "2024-04-10-running"
+    finally:
+        m.close()

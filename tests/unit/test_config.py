@@ -13,7 +13,10 @@ def test_defaults_are_the_embedded_offline_stack(monkeypatch: pytest.MonkeyPatch
     s = load_settings()
     assert (s.llm_backend, s.embed_backend, s.vector_backend, s.lexical_backend,
             s.doc_backend) == ("extractive", "minilm", "qdrant-edge", "tantivy", "sqlite")
-    assert (s.rrf_k, s.dense_weight, s.keyword_alpha, s.top_k_sessions) == (60, 0.5, 0.1, 20)
+    assert (s.fusion, s.rrf_k, s.dense_weight, s.keyword_alpha, s.top_k_sessions) == (
+        "dbsf", 60, 0.3, 0.1, 20
+    )
+    assert s.coverage_weighting is True
     assert (s.l0_window_turns, s.l0_window_overlap, s.l0_max_window_chars) == (4, 1, 6000)
 
 

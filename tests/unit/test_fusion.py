@@ -6,13 +6,18 @@ import pytest
 
 from memstrata.retrieval.fusion import (
     best_per_session,
+    coverage,
+    coverage_weights,
+    dbsf,
     keyword_boost,
     keyword_matches,
     max_fuse,
     rrf,
     tokens,
     top_k,
+    weighted_sum,
 )
+from memstrata.text.terms import content_stems, stems
 
 
 def test_rrf_sums_reciprocal_ranks_with_k():
@@ -75,3 +80,54 @@ def test_keyword_matches_whole_phrases_only():
     assert keyword_matches(q, ["LGBTQ support group", "Caroline", "caroline", "group support",
                                "sup"]) == 2
     assert keyword_matches([], ["x"]) == 0
+
+
+def test_dbsf_maps_mean_plus_minus_three_sigma_onto_0_1():
+    # scores 1, 2, 3: mean 2, population sd sqrt(2/3); range 2 -+ 3 sd
+    sd = math.sqrt(2 / 3)
+    norm = dbsf([("a", 3.0), ("b", 2.0), ("c", 1.0)])
+    assert math.isclose(norm["b"], 0.5)
+    assert math.isclose(norm["a"], (3 - (2 - 3 * sd)) / (6 * sd))
+    assert math.isclose(norm["a"] + norm["c"], 1.0)
+    assert norm["a"] > norm["b"] > norm["c"] > 0
+
+
+def test_dbsf_clips_outliers_and_handles_flat_and_empty_lists():
+    norm = dbsf([("top", 100.0)] + [(f"u{i}", 1.0) for i in range(20)])
+    assert norm["top"] == 1.0 and all(0.0 <= v < 0.5 for k, v in norm.items() if k != "top")
+    assert dbsf([("a", 0.4), ("b", 0.4)]) == {"a": 1.0, "b": 1.0}
+    assert dbsf([]) == {}
+    assert dbsf([("a", 1.0), ("a", 3.0), ("b", 2.0)])["a"] == dbsf([("a", 3.0), ("b", 2.0),
+                                                                     ("a", 1.0)])["a"]
+
+
+def test_weighted_sum_gives_missing_ids_nothing():
+    fused = weighted_sum({"lexical": {"a": 1.0, "b": 0.5}, "dense": {"b": 1.0, "c": 0.2}},
+                         {"lexical": 0.7, "dense": 0.3})
+    assert math.isclose(fused["a"], 0.7)
+    assert math.isclose(fused["b"], 0.35 + 0.3)
+    assert math.isclose(fused["c"], 0.06)
+
+
+def test_coverage_is_the_share_of_query_terms_held():
+    assert coverage({"paris", "jon"}, {"jon", "paris", "went"}) == 1.0
+    assert coverage({"countri", "travel", "differ"}, {"differ", "place"}) == 1 / 3
+    assert coverage(set(), {"x"}) == 1.0
+    assert coverage({"x"}, set()) == 0.0
+
+
+def test_coverage_weights_move_weight_to_dense_as_coverage_drops():
+    full = coverage_weights(0.3, 1.0)
+    assert math.isclose(full["lexical"], 0.7) and math.isclose(full["dense"], 0.3)
+    half = coverage_weights(0.3, 0.5)
+    assert math.isclose(half["lexical"], 0.35) and math.isclose(half["dense"], 0.65)
+    assert coverage_weights(0.3, 0.0) == {"lexical": 0.0, "dense": 1.0}
+    assert coverage_weights(0.5, 7.0) == {"lexical": 0.5, "dense": 0.5}  # clipped
+    with pytest.raises(ValueError, match="dense_weight"):
+        coverage_weights(1.5, 1.0)
+
+
+def test_query_and_unit_terms_meet_through_the_index_stemmer():
+    q = content_stems("How many different countries have I traveled to?")
+    assert q == {"differ", "countri", "travel"}
+    assert q <= stems("Travelling to different countries: she travels a lot.")
