@@ -119,3 +119,12 @@ def print_table(result: dict, ks: list[int]) -> None:
             table.add_row(name if label == "overall" else "", f"{label} ({row['questions']})",
                           *[f"{row[c]:.3f}" if row.get(c) is not None else "-" for c in cols])
     console.print(table)
+    for base, diffs in result.get("system_vs", {}).items():
+        for metric in (f"session_recall@{ks[0]}", f"ndcg@{ks[0]}"):
+            d = diffs.get(metric)
+            if d:
+                console.print(
+                    f"system - {base} {metric}: {d['diff']:+.3f} "
+                    f"(95% CI {d['ci95_low']:+.3f} .. {d['ci95_high']:+.3f}; "
+                    f"better on {d['better']}, worse on {d['worse']} of {d['questions']})"
+                )

@@ -46,3 +46,34 @@ def mean(values: Sequence[float | None]) -> float | None:
     """Mean of the defined values (None when there are none)."""
     vals = [v for v in values if v is not None]
     return sum(vals) / len(vals) if vals else None
+
+
+def paired_difference(
+    ours: Sequence[float], theirs: Sequence[float], *, resamples: int = 2000, seed: int = 0
+) -> dict[str, float | int]:
+    """Mean of ``ours - theirs`` over paired questions, with a bootstrap 95% interval.
+
+    Questions are resampled with replacement ``resamples`` times (fixed seed,
+    so the interval is reproducible); ``better`` and ``worse`` count the
+    questions where the two systems differ. An interval that excludes zero
+    means the gap is unlikely to be one lucky draw of questions.
+    """
+    if len(ours) != len(theirs):
+        raise ValueError(f"paired lists differ in length: {len(ours)} vs {len(theirs)}")
+    diffs = [a - b for a, b in zip(ours, theirs)]
+    n = len(diffs)
+    if n == 0:
+        return {"diff": 0.0, "ci95_low": 0.0, "ci95_high": 0.0, "better": 0, "worse": 0,
+                "questions": 0}
+    import random
+
+    rng = random.Random(seed)
+    means = sorted(sum(diffs[rng.randrange(n)] for _ in range(n)) / n for _ in range(resamples))
+    return {
+        "diff": sum(diffs) / n,
+        "ci95_low": means[int(0.025 * (resamples - 1))],
+        "ci95_high": means[int(0.975 * (resamples - 1))],
+        "better": sum(1 for d in diffs if d > 0),
+        "worse": sum(1 for d in diffs if d < 0),
+        "questions": n,
+    }

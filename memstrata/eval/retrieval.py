@@ -19,7 +19,13 @@ from typing import Any, Protocol
 from memstrata.config import Settings
 from memstrata.embed.types import Embedder
 from memstrata.eval.datasets import Dataset, Question
-from memstrata.eval.metrics import covered_recall_at_k, mean, ndcg_at_k, recall_at_k
+from memstrata.eval.metrics import (
+    covered_recall_at_k,
+    mean,
+    ndcg_at_k,
+    paired_difference,
+    recall_at_k,
+)
 from memstrata.memory import Memory
 from memstrata.model import Session
 from memstrata.store.qdrant_edge import QdrantEdgeVectorStore
@@ -213,13 +219,17 @@ def evaluate(
         finally:
             raw.close()
             memory.close()
-    metrics = {
-        name: aggregate([(q, score_question(q, r, ks, turn_level)) for q, r in rows])
+    scored = {
+        name: [(q, score_question(q, r, ks, turn_level)) for q, r in rows]
         for name, rows in answered.items()
     }
+    metrics = {name: aggregate(rows) for name, rows in scored.items()}
     result = {
         "system": metrics["system"],
         "baselines": {"bm25_raw": metrics["bm25_raw"], "dense_raw": metrics["dense_raw"]},
+        "system_vs": {name: compare(scored["system"], scored[name], ks)
+                      for name in ("bm25_raw", "dense_raw")},
+        "retriever": retriever_settings(settings),
         "dataset": str(dataset_name(dataset)),
         "format": dataset.format,
         "questions": len(dataset.questions),
@@ -227,6 +237,29 @@ def evaluate(
     }
     curves = {name: recall_curve(rows) for name, rows in answered.items()}
     return EvalRun(result=result, curves=curves)
+
+
+def compare(
+    ours: Sequence[tuple[Question, dict[str, float]]],
+    theirs: Sequence[tuple[Question, dict[str, float]]],
+    ks: Sequence[int],
+) -> dict[str, dict[str, float | int]]:
+    """The system minus one baseline, per metric, over the non-adversarial questions."""
+    out: dict[str, dict[str, float | int]] = {}
+    names = [f"{m}@{k}" for m in ("session_recall", "turn_recall", "ndcg") for k in ks]
+    for name in names:
+        pairs = [(a[1][name], b[1][name]) for a, b in zip(ours, theirs, strict=True)
+                 if not a[0].adversarial and name in a[1] and name in b[1]]
+        if pairs:
+            out[name] = paired_difference([a for a, _ in pairs], [b for _, b in pairs])
+    return out
+
+
+def retriever_settings(settings: Settings) -> dict[str, Any]:
+    """The retrieval knobs the system ran with, so a result file says what it measured."""
+    keys = ("fusion", "dense_weight", "coverage_weighting", "rrf_k", "keyword_alpha",
+            "candidate_units", "llm_backend", "embed_backend")
+    return {k: getattr(settings, k) for k in keys}
 
 
 def _counter(stage: str, total: int,

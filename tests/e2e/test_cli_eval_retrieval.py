@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from tests.e2e.test_cli import ROOT, run
@@ -27,6 +28,15 @@ def test_eval_retrieval_writes_results_plot_and_table(tmp_path: Path):
         assert len(m["by_category"]) == 6
     assert out.with_suffix(".png").stat().st_size > 1000
     assert "bm25_raw" in r.stdout and "dense_raw" in r.stdout
+    # paired comparison against each baseline, and the knobs the system ran with
+    for base in ("bm25_raw", "dense_raw"):
+        d = res["system_vs"][base]["session_recall@1"]
+        assert d["ci95_low"] <= d["diff"] <= d["ci95_high"]
+        assert d["questions"] == 6 and d["better"] + d["worse"] <= 6
+        assert math.isclose(d["diff"], res["system"]["session_recall@1"]
+                            - res["baselines"][base]["session_recall@1"])
+    assert res["retriever"]["fusion"] == "dbsf"
+    assert "system - bm25_raw session_recall@1" in r.stdout
     # the system finds every gold session of this easy fixture within 5
     assert res["system"]["session_recall@5"] >= 0.8
 

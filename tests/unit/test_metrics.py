@@ -2,7 +2,15 @@
 
 import math
 
-from memstrata.eval.metrics import covered_recall_at_k, mean, ndcg_at_k, recall_at_k
+import pytest
+
+from memstrata.eval.metrics import (
+    covered_recall_at_k,
+    mean,
+    ndcg_at_k,
+    paired_difference,
+    recall_at_k,
+)
 
 RANKED = ["s3", "s1", "s7", "s2", "s9"]
 GOLD = {"s1", "s2"}
@@ -34,3 +42,17 @@ def test_covered_recall_counts_messages_inside_turns():
 def test_mean_skips_undefined():
     assert mean([1.0, None, 0.0]) == 0.5
     assert mean([None]) is None
+
+
+def test_paired_difference_counts_and_brackets_the_mean():
+    ours = [1.0, 1.0, 0.5, 0.0, 1.0]
+    theirs = [0.0, 1.0, 0.5, 1.0, 0.0]
+    d = paired_difference(ours, theirs, resamples=500)
+    assert d["diff"] == pytest.approx(0.2)
+    assert (d["better"], d["worse"], d["questions"]) == (2, 1, 5)
+    assert d["ci95_low"] <= d["diff"] <= d["ci95_high"]
+    assert d["ci95_low"] < 0 < d["ci95_high"]  # five questions prove nothing
+    same = paired_difference([1.0] * 50, [0.0] * 50)
+    assert same["ci95_low"] == same["ci95_high"] == 1.0
+    with pytest.raises(ValueError, match="differ in length"):
+        paired_difference([1.0], [])
