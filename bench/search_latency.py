@@ -3,7 +3,7 @@
 Side by side, per size and tenant layout: the vector store alone (Qdrant
 Edge), the lexical store alone (tantivy), the doc store's ``get_units`` for
 the candidates a hybrid search fetches (SQLite), and the full hybrid retriever
-(both searches, RRF, keyword boost). Layouts: every unit in one tenant/user,
+(both searches, fusion, keyword boost). Layouts: every unit in one tenant/user,
 or spread over 1,000 tenants with one user each (each query goes to one
 random tenant). Targets at 100k units, hybrid path: p50 <= 10 ms, p99 <= 50 ms.
 

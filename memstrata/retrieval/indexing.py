@@ -14,18 +14,29 @@ from __future__ import annotations
 
 import re
 from datetime import date
+from functools import lru_cache
 
 from memstrata.model import L0Unit
 
 _ISO = re.compile(r"\b(\d{4})-(\d{2})(?:-(\d{2}))?\b")
 
 
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
+           "September", "October", "November", "December")
+
+
+@lru_cache(maxsize=8192)
 def _spelled(year: int, month: int, day: int | None) -> str | None:
+    """``8 May 2023`` (or ``May 2023`` without a day); None for an impossible date.
+
+    Cached and locale-free: every search spells the dates of each candidate unit.
+    """
     try:
-        d = date(year, month, day or 1)
+        date(year, month, day or 1)
     except ValueError:
         return None
-    return f"{d.day} {d:%B %Y}" if day else f"{d:%B %Y}"
+    name = f"{_MONTHS[month - 1]} {year}"
+    return f"{day} {name}" if day else name
 
 
 def date_terms(unit: L0Unit) -> list[str]:
@@ -35,6 +46,8 @@ def date_terms(unit: L0Unit) -> list[str]:
         d = unit.session_date
         found.append((d.year, d.month, d.day))
     for kw in unit.keywords:
+        if "-" not in kw:  # cheap pre-check: most keywords hold no ISO date
+            continue
         for m in _ISO.finditer(kw):
             y, mo, dd = m.groups()
             found.append((int(y), int(mo), int(dd) if dd else None))
