@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Collection, Sequence
 
 
@@ -65,8 +66,6 @@ def paired_difference(
     if n == 0:
         return {"diff": 0.0, "ci95_low": 0.0, "ci95_high": 0.0, "better": 0, "worse": 0,
                 "questions": 0}
-    import random
-
     rng = random.Random(seed)
     means = sorted(sum(diffs[rng.randrange(n)] for _ in range(n)) / n for _ in range(resamples))
     return {
