@@ -101,10 +101,10 @@ def weighted_sum(
 
 def coverage(query_terms: Collection[str], doc_terms: Collection[str]) -> float:
     """Share of the query's terms that the document holds (1.0 for a query with none)."""
-    if not query_terms:
+    wanted = set(query_terms)
+    if not wanted:
         return 1.0
-    held = set(doc_terms)
-    return sum(1 for t in set(query_terms) if t in held) / len(set(query_terms))
+    return len(wanted.intersection(doc_terms)) / len(wanted)
 
 
 def coverage_weights(dense_weight: float, lexical_coverage: float) -> dict[str, float]:

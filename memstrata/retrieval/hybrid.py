@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from memstrata.config import Settings
 from memstrata.embed.types import Embedder
@@ -39,7 +40,7 @@ class QueryError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class RetrievalParams:
-    fusion: str = "dbsf"
+    fusion: Literal["dbsf", "rrf"] = "dbsf"
     rrf_k: int = 60
     #: The dense side's share when BM25's best hit covers the whole query.
     dense_weight: float = 0.3
@@ -178,12 +179,9 @@ class HybridRetriever:
         if not p.coverage_weighting:
             return p.weights
         top = units.get(lex[0].unit_id) if lex else None
-        if top is None:
-            covered = 0.0 if content_stems(query) else 1.0
-        else:
-            held = stems(" ".join([top.summary, *unit_keywords.get(top.id, ())]))
-            covered = fusion.coverage(content_stems(query), held)
-        return fusion.coverage_weights(p.dense_weight, covered)
+        held = stems(" ".join([top.summary, *unit_keywords.get(top.id, ())])) if top else ()
+        # No BM25 hit holds nothing (coverage 0), unless the query has no content words.
+        return fusion.coverage_weights(p.dense_weight, fusion.coverage(content_stems(query), held))
 
     def _fuse(
         self, lex: Sequence[Hit], dense: Sequence[Hit], weights: dict[str, float]
