@@ -1,0 +1,179 @@
+"""The two roles every entry point sees memory through: reading and writing.
+
+:class:`MemoryReader` is all the controller and the query service need to
+answer a question; :class:`MemoryWriter` is all the stream worker and the
+batch ingester need to record conversations. :class:`~memstrata.memory.Memory`
+implements both over local stores; the gRPC client implements the reader over
+the network, so a controller cannot tell a local memory from a remote one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from memstrata.model import (
+    KeyFacts,
+    L0Unit,
+    Message,
+    Scope,
+    Session,
+    SessionHit,
+    SessionMeta,
+    Turn,
+    TurnNotes,
+)
+
+__all__ = [
+    "AppendReport",
+    "DataDirLocked",
+    "DeleteReceipt",
+    "MemoryReader",
+    "MemoryStats",
+    "MemoryWriter",
+]
+
+
+class DataDirLocked(RuntimeError):
+    """Another process holds the embedded data dir for writing.
+
+    Carries what an operator needs to act: the data dir and who holds it.
+    """
+
+    def __init__(self, data_dir: str, pid: int | None, host: str | None,
+                 command: str | None) -> None:
+        self.data_dir = data_dir
+        self.pid = pid
+        self.host = host
+        self.command = command
+        holder = f"pid {pid} on {host}" if pid else "another process"
+        if command:
+            holder += f" ({command})"
+        super().__init__(
+            f"the data dir {data_dir} is held for writing by {holder}; embedded stores admit "
+            f"one writer: stop that process, run this command through it, or use server backends"
+        )
+
+
+@dataclass
+class MemoryStats:
+    """Counts of one tenant (or of the whole deployment when ``tenant_id`` is None)."""
+
+    tenant_id: str | None
+    users: int = 0
+    sessions: int = 0
+    turns: int = 0
+    units: int = 0
+    #: Cached L1/L2 payloads by layer label ("L1", "L2").
+    cached_layers: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class AppendReport:
+    """What one :meth:`MemoryWriter.append` (or close) call wrote."""
+
+    scope: Scope
+    session_id: str
+    #: Turns stored or replaced in L3 by this call (new turns and turns that gained messages).
+    turns_written: list[int] = field(default_factory=list)
+    #: L0 units upserted by this call, by turn index.
+    units_written: list[int] = field(default_factory=list)
+    #: The subset of ``units_written`` whose window is not complete yet (will be rebuilt).
+    provisional: list[int] = field(default_factory=list)
+    #: Ids of the units upserted (deterministic: tenant, user, session, L0, turn).
+    unit_ids: list[str] = field(default_factory=list)
+    #: Messages ignored because the session already had them (same message id).
+    duplicates: int = 0
+    #: Texts sent to the encoder by this call.
+    embedded: int = 0
+
+
+@dataclass
+class DeleteReceipt:
+    """What a delete removed from each store (counts as the stores report them)."""
+
+    scope: Scope
+    session_id: str | None
+    removed: dict[str, int] = field(default_factory=dict)
+    #: True once every store has dropped the data; False means retry finishes the job.
+    complete: bool = True
+    errors: dict[str, str] = field(default_factory=dict)
+
+
+@runtime_checkable
+class MemoryReader(Protocol):
+    """Read access to memory, always confined to one (tenant, user) scope."""
+
+    def search(self, scope: Scope, queries: str | Sequence[str],
+               top_k: int | None = None) -> list[SessionHit]:
+        """Rank the user's sessions for one or several queries (fused by max)."""
+        ...
+
+    def sessions(self, scope: Scope) -> list[SessionMeta]:
+        """All sessions of the user, oldest first."""
+        ...
+
+    def session(self, scope: Scope, session_id: str) -> SessionMeta:
+        """One session's metadata; raises ``SessionNotFound``."""
+        ...
+
+    def l0(self, scope: Scope, session_id: str) -> list[L0Unit]:
+        """L0 units of one session in turn order."""
+        ...
+
+    def facts(self, scope: Scope, session_id: str) -> KeyFacts:
+        """L1 key facts (built on first request, then cached)."""
+        ...
+
+    def notes(self, scope: Scope, session_id: str) -> TurnNotes:
+        """L2 turn notes (built on first request, then cached)."""
+        ...
+
+    def raw(self, scope: Scope, session_id: str,
+            turns: Iterable[int] | None = None) -> list[Turn]:
+        """L3 verbatim turns: all of them, or only the given indices."""
+        ...
+
+    def stats(self, tenant_id: str | None = None) -> MemoryStats:
+        """Counts for one tenant, or for everything."""
+        ...
+
+
+@runtime_checkable
+class MemoryWriter(Protocol):
+    """Write access: turn-at-a-time appends, whole sessions, closes and deletes."""
+
+    def append(self, meta: SessionMeta, turns: Sequence[Turn]) -> AppendReport:
+        """Add or extend turns of a session (by turn index) and index what they touch.
+
+        Only the windows the new turns touch are rebuilt; records are upserted by
+        deterministic id, never deleted first; flushing follows the flush policy.
+        """
+        ...
+
+    def append_messages(self, meta: SessionMeta,
+                        messages: Sequence[Message]) -> AppendReport:
+        """Add messages in arrival order, grouped into turns as ``group_turns`` does.
+
+        A user message opens a turn; other messages join the session's last turn.
+        A message whose ``source_id`` the session already holds changes nothing.
+        """
+        ...
+
+    def ingest(self, sessions: Iterable[Session], *,
+               progress: Callable[[int], None] | None = None) -> object:
+        """Whole sessions, built on the same path as :meth:`append`."""
+        ...
+
+    def close_session(self, scope: Scope, session_id: str) -> AppendReport:
+        """The session is finished: build its final windows."""
+        ...
+
+    def delete(self, scope: Scope, session_id: str | None = None) -> DeleteReceipt:
+        """Forget one session, or everything of one user, in every store."""
+        ...
+
+    def flush(self) -> None:
+        """Make every write so far visible to searches."""
+        ...
