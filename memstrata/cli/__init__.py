@@ -39,6 +39,7 @@ DataDir = Annotated[
 ]
 Tenant = Annotated[str, typer.Option("--tenant", "-t", help="Tenant id.")]
 User = Annotated[str, typer.Option("--user", "-u", help="User id.")]
+_TOP_K_DEFAULT = Settings.model_fields["top_k_sessions"].default
 
 
 def _settings(data_dir: Path | None) -> Settings:
@@ -49,15 +50,41 @@ def _settings(data_dir: Path | None) -> Settings:
         raise typer.Exit(2) from None
 
 
-def _open(data_dir: Path | None):  # -> Memory (imported lazily: keeps --help fast)
-    from memstrata.memory import Memory
+def _open(data_dir: Path | None, *, read_only: bool = False):  # -> Memory (lazy: fast --help)
+    """Open memory for one command; read-only commands pass ``read_only=True``."""
+    from memstrata.cli.opening import locked_message, open_memory
+    from memstrata.roles import DataDirLocked
 
     settings = _settings(data_dir)
     try:
-        return Memory.open(settings)
+        return open_memory(settings, read_only=read_only)
+    except DataDirLocked as exc:
+        err.print(f"[red]{escape(locked_message(exc, read_only=read_only))}[/red]", soft_wrap=True)
+        raise typer.Exit(2) from None
     except Exception as exc:  # a backend that cannot start is a usage problem here
         err.print(f"[red]cannot open memory: {escape(str(exc))}[/red]")
         raise typer.Exit(2) from None
+
+
+def show_scope(scope) -> str:  # noqa: ANN001 - a Scope (imported lazily)
+    """A scope as the CLI prints it: ids may hold '/', so tenant and user are named."""
+    return f"tenant={scope.tenant_id} user={scope.user_id}"
+
+
+def show_users(scopes, limit: int = 10) -> str:  # noqa: ANN001 - Scopes
+    """Users grouped by tenant ("tenant=acme users=leo,maya; ..."), the first ``limit`` users."""
+    by_tenant: dict[str, list[str]] = {}
+    for s in sorted(scopes, key=lambda s: (s.tenant_id, s.user_id))[:limit]:
+        by_tenant.setdefault(s.tenant_id, []).append(s.user_id)
+    text = "; ".join(f"tenant={t} users={','.join(us)}" for t, us in by_tenant.items())
+    return text + (f" ... ({len(scopes)} users in all)" if len(scopes) > limit else "")
+
+
+def _require_text(name: str, texts: list[str]) -> None:
+    """Blank questions and queries are usage errors for every command alike."""
+    if not any(t.strip() for t in texts):
+        err.print(f"[red]{name}: empty; give the words to look for[/red]")
+        raise typer.Exit(2)
 
 
 def _scope(tenant: str, user: str):
@@ -74,6 +101,23 @@ def _scope(tenant: str, user: str):
         raise typer.Exit(2) from None
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from memstrata import __version__
+
+        console.print(f"memstrata {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main_options(
+    version: Annotated[bool, typer.Option(
+        "--version", callback=_print_version, is_eager=True,
+        help="Print the version and exit.")] = False,
+) -> None:
+    """Long-term memory for LLM assistants: ingest conversations, search and read them."""
+
+
 @app.command()
 def ingest(
     file: Annotated[Path, typer.Argument(help="LoCoMo JSON, LongMemEval JSON or JSONL turns.")],
@@ -85,8 +129,12 @@ def ingest(
     max_issues: Annotated[int, typer.Option(help="How many skipped records to list.")] = 20,
 ) -> None:
     """Read a file of conversations into memory (re-ingesting the same file adds nothing)."""
+    from memstrata.cli.ingest_input import nothing_read, unusable_path
     from memstrata.ingest.formats import FormatError, read_file
 
+    if (why := unusable_path(file)) is not None:
+        err.print(f"[red]{escape(why)}[/red]", soft_wrap=True)
+        raise typer.Exit(2)
     try:
         parsed = read_file(file, fmt, tenant_id=tenant)
     except FormatError as exc:
@@ -104,15 +152,17 @@ def ingest(
         ) as bar:
             task = bar.add_task("ingest", total=parsed.turns)
             report = memory.ingest(parsed.sessions, progress=lambda n: bar.advance(task, n))
-    users = sorted(str(s) for s in report.users)
+    if report.sessions + report.unchanged == 0:
+        err.print(f"[red]{escape(nothing_read(file, fmt, parsed.format, len(parsed.issues)))}"
+                  "[/red]", soft_wrap=True)
+        raise typer.Exit(2)
     console.print(
         f"{parsed.format}: {len(parsed.sessions)} sessions read, {report.sessions} ingested "
         f"({report.turns} turns, {report.units} L0 units), {report.unchanged} unchanged, "
         f"{len(parsed.issues)} skipped records; {report.turns_per_second:.1f} turns/s",
         soft_wrap=True,
     )
-    shown = ", ".join(users[:10]) + (f" ... ({len(users)} in all)" if len(users) > 10 else "")
-    console.print(f"users (tenant/user): {shown}", soft_wrap=True)
+    console.print(f"users: {show_users(report.users)}", soft_wrap=True)
 
 
 @app.command()
@@ -120,7 +170,10 @@ def search(
     query: Annotated[list[str], typer.Argument(help="One or more queries (fused by max).")],
     tenant: Tenant = "default",
     user: User = ...,  # type: ignore[assignment]
-    top_k: Annotated[Optional[int], typer.Option("--top-k", "-k")] = None,
+    top_k: Annotated[Optional[int], typer.Option(
+        "--top-k", "-k", min=1, max=1000, show_default=False,
+        help=f"How many sessions to return (default: {_TOP_K_DEFAULT}, or "
+             f"MEMSTRATA_TOP_K_SESSIONS when set).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
     data_dir: DataDir = None,
 ) -> None:
@@ -128,7 +181,8 @@ def search(
     from memstrata.retrieval.hybrid import QueryError
 
     scope = _scope(tenant, user)
-    with _open(data_dir) as memory:
+    _require_text("query", query)
+    with _open(data_dir, read_only=True) as memory:
         try:
             hits = memory.search(scope, query, top_k=top_k)
         except QueryError as exc:
@@ -139,9 +193,9 @@ def search(
         sys.stdout.write("\n")
         return
     if not hits:
-        console.print(f"no sessions found for {scope}")
+        console.print(f"no sessions found for {show_scope(scope)}")
         return
-    table = Table(title=f"{scope}: {' | '.join(query)}")
+    table = Table(title=f"{show_scope(scope)}: {' | '.join(query)}")
     for col in ("#", "session", "date", "score", "best matching turns"):
         table.add_column(col)
     for i, h in enumerate(hits, start=1):
@@ -173,7 +227,7 @@ def show(
         raise typer.Exit(2)
     scope = _scope(tenant, user)
     parts: list[str] = []
-    with _open(data_dir) as memory:
+    with _open(data_dir, read_only=True) as memory:
         try:
             meta = memory.session(scope, session_id)
             if 0 in wanted:
@@ -184,8 +238,8 @@ def show(
                 parts.append(md.render_l2(memory.notes(scope, session_id)))
             if 3 in wanted:
                 parts.append(md.render_l3(meta, memory.raw(scope, session_id)))
-        except SessionNotFound as exc:
-            err.print(f"[red]{escape(str(exc.args[0]))}[/red]")
+        except SessionNotFound:
+            err.print(f"[red]no session {escape(session_id)!r} for {show_scope(scope)}[/red]")
             raise typer.Exit(1) from None
     text = "\n\n".join(parts)
     if raw_markdown or not sys.stdout.isatty():
@@ -202,15 +256,15 @@ def sessions(
 ) -> None:
     """List a user's sessions, oldest first."""
     scope = _scope(tenant, user)
-    with _open(data_dir) as memory:
+    with _open(data_dir, read_only=True) as memory:
         metas = memory.sessions(scope)
-        table = Table(title=str(scope))
+        table = Table(title=show_scope(scope))
         for col in ("session", "date", "turns"):
             table.add_column(col)
         for m in metas:
             table.add_row(m.session_id, m.date_text,
                           str(len(memory.docs.get_turns(scope, m.session_id))))
-    console.print(table if metas else f"no sessions for {scope}")
+    console.print(table if metas else f"no sessions for {show_scope(scope)}")
 
 
 @app.command()
@@ -224,12 +278,14 @@ def forget(
 ) -> None:
     """Delete a user's memory (or one session) from every store: vectors, BM25, raw turns, layers."""
     scope = _scope(tenant, user)
-    what = f"session {session_id!r} of {scope}" if session_id else f"all memory of {scope}"
+    shown = show_scope(scope)
+    what = f"session {session_id!r} of {shown}" if session_id else f"all memory of {shown}"
     if not yes and not typer.confirm(f"Forget {what}?"):
+        err.print("nothing forgotten (not confirmed; pass --yes to skip the question)")
         raise typer.Exit(1)
     with _open(data_dir) as memory:
         if session_id is not None and memory.docs.get_session(scope, session_id) is None:
-            err.print(f"[red]no session {escape(session_id)!r} for {scope}[/red]")
+            err.print(f"[red]no session {escape(session_id)!r} for {shown}[/red]")
             raise typer.Exit(1)
         before = memory.docs.count_turns(scope)
         memory.delete(scope, session_id)
@@ -241,9 +297,11 @@ def forget(
 @app.command("config")
 def show_config(data_dir: DataDir = None) -> None:
     """Print the effective settings (secrets masked) as MEMSTRATA_* variables."""
+    from pydantic import SecretStr
+
     settings = _settings(data_dir)
     for name, value in settings.model_dump().items():
-        shown = "***" if value is not None and ("key" in name or "password" in name) else value
+        shown = "***" if isinstance(value, SecretStr) else value
         console.print(f"MEMSTRATA_{name.upper()}={'' if shown is None else shown}")
 
 
@@ -256,8 +314,11 @@ def _register_subcommands() -> None:
 
 
 def main() -> None:
+    from memstrata.cli.help_text import tidy_help
+
     _register_subcommands()
-    app()
+    command = tidy_help(typer.main.get_command(app))
+    command(prog_name="memstrata")
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Optional
 import typer
 from rich.markup import escape
 
-from memstrata.cli import DataDir, Tenant, User, _open, _scope, app, console, err
+from memstrata.cli import DataDir, Tenant, User, _open, _require_text, _scope, app, console, err
 from memstrata.cli.eval_qa import PolicyOpt, Without, controller_settings
 
 
@@ -72,9 +72,10 @@ def ask(
     from memstrata.llm.types import LLMError
 
     scope = _scope(tenant, user)
+    _require_text("question", [question])
     asked_on = _parse_date(date)
     csettings = controller_settings(without, policy)
-    with _open(data_dir) as memory:
+    with _open(data_dir, read_only=True) as memory:
         try:
             controller = Controller.open(memory, csettings)
             answer = controller.answer(scope, question, asked_on)

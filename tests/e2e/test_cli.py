@@ -14,10 +14,11 @@ ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "examples" / "sample_turns.jsonl"
 
 
-def run(*args: str, data_dir: Path, env: dict[str, str] | None = None):
+def run(*args: str, data_dir: Path, env: dict[str, str] | None = None,
+        stdin: str | None = None):
     full_env = {**os.environ, "MEMSTRATA_DATA_DIR": str(data_dir), **(env or {})}
     return subprocess.run([sys.executable, "-m", "memstrata", *args], capture_output=True,
-                          text=True, env=full_env, timeout=240)
+                          text=True, env=full_env, timeout=240, input=stdin)
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +27,7 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     r = run("ingest", str(SAMPLE), data_dir=d)
     assert r.returncode == 0, r.stderr
     assert "5 ingested (11 turns, 11 L0 units)" in r.stdout
-    assert "acme/leo, acme/maya, globex/maya" in r.stdout
+    assert "users: tenant=acme users=leo,maya; tenant=globex users=maya" in r.stdout
     return d
 
 
