@@ -116,18 +116,16 @@ def qa(
     MEMSTRATA_LLM_BACKEND=openai the LLM controller, notes and generator run,
     and the judge model grades the answers.
     """
-    from memstrata.cli import _settings
+    from memstrata.cli import _open
     from memstrata.controller.run import Controller, open_chat_client
     from memstrata.eval.qa import plot_depth
     from memstrata.eval.qa_run import evaluate_qa
-    from memstrata.memory import Memory
 
     data = load_eval_dataset(dataset, fmt, limit)
     csettings = controller_settings(without, policy)
-    settings = _settings(None)
     with tempfile.TemporaryDirectory(prefix="memstrata-qa-") as tmp:
         root = data_dir or Path(tmp)
-        memory = Memory.open(settings.model_copy(update={"data_dir": root}))
+        memory = _open(root)  # a held --data-dir is reported as ingest reports it
         try:
             chat = open_chat_client(memory) if csettings.policy != "rules" else None
             controller = Controller(memory, csettings, chat)

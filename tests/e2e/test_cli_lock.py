@@ -78,6 +78,16 @@ def test_ingest_while_another_process_writes_says_where_and_what_to_do(held):
     assert "ingested" not in r.stdout
 
 
+def test_eval_qa_on_a_held_data_dir_says_the_same(held, tmp_path: Path):
+    data, _ = held
+    mini = Path(__file__).resolve().parents[1] / "fixtures" / "longmemeval_mini.json"
+    r = run("eval", "qa", "--dataset", str(mini), "--format", "longmemeval", "--data-dir",
+            str(data), "--output", str(tmp_path / "qa.json"), data_dir=data)
+    assert r.returncode == 2
+    assert f"the data dir {data} is in use by" in r.stderr
+    assert "LockBusy" not in r.stderr and "WouldBlock" not in r.stderr
+
+
 @NEEDS_CORE
 def test_the_message_names_the_holding_process(held):
     data, holder = held
