@@ -49,12 +49,12 @@ def _settings(data_dir: Path | None) -> Settings:
         raise typer.Exit(2) from None
 
 
-def _open(data_dir: Path | None):  # -> Memory (imported lazily: keeps --help fast)
+def _open(data_dir: Path | None, *, read_only: bool = False):  # -> Memory (lazy: fast --help)
     from memstrata.memory import Memory
 
     settings = _settings(data_dir)
     try:
-        return Memory.open(settings)
+        return Memory.open(settings, read_only=read_only)
     except Exception as exc:  # a backend that cannot start is a usage problem here
         err.print(f"[red]cannot open memory: {escape(str(exc))}[/red]")
         raise typer.Exit(2) from None
@@ -128,7 +128,7 @@ def search(
     from memstrata.retrieval.hybrid import QueryError
 
     scope = _scope(tenant, user)
-    with _open(data_dir) as memory:
+    with _open(data_dir, read_only=True) as memory:
         try:
             hits = memory.search(scope, query, top_k=top_k)
         except QueryError as exc:
@@ -202,7 +202,7 @@ def sessions(
 ) -> None:
     """List a user's sessions, oldest first."""
     scope = _scope(tenant, user)
-    with _open(data_dir) as memory:
+    with _open(data_dir, read_only=True) as memory:
         metas = memory.sessions(scope)
         table = Table(title=str(scope))
         for col in ("session", "date", "turns"):
