@@ -52,12 +52,13 @@ def _settings(data_dir: Path | None) -> Settings:
 
 def _open(data_dir: Path | None, *, read_only: bool = False):  # -> Memory (lazy: fast --help)
     """Open memory for one command; read-only commands pass ``read_only=True``."""
-    from memstrata.cli.opening import locked_message, open_memory
+    from memstrata.cli.locked import locked_message
+    from memstrata.memory import Memory
     from memstrata.roles import DataDirLocked
 
     settings = _settings(data_dir)
     try:
-        return open_memory(settings, read_only=read_only)
+        return Memory.open(settings, read_only=read_only)
     except DataDirLocked as exc:
         err.print(f"[red]{escape(locked_message(exc, read_only=read_only))}[/red]", soft_wrap=True)
         raise typer.Exit(2) from None

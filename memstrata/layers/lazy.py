@@ -38,9 +38,11 @@ class SessionNotFound(KeyError):
 class LazyLayers:
     """Reads L1/L2 through the cache, building them on a miss."""
 
-    def __init__(self, docs: DocStore, builder: LayerBuilder) -> None:
+    def __init__(self, docs: DocStore, builder: LayerBuilder, *, cache: bool = True) -> None:
         self.docs = docs
         self.builder = builder
+        #: False for a read-only memory: layers are built on each read, never stored.
+        self.cache = cache
         self._locks: dict[tuple[str, ...], threading.Lock] = {}
         self._guard = threading.Lock()
         #: How many times a layer was actually built (not served from cache).
@@ -85,8 +87,9 @@ class LazyLayers:
             if items is not None:
                 return meta, items, True
             built = [x.model_dump() for x in build(meta, turns)]
-            self.docs.put_layer(scope, session_id, layer, version,
-                                {"digest": digest, "items": built})
+            if self.cache:
+                self.docs.put_layer(scope, session_id, layer, version,
+                                    {"digest": digest, "items": built})
             self.builds += 1
             return meta, built, False
 
