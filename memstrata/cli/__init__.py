@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -57,6 +58,11 @@ def _open(data_dir: Path | None, *, read_only: bool = False):  # -> Memory (lazy
     from memstrata.roles import DataDirLocked
 
     settings = _settings(data_dir)
+    if read_only and settings.doc_backend == "sqlite" and not settings.docs_path.is_file():
+        err.print(f"[red]nothing ingested into {escape(str(settings.data_dir))} yet: run "
+                  f"`memstrata ingest FILE` first, or point --data-dir (MEMSTRATA_DATA_DIR) at "
+                  f"the data dir you ingested into[/red]", soft_wrap=True)
+        raise typer.Exit(2)
     try:
         return Memory.open(settings, read_only=read_only)
     except DataDirLocked as exc:
@@ -172,9 +178,9 @@ def search(
     tenant: Tenant = "default",
     user: User = ...,  # type: ignore[assignment]
     top_k: Annotated[Optional[int], typer.Option(
-        "--top-k", "-k", min=1, max=1000, show_default=False,
+        "--top-k", "-k", min=1, show_default=False,
         help=f"How many sessions to return (default: {_TOP_K_DEFAULT}, or "
-             f"MEMSTRATA_TOP_K_SESSIONS when set).")] = None,
+             f"MEMSTRATA_TOP_K_SESSIONS when set; at most MEMSTRATA_MAX_TOP_K).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
     data_dir: DataDir = None,
 ) -> None:
@@ -186,8 +192,9 @@ def search(
     with _open(data_dir, read_only=True) as memory:
         try:
             hits = memory.search(scope, query, top_k=top_k)
-        except QueryError as exc:
-            err.print(f"[red]{escape(str(exc))}[/red]")
+        except QueryError as exc:  # named as the user typed it: top_k is --top-k here
+            message = re.sub(r"^top_k:", "--top-k:", str(exc))
+            err.print(f"[red]{escape(message)}[/red]")
             raise typer.Exit(2) from None
     if as_json:
         json.dump([h.model_dump(mode="json") for h in hits], sys.stdout, indent=1)

@@ -130,3 +130,18 @@ def test_declined_forget_says_nothing_was_forgotten(slashed: tuple[Path, str]):
     assert "nothing forgotten" in r.stderr
     assert "s2" in run("sessions", "--tenant", "a", "--user", "b/c", data_dir=data).stdout
 
+
+
+def test_top_k_over_the_cap_names_the_option(slashed: tuple[Path, str]):
+    data, _ = slashed
+    r = run("search", "--tenant", "a/b", "--user", "c", "--top-k", "5000", "bees", data_dir=data)
+    assert r.returncode == 2 and "--top-k: must be between 1 and 1000" in r.stderr
+
+
+def test_reading_before_any_ingest_says_what_to_run(tmp_path: Path):
+    for command in (["search", "--user", "u", "bees"], ["sessions", "--user", "u"],
+                    ["ask", "--user", "u", "what bees?"]):
+        r = run(*command, data_dir=tmp_path / "never")
+        assert r.returncode == 2
+        assert f"nothing ingested into {tmp_path / 'never'} yet" in r.stderr
+        assert "memstrata ingest FILE" in r.stderr
