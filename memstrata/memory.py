@@ -466,7 +466,12 @@ class Memory:
                 ("docs", lambda: self.docs.count_turns(scope),
                  lambda: self.docs.delete(scope, session_id)),
             ]
+            # The doc store goes last: until it is done the sessions stay listed
+            # (digest cleared), so the user can see them and delete again.
             for name, count, delete in stores:
+                if receipt.errors:
+                    receipt.errors[name] = "not attempted: an earlier store failed"
+                    continue
                 try:
                     before = count()
                     delete()
