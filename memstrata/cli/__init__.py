@@ -295,11 +295,18 @@ def forget(
         if session_id is not None and memory.docs.get_session(scope, session_id) is None:
             err.print(f"[red]no session {escape(session_id)!r} for {shown}[/red]")
             raise typer.Exit(1)
-        before = memory.docs.count_turns(scope)
-        memory.delete(scope, session_id)
+        receipt = memory.delete(scope, session_id)
         memory.flush()
-        after = memory.docs.count_turns(scope)
-    console.print(f"forgot {what}: {before - after} raw turns removed", soft_wrap=True)
+    if not receipt.complete:  # the receipt names the stores; a second run finishes the job
+        for store, error in receipt.errors.items():
+            err.print(f"[red]{store}: {escape(error)}[/red]", soft_wrap=True)
+        err.print(f"[red]forgetting {escape(what)} did not finish; run the same command again "
+                  f"to finish it[/red]", soft_wrap=True)
+        raise typer.Exit(1)
+    removed = receipt.removed
+    console.print(f"forgot {what}: {removed.get('docs', 0)} raw turns removed "
+                  f"({removed.get('vectors', 0)} vectors, {removed.get('lexical', 0)} BM25 "
+                  f"entries)", soft_wrap=True)
 
 
 @app.command("config")
