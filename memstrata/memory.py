@@ -66,6 +66,9 @@ class IngestReport:
     turns: int = 0
     units: int = 0
     unchanged: int = 0
+    #: Sessions of this call whose records are complete and marked done (an
+    #: interrupted ingest redoes the others when run again).
+    committed: int = 0
     seconds: float = 0.0
     users: set[Scope] = field(default_factory=set)
 
@@ -299,6 +302,7 @@ class Memory:
         *,
         progress: Callable[[int], None] | None = None,
         batch_units: int = 256,
+        report: IngestReport | None = None,
     ) -> IngestReport:
         """Write whole sessions through the append path, then flush.
 
@@ -307,10 +311,11 @@ class Memory:
         as a whole; any other change rebuilds only the windows it touches. The
         session's digest is written after its units, so an interrupted ingest
         redoes the session next time instead of leaving it half-indexed.
-        ``progress`` is called with the number of turns just handled.
+        ``progress`` is called with the number of turns just handled. Pass a
+        ``report`` to keep the counts of an ingest that is interrupted part way.
         """
         self._writable()
-        report = IngestReport()
+        report = report if report is not None else IngestReport()
         start = time.perf_counter()
         batch: list[_Pending] = []
         size = 0
@@ -335,12 +340,14 @@ class Memory:
                     batch.append(pending)
                     size += len(pending.units)
                     report.units += len(pending.units)
+                else:
+                    report.committed += 1
                 if size >= batch_units:
-                    self._commit(batch)
+                    self._commit(batch, report)
                     batch, size = [], 0
                 if progress:
                     progress(len(session.turns))
-            self._commit(batch)
+            self._commit(batch, report)
             self.flush()
         report.seconds = time.perf_counter() - start
         return report
@@ -379,7 +386,8 @@ class Memory:
         units = [u for u in built if stored_units.get(u.id) != u]
         return _Pending(meta, digest, plan, closed, units, sorted(changed))
 
-    def _commit(self, batch: Sequence[_Pending]) -> list[AppendReport]:
+    def _commit(self, batch: Sequence[_Pending],
+                ingest: IngestReport | None = None) -> list[AppendReport]:
         """Embed and index the prepared units, then mark each session done."""
         units = [u for p in batch for u in p.units]
         self._index(units)
@@ -390,6 +398,8 @@ class Memory:
             self.docs.put_layer(scope, sid, PLAN_LAYER, PLAN_KEY,
                                 p.plan.payload(self.fingerprint.key, p.closed))
             self.docs.put_session(p.meta, digest=p.digest)
+            if ingest is not None:
+                ingest.committed += 1
             written = [u.turn_index for u in p.units]
             reports.append(AppendReport(
                 scope=scope, session_id=sid, turns_written=p.turns_written,
