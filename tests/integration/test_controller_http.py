@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from memstrata.controller import prompts
 from memstrata.controller.config import ControllerSettings
 from memstrata.controller.run import Controller
