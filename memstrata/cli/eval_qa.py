@@ -117,7 +117,7 @@ def qa(
     and the judge model grades the answers.
     """
     from memstrata.cli import _settings
-    from memstrata.controller.run import Controller, open_chat_client
+    from memstrata.controller.run import Controller
     from memstrata.eval.qa import plot_depth
     from memstrata.eval.qa_run import evaluate_qa
     from memstrata.memory import Memory
@@ -129,9 +129,8 @@ def qa(
         root = data_dir or Path(tmp)
         memory = Memory.open(settings.model_copy(update={"data_dir": root}))
         try:
-            chat = open_chat_client(memory) if csettings.policy != "rules" else None
-            controller = Controller(memory, csettings, chat)
-            judge_client = chat if use_judge else None
+            controller = Controller.open(memory, csettings)
+            judge_client = controller.chat if use_judge else None
             with Progress(TextColumn("{task.description:<8}"), BarColumn(),
                           MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn(),
                           console=err) as bar:

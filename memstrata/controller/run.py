@@ -22,13 +22,14 @@ from memstrata.controller.result import Answer, SourceRef
 from memstrata.controller.state import ControllerState, EvidenceLine, render_evidence
 from memstrata.controller.tools import TOOL_NAMES, MemoryTools, Reflector
 from memstrata.controller.trace import Trace, TraceSummary
-from memstrata.llm.usage import PriceTable
-from memstrata.memory import Memory
+from memstrata.llm.usage import PriceTable, UsageMeter
 from memstrata.model import Scope, SessionMeta
+from memstrata.roles import MemoryReader
 from memstrata.synth.answer import AnswerGenerator, Draft, ExtractiveAnswer, LLMAnswer
 from memstrata.synth.notes import ExtractiveNotes, LLMNotes, NotesSynthesizer
 
 if TYPE_CHECKING:
+    from memstrata.config import Settings
     from memstrata.llm.openai_compat import ChatClient
 
 OFFLINE_MODE = "offline-extractive"
@@ -41,21 +42,34 @@ class Policy(Protocol):
     def run(self, state: ControllerState, tools: MemoryTools, trace: Trace) -> Draft | None: ...
 
 
-def open_chat_client(memory: Memory) -> "ChatClient | None":
+#: The retriever's default query limit (``MEMSTRATA_MAX_QUERY_CHARS``).
+DEFAULT_MAX_QUERY_CHARS = 2000
+
+
+def open_chat_client(settings: "Settings",
+                     meter: UsageMeter | None = None) -> "ChatClient | None":
     """A chat client when ``MEMSTRATA_LLM_BACKEND=openai``; None for the offline mode."""
-    if memory.settings.llm_backend != "openai":
+    if settings.llm_backend != "openai":
         return None
     from memstrata.llm.openai_compat import ChatClient  # noqa: PLC0415
 
-    return ChatClient(memory.settings, memory.meter)
+    return ChatClient(settings, meter or UsageMeter())
 
 
 class Controller:
-    """Answers questions from one memory; safe to reuse for many questions (one at a time)."""
+    """Answers questions from one memory reader; safe to reuse for many questions.
 
-    def __init__(self, memory: Memory, settings: ControllerSettings | None = None,
-                 chat: "ChatClient | None" = None, prices: PriceTable | None = None) -> None:
+    The controller sees memory only through :class:`~memstrata.roles.MemoryReader`,
+    so a local :class:`~memstrata.memory.Memory` and a remote reader answer alike.
+    ``max_query_chars`` is the reader's query limit: search queries are clipped to
+    it rather than refused.
+    """
+
+    def __init__(self, memory: MemoryReader, settings: ControllerSettings | None = None,
+                 chat: "ChatClient | None" = None, prices: PriceTable | None = None, *,
+                 max_query_chars: int = DEFAULT_MAX_QUERY_CHARS) -> None:
         self.memory = memory
+        self.max_query_chars = max_query_chars
         self.settings = settings or load_controller_settings()
         if self.settings.policy == "llm" and chat is None:
             raise ConfigError("MEMSTRATA_CONTROLLER_POLICY=llm needs an LLM: set "
@@ -71,11 +85,25 @@ class Controller:
             self.notes, self.generator = ExtractiveNotes(), ExtractiveAnswer()
 
     @classmethod
-    def open(cls, memory: Memory, settings: ControllerSettings | None = None) -> "Controller":
-        """The controller the settings describe (LLM when one is configured, else offline)."""
+    def open(cls, memory: MemoryReader, settings: ControllerSettings | None = None, *,
+             app_settings: "Settings | None" = None,
+             meter: UsageMeter | None = None) -> "Controller":
+        """The controller the settings describe (LLM when one is configured, else offline).
+
+        ``app_settings`` (LLM backend, query limit) and ``meter`` default to those of
+        ``memory`` when it is a local :class:`~memstrata.memory.Memory`, and to
+        ``MEMSTRATA_*`` otherwise.
+        """
+        from memstrata.config import load_settings  # noqa: PLC0415
+        from memstrata.memory import Memory  # noqa: PLC0415 - convenience only
+
+        if isinstance(memory, Memory):
+            app_settings = app_settings or memory.settings
+            meter = meter or memory.meter
+        app_settings = app_settings or load_settings()
         settings = settings or load_controller_settings()
-        chat = open_chat_client(memory) if settings.policy != "rules" else None
-        return cls(memory, settings, chat)
+        chat = open_chat_client(app_settings, meter) if settings.policy != "rules" else None
+        return cls(memory, settings, chat, max_query_chars=app_settings.max_query_chars)
 
     @property
     def mode(self) -> str:
@@ -102,7 +130,8 @@ class Controller:
                                 cues=cues, sessions={m.session_id: m for m in metas},
                                 participants=participants)
         policy, reflector, tool_settings = self._policy()
-        tools = MemoryTools(self.memory, state, tool_settings, trace, reflector)
+        tools = MemoryTools(self.memory, state, tool_settings, trace, reflector,
+                            max_query_chars=self.max_query_chars)
         trace.add(0, "cues", arguments={"answer_type": cues.answer_type, "cues": cues.labels,
                                         "names": list(cues.names)})
         draft = policy.run(state, tools, trace) if metas else None
