@@ -15,13 +15,14 @@ from typing import TYPE_CHECKING, Protocol
 
 from memstrata.config import ConfigError
 from memstrata.controller.config import ControllerSettings, load_controller_settings
-from memstrata.controller.cues import detect_cues
+from memstrata.evidence.cues import detect_cues
 from memstrata.controller.policy_rules import RulePolicy, RuleReflector
 from memstrata.controller.policy_topk import TopKPolicy
 from memstrata.controller.result import Answer, SourceRef
-from memstrata.controller.state import ControllerState, EvidenceLine, render_evidence
+from memstrata.controller.state import ControllerState, render_evidence
+from memstrata.evidence.lines import EvidenceLine
 from memstrata.controller.tools import TOOL_NAMES, MemoryTools, Reflector
-from memstrata.controller.trace import Trace, TraceSummary
+from memstrata.evidence.trace import Trace, TraceSummary
 from memstrata.llm.usage import PriceTable, UsageMeter
 from memstrata.model import Scope, SessionMeta
 from memstrata.roles import MemoryReader

@@ -19,12 +19,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from memstrata.controller import cues as cue_rules
-from memstrata.controller import lexical
+from memstrata.evidence import cues as cue_rules
+from memstrata.evidence import lexical
 from memstrata.controller.config import ControllerSettings
-from memstrata.controller import lines
+from memstrata.evidence import lines
 from memstrata.controller.state import ControllerState
-from memstrata.controller.trace import Trace
+from memstrata.evidence.trace import Trace
 from memstrata.layers import markdown as md
 from memstrata.layers.lazy import SessionNotFound
 from memstrata.model import Evidence, Layer, SessionHit, SessionMeta, Turn

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from memstrata.controller import lexical
+from memstrata.evidence import lexical
 from memstrata.text.dates import find_relative_dates
 
 AnswerType = Literal["date", "duration", "count", "person", "place", "yesno", "reason", "list",

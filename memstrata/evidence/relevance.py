@@ -19,9 +19,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from memstrata.controller import lexical
-from memstrata.controller.cues import Cues
-from memstrata.controller.state import EvidenceLine
+from memstrata.evidence import lexical
+from memstrata.evidence.cues import Cues
+from memstrata.evidence.lines import EvidenceLine
 
 #: A line scoring this much covers the question well enough to answer from.
 SUFFICIENT = 0.6

@@ -14,10 +14,13 @@ import re
 from dataclasses import dataclass
 from datetime import date, datetime
 
-from memstrata.controller import lexical
-from memstrata.controller.cues import Cues
-from memstrata.controller.state import EvidenceLine
+from memstrata.evidence import lexical
+from memstrata.evidence.cues import Cues
+from memstrata.evidence.lines import EvidenceLine
 from memstrata.text.dates import find_relative_dates
+
+#: What an abstaining answer says (LoCoMo's scorer looks for "not mentioned").
+ABSTAIN_TEXT = "Not mentioned in the conversation"
 
 _MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
            "September", "October", "November", "December")
