@@ -130,7 +130,8 @@ def qa(
         memory = Memory.open(settings.model_copy(update={"data_dir": root}))
         try:
             controller = Controller.open(memory, csettings)
-            judge_client = controller.chat if use_judge else None
+            chat = controller.chat
+            judge_client = chat if use_judge else None
             with Progress(TextColumn("{task.description:<8}"), BarColumn(),
                           MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn(),
                           console=err) as bar:

@@ -17,34 +17,24 @@ from datetime import date, datetime
 from memstrata.evidence import lexical
 from memstrata.evidence.cues import Cues
 from memstrata.evidence.lines import EvidenceLine
+from memstrata.text import vocab
 from memstrata.text.dates import find_relative_dates
 
 #: What an abstaining answer says (LoCoMo's scorer looks for "not mentioned").
 ABSTAIN_TEXT = "Not mentioned in the conversation"
 
-_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
-           "September", "October", "November", "December")
+_MONTHS = vocab.MONTHS
+_MONTH_NAMES = "|".join(_MONTHS)
+# Alone, "May" is far more often the verb than the month.
+_MONTH_NAMES_NOT_MAY = "|".join(m for m in _MONTHS if m != "May")
 _ANNOTATION = re.compile(
     r"\((around )?(?:(the week of|the weekend of) )?(\d{4})(?:-(\d{2}))?(?:-(\d{2}))?\)"
     r"|\((around )?(spring|summer|fall|winter) (\d{4})\)"
 )
 _EXPLICIT_DATE = re.compile(
-    r"\b(?:\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:January|February|March|April|May|June|July|"
-    r"August|September|October|November|December)(?:,?\s+\d{4})?"
-    r"|(?:January|February|March|April|June|July|August|September|October|November|December)"
-    r"(?:\s+\d{1,2}(?:st|nd|rd|th)?)?(?:,?\s+\d{4})?"
+    rf"\b(?:\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MONTH_NAMES})(?:,?\s+\d{{4}})?"
+    rf"|(?:{_MONTH_NAMES_NOT_MAY})(?:\s+\d{{1,2}}(?:st|nd|rd|th)?)?(?:,?\s+\d{{4}})?"
     r"|(?:19|20)\d\d)\b"
-)
-_DURATION = re.compile(
-    r"\b(?:(?:about|around|almost|nearly|over)\s+)?(?:\d+|one|two|three|four|five|six|"
-    r"seven|eight|nine|ten|eleven|twelve|a|an|a\s+few|few|several|a\s+couple\s+of|couple\s+of)"
-    r"\s+(?:years?|months?|weeks?|days?|hours?|decades?)(?:\s+ago)?\b",
-    re.IGNORECASE,
-)
-_COUNT = re.compile(
-    r"\b(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|"
-    r"once|twice|thrice|a\s+couple|several|a\s+few)\b",
-    re.IGNORECASE,
 )
 _RELATION = re.compile(
     r"\b(?:((?i:my|our|his|her|their)|[A-Z][a-z]+'s)\s+)((?:best\s+|close\s+|old\s+|little\s+|"
@@ -168,9 +158,7 @@ def _bare(token: str) -> str:
 
 
 #: Time words: part of a date answer, noise in any other.
-_TIME_WORDS = frozenset("""last next ago week weeks weekend month months year years day days
-    today yesterday tomorrow tonight recently lately morning evening night friday saturday
-    sunday monday tuesday wednesday thursday fri sat sun""".split())
+_TIME_WORDS = vocab.TIME_WORDS
 
 
 def _noise(word: str) -> bool:
@@ -299,11 +287,11 @@ def span_for(cues: Cues, line: EvidenceLine, max_words: int = _MAX_SPAN_WORDS,
     keep_captions = bool(re.search(r"\b(?:photo|picture|image|pic)\b", cues.question, re.I))
     text = clean(line.text, keep_captions)
     if kind == "duration":
-        m = _DURATION.search(text)
+        m = vocab.DURATION.search(text)
         if m:
             return m.group(0), "duration"
     if kind == "count":
-        m = _COUNT.search(text)
+        m = vocab.COUNT.search(text)
         if m:
             return m.group(0), "count"
     if kind == "person":

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 
 from memstrata.text.lexicon import FILLER, STOPWORDS
+from memstrata.text.vocab import TIME_SHIFT_WORDS, TIME_UNIT_WORDS
 
 _WORD = re.compile(r"[A-Za-z0-9]+(?:['’][A-Za-z]+)?")
 _NAME = re.compile(r"\b[A-Z][a-zA-Z'’\-]+(?:\s+[A-Z][a-zA-Z'’\-]+)*")
@@ -25,7 +26,7 @@ QUESTION_WORDS: frozenset[str] = frozenset(
 )
 # The base list counts time words ("year", "last", "ago") as stop words; in a
 # question they matter ("last year"), so they are kept as content.
-_KEEP = frozenset("year years month months week weeks day days last next ago weekend".split())
+_KEEP = TIME_UNIT_WORDS | TIME_SHIFT_WORDS
 _STOP = (STOPWORDS - _KEEP) | QUESTION_WORDS | {"s", "t", "'s"}
 
 _IRREGULAR = {

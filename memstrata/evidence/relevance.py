@@ -22,28 +22,21 @@ from functools import lru_cache
 from memstrata.evidence import lexical
 from memstrata.evidence.cues import Cues
 from memstrata.evidence.lines import EvidenceLine
+from memstrata.text import vocab
 
 #: A line scoring this much covers the question well enough to answer from.
 SUFFICIENT = 0.6
+_MON = "|".join(m[:3].lower() for m in vocab.MONTHS)
 _DATE_MARK = re.compile(
     r"\(\s*(?:around\s+)?(?:the\s+week(?:end)?\s+of\s+)?\d{4}(?:-\d{2}){0,2}\s*\)"
     r"|\b(?:19|20)\d\d\b"
-    r"|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2}\b"
-    r"|\b\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)"
+    rf"|\b(?:{_MON})[a-z]*\.?\s+\d{{1,2}}\b"
+    rf"|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MON})"
     r"|\b(?:yesterday|last\s+\w+|\w+\s+ago|this\s+(?:week|weekend|month|year|morning)|today"
     r"|tomorrow|next\s+\w+|on\s+(?:mon|tues|wednes|thurs|fri|satur|sun)day)\b",
     re.IGNORECASE,
 )
-_NUMBER = re.compile(
-    r"\b(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|"
-    r"dozen|once|twice|thrice|couple|several|few)\b",
-    re.IGNORECASE,
-)
-_DURATION = re.compile(
-    r"\b(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|a|an|few|several|couple\s+of)"
-    r"\s+(?:years?|months?|weeks?|days?|hours?|decades?)\b|\bsince\b",
-    re.IGNORECASE,
-)
+_SINCE = re.compile(r"\bsince\b", re.IGNORECASE)
 _LAYER_BONUS = 0.015  # finer layers are more faithful: a small tie-breaker
 
 
@@ -58,9 +51,9 @@ def type_match(cues: Cues, line: EvidenceLine) -> bool:
     if kind == "date":
         return has_date(text)
     if kind == "duration":
-        return _DURATION.search(text) is not None
+        return vocab.DURATION.search(text) is not None or _SINCE.search(text) is not None
     if kind == "count":
-        return _NUMBER.search(text) is not None
+        return vocab.COUNT.search(text) is not None
     if kind == "person":
         asked = {n.lower() for n in cues.names}
         return any(n.lower() not in asked for n in lexical.names(text))
