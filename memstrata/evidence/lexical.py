@@ -1,9 +1,9 @@
 """Cheap word matching for the rule policy and the extractive answer.
 
 The controller compares the question with every line of evidence it reads, a
-few hundred lines a question, so matching is regex tokenising plus a small
-suffix stemmer, with results cached per text. The stemmer only needs to make
-"went"/"go" and "paintings"/"painted"/"paint" meet; it is not linguistics.
+few hundred lines a question, so matching is regex tokenising plus
+stemming (the index's Snowball stemmer after a table of irregular forms), with
+results cached per text.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 
 from memstrata.text.lexicon import FILLER, STOPWORDS
+from memstrata.text.terms import stem_word
 from memstrata.text.vocab import TIME_SHIFT_WORDS, TIME_UNIT_WORDS
 
 _WORD = re.compile(r"[A-Za-z0-9]+(?:['’][A-Za-z]+)?")
@@ -47,37 +48,20 @@ _IRREGULAR = {
 
 @lru_cache(maxsize=65536)
 def stem(word: str) -> str:
-    """A crude English stem: lower case, irregular forms, common suffixes, no final "e".
+    """The stem of one word: irregular forms first, then the index's Snowball stemmer.
 
-    Dropping a final "e" makes "name"/"named" and "make"/"making" meet.
+    The same stemmer as the BM25 index (:mod:`memstrata.text.terms`), so the
+    controller's matching and the retriever's agree on which words meet
+    ("paintings"/"painted"/"paint", "name"/"named"); irregular forms
+    ("went"/"go", "children"/"child") are mapped before stemming.
     """
-    base = _stem(word)
-    return base[:-1] if len(base) > 3 and base.endswith("e") else base
-
-
-def _stem(word: str) -> str:
     w = word.lower().replace("’", "'")
     if w.endswith("'s"):
         w = w[:-2]
-    if w in _IRREGULAR:
-        return _IRREGULAR[w]
-    if len(w) <= 3 or w.isdigit():
+    w = _IRREGULAR.get(w, w)
+    if w.isdigit():
         return w
-    for suffix, repl in (("ies", "y"), ("ied", "y"), ("ing", ""), ("ed", ""), ("es", ""),
-                         ("ly", ""), ("s", "")):
-        if w.endswith(suffix) and len(w) - len(suffix) >= 3:
-            if suffix == "s" and w.endswith(("ss", "us", "is")):
-                return w
-            if suffix == "es" and not w.endswith(("ches", "shes", "sses", "xes", "zes")):
-                continue
-            base = w[: len(w) - len(suffix)] + repl
-            if suffix == "s" and base.endswith(("ing", "ed")):
-                return _stem(base)  # "paintings" -> "painting" -> "paint"
-            # "running" -> "runn" -> "run"; "planned" -> "plan"
-            if len(base) > 3 and base[-1] == base[-2] and base[-1] not in "lsz":
-                base = base[:-1]
-            return base
-    return w
+    return "".join(stem_word(w)) or w
 
 
 def words(text: str) -> list[str]:
