@@ -269,12 +269,20 @@ def _person(cues: Cues, line: EvidenceLine, text: str) -> str | None:
     return _named(cues, text)
 
 
+def _when_word(name: str) -> bool:
+    """"Last Friday", "May": a capitalised time, not a place."""
+    first = name.split()[0].lower()
+    return first in _TIME_WORDS or name.split()[0] in _MONTHS
+
+
 def _place(cues: Cues, text: str) -> str | None:
     asked = _asked(cues)
     for m in _PLACE_PREP.finditer(text):
-        if m.group(1).lower() not in asked:
+        if m.group(1).lower() not in asked and not _when_word(m.group(1)):
             return m.group(1)
-    return _named(cues, text)
+    found = [n for n in lexical.names(text) if n.lower() not in asked
+             and n.split()[0].lower() not in asked and not _when_word(n)]
+    return found[0] if found else None
 
 
 def span_for(cues: Cues, line: EvidenceLine, max_words: int = _MAX_SPAN_WORDS,

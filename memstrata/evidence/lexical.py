@@ -14,10 +14,13 @@ from functools import lru_cache
 
 from memstrata.text.lexicon import FILLER, STOPWORDS
 from memstrata.text.terms import stem_word
-from memstrata.text.vocab import TIME_SHIFT_WORDS, TIME_UNIT_WORDS
+from memstrata.text.vocab import RELATION_MODIFIERS, RELATIONS, TIME_SHIFT_WORDS, TIME_UNIT_WORDS
 
-_WORD = re.compile(r"[A-Za-z0-9]+(?:['’][A-Za-z]+)?")
-_NAME = re.compile(r"\b[A-Z][a-zA-Z'’\-]+(?:\s+[A-Z][a-zA-Z'’\-]+)*")
+# Letters of any alphabet: "Inês" is one word and one name, not "In" and "s".
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W\d_]+)?")
+_UPPER = "A-ZÀ-ÖØ-Þ"
+_NAME_WORD = rf"[{_UPPER}](?:[^\W\d_]|['’\-])+"
+_NAME = re.compile(rf"\b{_NAME_WORD}(?:\s+{_NAME_WORD})*")
 
 #: Words a question is built from that say nothing about its topic.
 QUESTION_WORDS: frozenset[str] = frozenset(
@@ -62,6 +65,26 @@ def stem(word: str) -> str:
     if w.isdigit():
         return w
     return "".join(stem_word(w)) or w
+
+
+#: A relation and the name it introduces: "my sister Inês", "Ana's coach, Bo", "Inês, my sister".
+_MOD = "|".join(RELATION_MODIFIERS)
+_POSSESSIVE = rf"(?:[Mm]y|[Oo]ur|[Hh]is|[Hh]er|[Tt]heir|{_NAME_WORD}['’]s)"
+_REL = "|".join(RELATIONS)
+_KIN = re.compile(
+    rf"\b{_POSSESSIVE}\s+(?:(?:{_MOD})\s+)?({_REL})\s*,?\s+({_NAME_WORD})"
+    rf"|\b({_NAME_WORD}),\s+{_POSSESSIVE}\s+(?:(?:{_MOD})\s+)?({_REL})\b")
+
+
+@lru_cache(maxsize=8192)
+def kin(text: str) -> tuple[tuple[str, str], ...]:
+    """(relation stem, name) pairs that ``text`` states: "my sister Inês" -> ("sister", "Inês")."""
+    out = []
+    for m in _KIN.finditer(text):
+        rel, name = (m.group(1), m.group(2)) if m.group(1) else (m.group(4), m.group(3))
+        if name.lower() not in _STOP:
+            out.append((stem(rel), name))
+    return tuple(out)
 
 
 def words(text: str) -> list[str]:

@@ -107,6 +107,7 @@ class ExtractiveAnswer:
     def generate(self, cues: Cues, notes: OrganizedNotes | None, lines: Sequence[EvidenceLine],
                  evidence_text: str, draft: Draft | None, asked_on: datetime | None,
                  trace: "Trace", step: int) -> Generated:
+        cues = relevance.with_aliases(cues, lines)
         if notes is None:
             candidates = [s for s in relevance.rank(cues, lines) if s.coverage >= MIN_COVERAGE]
         else:

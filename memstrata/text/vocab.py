@@ -44,6 +44,17 @@ TIME_WORDS: frozenset[str] = (
     TIME_UNIT_WORDS | TIME_SHIFT_WORDS | DEICTIC_TIME_WORDS
     | {"morning", "evening", "night"} | frozenset(WEEKDAYS) | {"fri", "sat", "sun"})
 
+#: Words people are named by in relation to someone ("my sister", "Ana's coach").
+RELATIONS: tuple[str, ...] = (
+    "mom", "mother", "dad", "father", "parent", "parents", "sister", "brother", "sibling",
+    "siblings", "son", "daughter", "kid", "kids", "child", "children", "husband", "wife",
+    "partner", "boyfriend", "girlfriend", "fiance", "fiancee", "friend", "aunt", "uncle",
+    "cousin", "niece", "nephew", "grandma", "grandmother", "grandpa", "grandfather", "mentor",
+    "teacher", "coach", "boss", "colleague", "coworker", "neighbor", "neighbour", "roommate")
+#: What may stand between a possessive and a relation ("my *older* sister").
+RELATION_MODIFIERS: tuple[str, ...] = ("best", "close", "old", "little", "older", "younger",
+                                       "big", "baby", "twin", "new")
+
 _NUMBERS = "|".join(NUMBER_WORDS)
 _UNITS = "|".join(f"{u}s?" for u in DURATION_UNITS)
 
