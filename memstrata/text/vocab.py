@@ -55,6 +55,16 @@ RELATIONS: tuple[str, ...] = (
 RELATION_MODIFIERS: tuple[str, ...] = ("best", "close", "old", "little", "older", "younger",
                                        "big", "baby", "twin", "new")
 
+#: Irregular past forms and participles ("went", "taken"): never conjugated as present verbs.
+PAST_FORMS: frozenset[str] = frozenset(
+    """went gone did done made bought took taken saw seen gave given got gotten ran swam began
+    begun wrote written met felt kept left lost won found thought taught brought sang sung drew
+    drawn built spent told said heard knew known came ate eaten flew rode had was were been
+    became sent paid sold fell fallen chose chosen forgot forgotten held led meant slept stood
+    understood woke wore broke broken spoke spoken caught fought grew grown threw thrown sat lay
+    lit dug hung shot sought stuck swung spun bit hid slid fed fled dealt dreamt leapt lent bent
+    wept swept crept knelt""".split())
+
 _NUMBERS = "|".join(NUMBER_WORDS)
 _UNITS = "|".join(f"{u}s?" for u in DURATION_UNITS)
 
