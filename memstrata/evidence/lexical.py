@@ -78,7 +78,7 @@ _KIN = re.compile(
 
 @lru_cache(maxsize=8192)
 def kin(text: str) -> tuple[tuple[str, str], ...]:
-    """(relation stem, name) pairs that ``text`` states: "my sister Inês" -> ("sister", "Inês")."""
+    """(relation stem, name) pairs ``text`` states: "my sister Inês" -> ("sister", "Inês")."""
     out = []
     for m in _KIN.finditer(text):
         rel, name = (m.group(1), m.group(2)) if m.group(1) else (m.group(4), m.group(3))

@@ -50,7 +50,8 @@ _KEEP_AFTER_I = frozenset("""gotta gonna wanna used put cut hit set hurt quit sh
     spread sure""".split())
 #: Words that open a clause whose "you" is anyone ("It's great when you ...").
 _IMPERSONAL_START = re.compile(
-    r"^\W*(?:it(?:'s|\s+is|\s+can|\s+feels|\s+makes)|nothing|there's\s+nothing|(?!\w+thing\b)[a-z]+ing)\b",
+    r"^\W*(?:it(?:'s|\s+is|\s+can|\s+feels|\s+makes)|nothing|there's\s+nothing"
+    r"|(?!\w+thing\b)[a-z]+ing)\b",
     re.IGNORECASE)
 _GENERIC_LEAD = frozenset("when whenever if once something anything who".split())
 _IRREGULAR = {"have": "has", "do": "does", "go": "goes", "be": "is", "am": "is", "are": "is"}
