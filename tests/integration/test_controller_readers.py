@@ -44,9 +44,9 @@ def dataset():
 
 
 @pytest.fixture(scope="module")
-def memory(tmp_path_factory: pytest.TempPathFactory, dataset) -> Iterator[Memory]:
+def memory(tmp_path_factory: pytest.TempPathFactory, dataset,
+           embedder: MiniLMEmbedder) -> Iterator[Memory]:
     s = Settings(data_dir=tmp_path_factory.mktemp("readers"))
-    embedder = MiniLMEmbedder()
     m = Memory(s, ExtractiveBuilder(), embedder, open_vector_store(s, embedder.dim),
                open_lexical_store(s), open_doc_store(s))
     m.ingest(dataset.parsed.sessions)
