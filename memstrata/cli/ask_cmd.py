@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from datetime import datetime
+from collections.abc import Sequence
 from typing import Annotated, Any, Optional
 
 import typer
@@ -12,6 +13,7 @@ from rich.markup import escape
 
 from memstrata.cli import DataDir, Tenant, User, _open, _require_text, _scope, app, console, err
 from memstrata.cli.eval_qa import PolicyOpt, Without, controller_settings
+from memstrata.model import TraceStep
 
 
 def _parse_date(text: str | None) -> datetime | None:
@@ -26,15 +28,37 @@ def _parse_date(text: str | None) -> datetime | None:
     return value
 
 
+def step_labels(steps: Sequence[TraceStep], counted: int) -> list[str]:
+    """The number each trace line shows: one number per step, so the numbers the reader
+    sees are exactly the ``counted`` steps of the summary.
+
+    A step's further lines (the auto-drill reads a search triggers, the tool calls of one
+    LLM turn) show "↳"; reading the question (step 0), the notes and the answer come
+    before or after the controller's steps and show "·".
+    """
+    labels: list[str] = []
+    shown: set[int] = set()
+    for s in steps:
+        if s.step <= 0 or s.step > counted:
+            labels.append("·")
+        elif s.step in shown:
+            labels.append("↳")
+        else:
+            shown.add(s.step)
+            labels.append(str(s.step))
+    return labels
+
+
 def _print_trace(answer: Any) -> None:
-    console.print("[bold]trace[/bold] (step tool layer sessions tokens-in/out ms: arguments; note)")
-    for s in answer.steps:
+    console.print("[bold]trace[/bold] (step tool layer sessions tokens-in/out ms: arguments; note)"
+                  "; ↳ same step, · before or after the steps")
+    for s, label in zip(answer.steps, step_labels(answer.steps, answer.summary.steps)):
         args = json.dumps(s.arguments, ensure_ascii=False)
         args = args[:160] + ("…" if len(args) > 160 else "")
         sessions = ",".join(s.sessions[:5]) + ("…" if len(s.sessions) > 5 else "")
         layer = s.layer.label if s.layer is not None else "-"
         note = f"; {s.note}" if s.note else ""
-        console.print(escape(f"  {s.step:>2} {s.tool:<16} {layer:<2} [{sessions}] "
+        console.print(escape(f"  {label:>2} {s.tool:<16} {layer:<2} [{sessions}] "
                              f"{s.tokens_in}/{s.tokens_out} {s.ms:.1f}ms: {args}{note}"),
                       soft_wrap=True)
     m = answer.summary

@@ -117,7 +117,7 @@ def qa(
     and the judge model grades the answers.
     """
     from memstrata.cli import _open
-    from memstrata.controller.run import Controller, open_chat_client
+    from memstrata.controller.run import Controller
     from memstrata.eval.qa import plot_depth
     from memstrata.eval.qa_run import evaluate_qa
 
@@ -127,8 +127,8 @@ def qa(
         root = data_dir or Path(tmp)
         memory = _open(root)  # a held --data-dir is reported as ingest reports it
         try:
-            chat = open_chat_client(memory) if csettings.policy != "rules" else None
-            controller = Controller(memory, csettings, chat)
+            controller = Controller.open(memory, csettings)
+            chat = controller.chat
             judge_client = chat if use_judge else None
             with Progress(TextColumn("{task.description:<8}"), BarColumn(),
                           MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn(),

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from memstrata.controller import llm_calls, prompts
+from memstrata.controller import prompts
+from memstrata.evidence import llm_calls
 from memstrata.controller.config import ControllerSettings
 from memstrata.controller.state import ControllerState, render_evidence
 from memstrata.controller.tools import MemoryTools, Reflection
-from memstrata.controller.trace import Trace
+from memstrata.evidence.trace import Trace
 from memstrata.synth.answer import Draft
 
 if TYPE_CHECKING:

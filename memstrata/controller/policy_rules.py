@@ -13,14 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from memstrata.controller import lexical, relevance
+from memstrata.evidence import lexical, relevance
 from memstrata.controller.config import ControllerSettings
-from memstrata.controller.cues import keyword_query
+from memstrata.evidence.cues import keyword_query
 from memstrata.controller.state import ControllerState
 from memstrata.controller.tools import MemoryTools, Reflection, ToolResult
-from memstrata.controller.trace import Trace
+from memstrata.evidence.trace import Trace
 from memstrata.synth.answer import Draft, draft_from
-from memstrata.synth.extract import span_for
+from memstrata.evidence.extract import span_for
 
 _MAX_FIRST_QUERIES = 4
 _FOCUS_SESSIONS = 2

@@ -11,7 +11,7 @@ from __future__ import annotations
 from memstrata.controller.config import ControllerSettings
 from memstrata.controller.state import ControllerState
 from memstrata.controller.tools import MemoryTools
-from memstrata.controller.trace import Trace
+from memstrata.evidence.trace import Trace
 from memstrata.synth.answer import Draft
 
 

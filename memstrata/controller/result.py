@@ -6,11 +6,11 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
-from memstrata.controller.trace import TraceSummary
+from memstrata.evidence.extract import ABSTAIN_TEXT
+from memstrata.evidence.trace import TraceSummary
 from memstrata.model import Layer, TraceStep
 
-#: What an abstaining answer says (LoCoMo's scorer looks for "not mentioned").
-ABSTAIN_TEXT = "Not mentioned in the conversation"
+__all__ = ["ABSTAIN_TEXT", "Answer", "SourceRef"]
 
 
 class SourceRef(BaseModel):

@@ -16,20 +16,22 @@ from typing import TYPE_CHECKING, Protocol
 
 from memstrata.config import ConfigError
 from memstrata.controller.config import ControllerSettings, load_controller_settings
-from memstrata.controller.cues import detect_cues
+from memstrata.evidence.cues import detect_cues
 from memstrata.controller.policy_rules import RulePolicy, RuleReflector
 from memstrata.controller.policy_topk import TopKPolicy
 from memstrata.controller.result import Answer, SourceRef
-from memstrata.controller.state import ControllerState, EvidenceLine, render_evidence
+from memstrata.controller.state import ControllerState, render_evidence
+from memstrata.evidence.lines import EvidenceLine
 from memstrata.controller.tools import TOOL_NAMES, MemoryTools, Reflector
-from memstrata.controller.trace import Trace, TraceSummary
-from memstrata.llm.usage import PriceTable
-from memstrata.memory import Memory
+from memstrata.evidence.trace import Trace, TraceSummary
+from memstrata.llm.usage import PriceTable, UsageMeter
 from memstrata.model import Scope, SessionMeta
+from memstrata.roles import MemoryReader
 from memstrata.synth.answer import AnswerGenerator, Draft, ExtractiveAnswer, LLMAnswer
 from memstrata.synth.notes import ExtractiveNotes, LLMNotes, NotesSynthesizer
 
 if TYPE_CHECKING:
+    from memstrata.config import Settings
     from memstrata.llm.openai_compat import ChatClient
 
 OFFLINE_MODE = "offline-extractive"
@@ -42,25 +44,37 @@ class Policy(Protocol):
     def run(self, state: ControllerState, tools: MemoryTools, trace: Trace) -> Draft | None: ...
 
 
-def open_chat_client(memory: Memory) -> "ChatClient | None":
+#: The retriever's default query limit (``MEMSTRATA_MAX_QUERY_CHARS``).
+DEFAULT_MAX_QUERY_CHARS = 2000
+
+
+def open_chat_client(settings: "Settings",
+                     meter: UsageMeter | None = None) -> "ChatClient | None":
     """A chat client when ``MEMSTRATA_LLM_BACKEND=openai``; None for the offline mode."""
-    if memory.settings.llm_backend != "openai":
+    if settings.llm_backend != "openai":
         return None
     from memstrata.llm.openai_compat import ChatClient  # noqa: PLC0415
 
-    return ChatClient(memory.settings, memory.meter)
+    return ChatClient(settings, meter or UsageMeter())
 
 
 class Controller:
-    """Answers questions from one memory; safe to call from several threads at once.
+    """Answers questions from one memory reader; safe to call from several threads at once.
 
     Each :meth:`answer` keeps its state in its own objects; the only shared
     state, the participants cache, is guarded by a lock.
+
+    The controller sees memory only through :class:`~memstrata.roles.MemoryReader`,
+    so a local :class:`~memstrata.memory.Memory` and a remote reader answer alike.
+    ``max_query_chars`` is the reader's query limit: search queries are clipped to
+    it rather than refused.
     """
 
-    def __init__(self, memory: Memory, settings: ControllerSettings | None = None,
-                 chat: "ChatClient | None" = None, prices: PriceTable | None = None) -> None:
+    def __init__(self, memory: MemoryReader, settings: ControllerSettings | None = None,
+                 chat: "ChatClient | None" = None, prices: PriceTable | None = None, *,
+                 max_query_chars: int = DEFAULT_MAX_QUERY_CHARS) -> None:
         self.memory = memory
+        self.max_query_chars = max_query_chars
         self.settings = settings or load_controller_settings()
         if self.settings.policy == "llm" and chat is None:
             raise ConfigError("MEMSTRATA_CONTROLLER_POLICY=llm needs an LLM: set "
@@ -77,11 +91,25 @@ class Controller:
             self.notes, self.generator = ExtractiveNotes(), ExtractiveAnswer()
 
     @classmethod
-    def open(cls, memory: Memory, settings: ControllerSettings | None = None) -> "Controller":
-        """The controller the settings describe (LLM when one is configured, else offline)."""
+    def open(cls, memory: MemoryReader, settings: ControllerSettings | None = None, *,
+             app_settings: "Settings | None" = None,
+             meter: UsageMeter | None = None) -> "Controller":
+        """The controller the settings describe (LLM when one is configured, else offline).
+
+        ``app_settings`` (LLM backend, query limit) and ``meter`` default to those of
+        ``memory`` when it is a local :class:`~memstrata.memory.Memory`, and to
+        ``MEMSTRATA_*`` otherwise.
+        """
+        from memstrata.config import load_settings  # noqa: PLC0415
+        from memstrata.memory import Memory  # noqa: PLC0415 - convenience only
+
+        if isinstance(memory, Memory):
+            app_settings = app_settings or memory.settings
+            meter = meter or memory.meter
+        app_settings = app_settings or load_settings()
         settings = settings or load_controller_settings()
-        chat = open_chat_client(memory) if settings.policy != "rules" else None
-        return cls(memory, settings, chat)
+        chat = open_chat_client(app_settings, meter) if settings.policy != "rules" else None
+        return cls(memory, settings, chat, max_query_chars=app_settings.max_query_chars)
 
     @property
     def mode(self) -> str:
@@ -108,7 +136,8 @@ class Controller:
                                 cues=cues, sessions={m.session_id: m for m in metas},
                                 participants=participants)
         policy, reflector, tool_settings = self._policy()
-        tools = MemoryTools(self.memory, state, tool_settings, trace, reflector)
+        tools = MemoryTools(self.memory, state, tool_settings, trace, reflector,
+                            max_query_chars=self.max_query_chars)
         trace.add(0, "cues", arguments={"answer_type": cues.answer_type, "cues": cues.labels,
                                         "names": list(cues.names)})
         draft = policy.run(state, tools, trace) if metas else None

@@ -13,32 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from memstrata.controller.cues import Cues
+from memstrata.evidence.cues import Cues
+from memstrata.evidence.lines import EvidenceLine
 from memstrata.model import Evidence, Layer, Scope, SessionHit, SessionMeta
-
-
-@dataclass(frozen=True, slots=True)
-class EvidenceLine:
-    """One line of one read view: a fact bullet, a turn note, a message, a summary."""
-
-    session_id: str
-    session_date: datetime | None
-    layer: Layer
-    text: str
-    turn_indices: tuple[int, ...] = ()
-    speaker: str | None = None
-    #: Source message ids (LoCoMo ``D3:7``) where the layer keeps them.
-    source_ids: tuple[str, ...] = ()
-    #: The conversation participants this line is about (named in it, or by its pronouns).
-    about: tuple[str, ...] = ()
-
-    @property
-    def turn_index(self) -> int | None:
-        return self.turn_indices[0] if self.turn_indices else None
-
-    @property
-    def date_text(self) -> str:
-        return self.session_date.strftime("%Y-%m-%d") if self.session_date else "unknown date"
 
 
 class LineSet(list[EvidenceLine]):

@@ -1,4 +1,4 @@
-"""The seven controller tools over :class:`~memstrata.memory.Memory`.
+"""The seven controller tools over a :class:`~memstrata.roles.MemoryReader`.
 
 Both policies act only through :meth:`MemoryTools.call`, so every action is
 budgeted, added to the evidence set and traced the same way whether a rule or
@@ -19,16 +19,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from memstrata.controller import cues as cue_rules
-from memstrata.controller import lexical
+from memstrata.evidence import cues as cue_rules
+from memstrata.evidence import lexical
 from memstrata.controller.config import ControllerSettings
-from memstrata.controller import lines
+from memstrata.evidence import lines
 from memstrata.controller.state import ControllerState
-from memstrata.controller.trace import Trace
+from memstrata.evidence.trace import Trace
 from memstrata.layers import markdown as md
-from memstrata.memory import Memory, SessionNotFound
+from memstrata.layers.lazy import SessionNotFound
 from memstrata.model import Evidence, Layer, SessionHit, SessionMeta, Turn
 from memstrata.retrieval.hybrid import QueryError
+from memstrata.roles import MemoryReader
 from memstrata.text.dates import find_relative_dates
 
 log = logging.getLogger(__name__)
@@ -184,9 +185,11 @@ def _as_int(value: Any, name: str) -> int | None:
 class MemoryTools:
     """The tools bound to one question's state, memory, limits and trace."""
 
-    def __init__(self, memory: Memory, state: ControllerState, settings: ControllerSettings,
-                 trace: Trace, reflector: Reflector | None = None) -> None:
+    def __init__(self, memory: MemoryReader, state: ControllerState,
+                 settings: ControllerSettings, trace: Trace, reflector: Reflector | None = None,
+                 *, max_query_chars: int = 2000) -> None:
         self.memory = memory
+        self.max_query_chars = max_query_chars
         self.state = state
         self.settings = settings
         self.trace = trace
@@ -295,7 +298,7 @@ class MemoryTools:
     # -- search -------------------------------------------------------------------
     def _search(self, queries: Any, top_k: Any = None) -> ToolResult:
         qs = list(dict.fromkeys(_as_str_list(queries, "queries")))
-        limit = self.memory.settings.max_query_chars
+        limit = self.max_query_chars
         qs = [q[:limit] for q in qs][: self.settings.max_queries_per_search]
         k = _as_int(top_k, "top_k") or self.settings.search_top_k
         with self.trace.memory_time():

@@ -225,7 +225,7 @@ class ExtractiveBuilder(LayerBuilder):
     def version(self) -> str:
         # Settings that change the output are part of the version (it keys the
         # L1/L2 cache); the defaults give the plain code version.
-        parts = ["extractive-2"]
+        parts = ["extractive-3"]
         if self.max_words != 30:
             parts.append(f"w{self.max_words}")
         if self.max_input_chars != 12000:

@@ -15,16 +15,16 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
-from memstrata.controller import lexical, relevance
-from memstrata.controller.cues import Cues
-from memstrata.controller.relevance import Scored
-from memstrata.controller.result import ABSTAIN_TEXT
-from memstrata.controller.state import EvidenceLine
-from memstrata.synth.extract import span_for
+from memstrata.evidence import lexical, relevance
+from memstrata.evidence.cues import Cues
+from memstrata.evidence.relevance import Scored
+from memstrata.evidence.extract import ABSTAIN_TEXT
+from memstrata.evidence.lines import EvidenceLine
+from memstrata.evidence.extract import span_for
 from memstrata.synth.notes import MIN_COVERAGE, OrganizedNotes, organize_lines
 
 if TYPE_CHECKING:
-    from memstrata.controller.trace import Trace
+    from memstrata.evidence.trace import Trace
     from memstrata.llm.openai_compat import ChatClient
 
 #: Below this coverage of the question by the best line, the offline answer abstains.
@@ -107,6 +107,7 @@ class ExtractiveAnswer:
     def generate(self, cues: Cues, notes: OrganizedNotes | None, lines: Sequence[EvidenceLine],
                  evidence_text: str, draft: Draft | None, asked_on: datetime | None,
                  trace: "Trace", step: int) -> Generated:
+        cues = relevance.with_aliases(cues, lines)
         if notes is None:
             candidates = [s for s in relevance.rank(cues, lines) if s.coverage >= MIN_COVERAGE]
         else:
@@ -150,7 +151,7 @@ class LLMAnswer:
     def generate(self, cues: Cues, notes: OrganizedNotes | None, lines: Sequence[EvidenceLine],
                  evidence_text: str, draft: Draft | None, asked_on: datetime | None,
                  trace: "Trace", step: int) -> Generated:
-        from memstrata.controller import llm_calls  # noqa: PLC0415
+        from memstrata.evidence import llm_calls  # noqa: PLC0415
         from memstrata.synth import prompts  # noqa: PLC0415
 
         context = notes.text if notes is not None else evidence_text

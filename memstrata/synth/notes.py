@@ -15,14 +15,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
-from memstrata.controller import lexical, relevance
-from memstrata.controller.cues import Cues
-from memstrata.controller.relevance import Scored
-from memstrata.controller.state import EvidenceLine
-from memstrata.synth.extract import span_for
+from memstrata.evidence import lexical, relevance
+from memstrata.evidence.cues import Cues
+from memstrata.evidence.relevance import Scored
+from memstrata.evidence.lines import EvidenceLine
+from memstrata.evidence.extract import span_for
 
 if TYPE_CHECKING:
-    from memstrata.controller.trace import Trace
+    from memstrata.evidence.trace import Trace
     from memstrata.llm.openai_compat import ChatClient
 
 MAX_RELEVANT = 12
@@ -166,7 +166,7 @@ class LLMNotes:
     def organize(self, cues: Cues, lines: Sequence[EvidenceLine], evidence_text: str,
                  draft: str | None, asked_on: datetime | None, trace: "Trace",
                  step: int) -> OrganizedNotes:
-        from memstrata.controller import llm_calls  # noqa: PLC0415
+        from memstrata.evidence import llm_calls  # noqa: PLC0415
         from memstrata.synth import prompts  # noqa: PLC0415
 
         notes = organize_lines(cues, lines, draft)

@@ -23,20 +23,20 @@ from datetime import date, datetime, timedelta
 from functools import lru_cache
 from typing import Literal
 
+from memstrata.text import vocab
+
 Granularity = Literal["day", "week", "weekend", "month", "season", "year"]
 
-_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-_SEASONS = ("spring", "summer", "fall", "autumn", "winter")
+_WEEKDAYS = vocab.WEEKDAYS
+_SEASONS = vocab.SEASONS
 _NUMBER_WORDS = {
-    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
-    "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12,
-    "couple": 2, "a couple": 2, "a couple of": 2, "couple of": 2, "few": 3,
-    "a few": 3, "several": 3,
+    "a": 1, "an": 1, **vocab.NUMBER_WORDS, **vocab.VAGUE_COUNTS,
+    "a couple": 2, "a couple of": 2, "couple of": 2, "a few": 3,
 }
-_VAGUE = ("few", "couple", "several")
+_VAGUE = tuple(vocab.VAGUE_COUNTS)
 
 _NUM = (
-    r"(?:\d{1,2}|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve"
+    rf"(?:\d{{1,2}}|an?|{'|'.join(vocab.NUMBER_WORDS)}"
     r"|(?:a\s+)?couple(?:\s+of)?|(?:a\s+)?few|several)"
 )
 _UNIT = r"(?:day|week|weekend|month|year)s?"

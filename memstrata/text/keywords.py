@@ -342,7 +342,8 @@ def topic_tags(
 
     ``words`` are the turn's lower-cased tokens. A padded tag is the last word
     of a keyword ("support group" -> "group"), so even an off-lexicon turn
-    gets a usable facet.
+    gets a usable facet; names ("Ao 26 Vegan Food Project", "Time Out Market")
+    are keywords already and make no facet, so they do not pad.
     """
     counts: dict[str, float] = {}
     for w in words:
@@ -356,8 +357,9 @@ def topic_tags(
     for kw in keywords:
         if len(tags) >= min_tags:
             break
-        head = kw.split()[-1].lower().strip("()")
-        if head and head[0].isalpha() and head not in tags:
+        last = kw.split()[-1].strip("()")
+        head = last.lower()
+        if len(head) >= 3 and head[0].isalpha() and not last[0].isupper() and head not in tags:
             tags.append(head)
     return tags
 

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-#: Function words: pronouns, determiners, auxiliaries, prepositions, conjunctions.
+from memstrata.text.vocab import DEICTIC_TIME_WORDS, TIME_SHIFT_WORDS, TIME_UNIT_WORDS
+
+#: Function words (pronouns, determiners, auxiliaries, prepositions, conjunctions) and the
+#: time words of :mod:`memstrata.text.vocab` (a keyword never; a question keeps some).
 STOPWORDS: frozenset[str] = frozenset(
     """a about above after again against ago all almost along already also although always am
     among an and another any anybody anyone anything anyway anywhere are aren't around as at
@@ -28,10 +31,8 @@ STOPWORDS: frozenset[str] = frozenset(
     thus till to too toward towards under until up upon us very via was wasn't we we'd we'll we're
     we've were weren't what what's whatever when whenever where where's wherever whether which
     while who who's whoever whole whom whose why will with within without won't would wouldn't
-    yet you you'd you'll you're you've your yours yourself yourselves u ur ya yours
-    today tonight tomorrow yesterday week weekend month year day days weeks months years last next
-    ago recently lately""".split()
-)
+    yet you you'd you'll you're you've your yours yourself yourselves u ur ya yours""".split()
+) | TIME_UNIT_WORDS | TIME_SHIFT_WORDS | DEICTIC_TIME_WORDS
 
 #: Conversational filler: tone, reactions and vague verbs, not facts.
 FILLER: frozenset[str] = frozenset(

@@ -52,3 +52,8 @@ def content_stems(text: str) -> set[str]:
 @lru_cache(maxsize=65536)
 def _stem_word(lower: str) -> tuple[str, ...]:
     return tuple(_analyzer().analyze(lower))
+
+
+def stem_word(word: str) -> tuple[str, ...]:
+    """The index's terms for one word (usually one stem; "don't" gives two)."""
+    return _stem_word(word.lower())

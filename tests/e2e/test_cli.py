@@ -101,3 +101,30 @@ def test_forget_removes_a_session_then_a_user_and_nothing_else(tmp_path: Path):
     assert [h["session_id"] for h in json.loads(r.stdout)] == ["2024-02-01-notes"]
     r = run("forget", "--tenant", "acme", "--user", "leo", "nope", "--yes", data_dir=d)
     assert r.returncode == 1 and "no session 'nope'" in r.stderr
+
+
+def test_readme_seafood_question_names_the_restaurant(data_dir: Path):
+    """The sister is named only in another session ("my sister Inês"); the place she liked
+    is in the turn about Inês, not in the one that repeats "seafood places"."""
+    r = run("ask", "--tenant", "acme", "--user", "maya", "Which seafood place did my sister like?",
+            data_dir=data_dir)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[0] == "Cervejaria Ramiro"
+    assert "source: 2024-05-20-after-trip" in r.stdout
+
+
+def test_trace_numbers_are_the_steps_the_summary_counts(data_dir: Path):
+    for question in ("Which seafood place did my sister like?", "When did I go to Porto?",
+                     "What is my cat called?"):
+        r = run("ask", "--tenant", "acme", "--user", "maya", "--trace", question,
+                data_dir=data_dir)
+        assert r.returncode == 0, r.stderr
+        out = r.stdout.splitlines()
+        start = next(i for i, ln in enumerate(out) if ln.startswith("trace ("))
+        summary = next(ln for ln in out if " steps, " in ln)
+        counted = int(summary.split(" steps, ")[0])
+        labels = [ln.split()[0] for ln in out[start + 1:] if ln.startswith("  ")
+                  and ln.split()[0] in {"·", "↳"} | {str(n) for n in range(100)}]
+        numbers = [int(x) for x in labels if x.isdigit()]
+        assert counted >= 1 and numbers == list(range(1, counted + 1)), (question, labels)
+        assert labels[0] == "·" and labels[-1] == "·"  # the cues before, the answer after

@@ -6,8 +6,8 @@ from datetime import date
 
 import pytest
 
-from memstrata.controller.cues import answer_type, decompose, detect_cues, keyword_query
-from memstrata.controller.lexical import names, stem, terms
+from memstrata.evidence.cues import answer_type, decompose, detect_cues, keyword_query
+from memstrata.evidence.lexical import names, stem, terms
 
 
 @pytest.mark.parametrize(("question", "kind"), [

@@ -139,8 +139,8 @@ def test_user_and_assistant_roles_without_names():
 
 
 def test_version_and_settings():
-    assert ExtractiveBuilder().version == "extractive-2"
-    assert ExtractiveBuilder(max_words=20).version != "extractive-2"
+    assert ExtractiveBuilder().version == "extractive-3"
+    assert ExtractiveBuilder(max_words=20).version != "extractive-3"
     with pytest.raises(ValueError):
         ExtractiveBuilder(max_words=2)
 

@@ -92,3 +92,12 @@ def test_quoted_titles_become_keywords_even_when_their_words_are_common():
     assert "Embracing Identity" in kws
     assert "Charlotte's Web" in kws
     assert not any(k.startswith("s Web") or k.startswith("t quote") for k in kws)
+
+
+def test_names_and_fragments_do_not_pad_the_tags():
+    """Tags are facets: "ao" (from "Ao 26 Vegan Food Project") or "time" (from "Time Out
+    Market") say nothing; the names are keywords already."""
+    tags = topic_tags(words_of("Then Ao 26 Vegan Food Project is a good pick for you."),
+                      ["Ao", "Vegan Food Project", "Time", "pick"])
+    assert "ao" not in tags and "time" not in tags and "project" not in tags
+    assert tags[0] == "food" and "pick" in tags

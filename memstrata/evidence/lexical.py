@@ -1,9 +1,9 @@
 """Cheap word matching for the rule policy and the extractive answer.
 
 The controller compares the question with every line of evidence it reads, a
-few hundred lines a question, so matching is regex tokenising plus a small
-suffix stemmer, with results cached per text. The stemmer only needs to make
-"went"/"go" and "paintings"/"painted"/"paint" meet; it is not linguistics.
+few hundred lines a question, so matching is regex tokenising plus
+stemming (the index's Snowball stemmer after a table of irregular forms), with
+results cached per text.
 """
 
 from __future__ import annotations
@@ -13,9 +13,14 @@ from collections.abc import Iterable
 from functools import lru_cache
 
 from memstrata.text.lexicon import FILLER, STOPWORDS
+from memstrata.text.terms import stem_word
+from memstrata.text.vocab import RELATION_MODIFIERS, RELATIONS, TIME_SHIFT_WORDS, TIME_UNIT_WORDS
 
-_WORD = re.compile(r"[A-Za-z0-9]+(?:['’][A-Za-z]+)?")
-_NAME = re.compile(r"\b[A-Z][a-zA-Z'’\-]+(?:\s+[A-Z][a-zA-Z'’\-]+)*")
+# Letters of any alphabet: "Inês" is one word and one name, not "In" and "s".
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W\d_]+)?")
+_UPPER = "A-ZÀ-ÖØ-Þ"
+_NAME_WORD = rf"[{_UPPER}](?:[^\W\d_]|['’\-])+"
+_NAME = re.compile(rf"\b{_NAME_WORD}(?:\s+{_NAME_WORD})*")
 
 #: Words a question is built from that say nothing about its topic.
 QUESTION_WORDS: frozenset[str] = frozenset(
@@ -25,7 +30,7 @@ QUESTION_WORDS: frozenset[str] = frozenset(
 )
 # The base list counts time words ("year", "last", "ago") as stop words; in a
 # question they matter ("last year"), so they are kept as content.
-_KEEP = frozenset("year years month months week weeks day days last next ago weekend".split())
+_KEEP = TIME_UNIT_WORDS | TIME_SHIFT_WORDS
 _STOP = (STOPWORDS - _KEEP) | QUESTION_WORDS | {"s", "t", "'s"}
 
 _IRREGULAR = {
@@ -46,37 +51,40 @@ _IRREGULAR = {
 
 @lru_cache(maxsize=65536)
 def stem(word: str) -> str:
-    """A crude English stem: lower case, irregular forms, common suffixes, no final "e".
+    """The stem of one word: irregular forms first, then the index's Snowball stemmer.
 
-    Dropping a final "e" makes "name"/"named" and "make"/"making" meet.
+    The same stemmer as the BM25 index (:mod:`memstrata.text.terms`), so the
+    controller's matching and the retriever's agree on which words meet
+    ("paintings"/"painted"/"paint", "name"/"named"); irregular forms
+    ("went"/"go", "children"/"child") are mapped before stemming.
     """
-    base = _stem(word)
-    return base[:-1] if len(base) > 3 and base.endswith("e") else base
-
-
-def _stem(word: str) -> str:
     w = word.lower().replace("’", "'")
     if w.endswith("'s"):
         w = w[:-2]
-    if w in _IRREGULAR:
-        return _IRREGULAR[w]
-    if len(w) <= 3 or w.isdigit():
+    w = _IRREGULAR.get(w, w)
+    if w.isdigit():
         return w
-    for suffix, repl in (("ies", "y"), ("ied", "y"), ("ing", ""), ("ed", ""), ("es", ""),
-                         ("ly", ""), ("s", "")):
-        if w.endswith(suffix) and len(w) - len(suffix) >= 3:
-            if suffix == "s" and w.endswith(("ss", "us", "is")):
-                return w
-            if suffix == "es" and not w.endswith(("ches", "shes", "sses", "xes", "zes")):
-                continue
-            base = w[: len(w) - len(suffix)] + repl
-            if suffix == "s" and base.endswith(("ing", "ed")):
-                return _stem(base)  # "paintings" -> "painting" -> "paint"
-            # "running" -> "runn" -> "run"; "planned" -> "plan"
-            if len(base) > 3 and base[-1] == base[-2] and base[-1] not in "lsz":
-                base = base[:-1]
-            return base
-    return w
+    return "".join(stem_word(w)) or w
+
+
+#: A relation and the name it introduces: "my sister Inês", "Ana's coach, Bo", "Inês, my sister".
+_MOD = "|".join(RELATION_MODIFIERS)
+_POSSESSIVE = rf"(?:[Mm]y|[Oo]ur|[Hh]is|[Hh]er|[Tt]heir|{_NAME_WORD}['’]s)"
+_REL = "|".join(RELATIONS)
+_KIN = re.compile(
+    rf"\b{_POSSESSIVE}\s+(?:(?:{_MOD})\s+)?({_REL})\s*,?\s+({_NAME_WORD})"
+    rf"|\b({_NAME_WORD}),\s+{_POSSESSIVE}\s+(?:(?:{_MOD})\s+)?({_REL})\b")
+
+
+@lru_cache(maxsize=8192)
+def kin(text: str) -> tuple[tuple[str, str], ...]:
+    """(relation stem, name) pairs ``text`` states: "my sister Inês" -> ("sister", "Inês")."""
+    out = []
+    for m in _KIN.finditer(text):
+        rel, name = (m.group(1), m.group(2)) if m.group(1) else (m.group(4), m.group(3))
+        if name.lower() not in _STOP:
+            out.append((stem(rel), name))
+    return tuple(out)
 
 
 def words(text: str) -> list[str]:

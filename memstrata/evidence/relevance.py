@@ -16,34 +16,27 @@ import re
 import threading
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from memstrata.controller import lexical
-from memstrata.controller.cues import Cues
-from memstrata.controller.state import EvidenceLine
+from memstrata.evidence import lexical
+from memstrata.evidence.cues import Cues
+from memstrata.evidence.lines import EvidenceLine
+from memstrata.text import vocab
 
 #: A line scoring this much covers the question well enough to answer from.
 SUFFICIENT = 0.6
+_MON = "|".join(m[:3].lower() for m in vocab.MONTHS)
 _DATE_MARK = re.compile(
     r"\(\s*(?:around\s+)?(?:the\s+week(?:end)?\s+of\s+)?\d{4}(?:-\d{2}){0,2}\s*\)"
     r"|\b(?:19|20)\d\d\b"
-    r"|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2}\b"
-    r"|\b\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)"
+    rf"|\b(?:{_MON})[a-z]*\.?\s+\d{{1,2}}\b"
+    rf"|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MON})"
     r"|\b(?:yesterday|last\s+\w+|\w+\s+ago|this\s+(?:week|weekend|month|year|morning)|today"
     r"|tomorrow|next\s+\w+|on\s+(?:mon|tues|wednes|thurs|fri|satur|sun)day)\b",
     re.IGNORECASE,
 )
-_NUMBER = re.compile(
-    r"\b(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|"
-    r"dozen|once|twice|thrice|couple|several|few)\b",
-    re.IGNORECASE,
-)
-_DURATION = re.compile(
-    r"\b(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|a|an|few|several|couple\s+of)"
-    r"\s+(?:years?|months?|weeks?|days?|hours?|decades?)\b|\bsince\b",
-    re.IGNORECASE,
-)
+_SINCE = re.compile(r"\bsince\b", re.IGNORECASE)
 _LAYER_BONUS = 0.015  # finer layers are more faithful: a small tie-breaker
 
 
@@ -58,9 +51,9 @@ def type_match(cues: Cues, line: EvidenceLine) -> bool:
     if kind == "date":
         return has_date(text)
     if kind == "duration":
-        return _DURATION.search(text) is not None
+        return vocab.DURATION.search(text) is not None or _SINCE.search(text) is not None
     if kind == "count":
-        return _NUMBER.search(text) is not None
+        return vocab.COUNT.search(text) is not None
     if kind == "person":
         asked = {n.lower() for n in cues.names}
         return any(n.lower() not in asked for n in lexical.names(text))
@@ -155,10 +148,28 @@ class Ranker:
         self._lines: Sequence[EvidenceLine] | None = None
         self._features: list[_Features] = []
         self._df: Counter[str] = Counter()
+        #: Relations the question names someone by ("my sister").
+        self._relations = frozenset(lexical.stem(r) for r in vocab.RELATIONS) & self._qset
+        #: Stem of a name the evidence gives that relation -> the relation ("inê" -> "sister").
+        self.aliases: dict[str, str] = {}
+
+    def _learn_aliases(self, line: EvidenceLine) -> bool:
+        """Note "my sister Inês" in ``line``; True when a new alias was learnt."""
+        new = False
+        for rel, name in lexical.kin(line.text):
+            key = lexical.stem(name)
+            if rel in self._relations and key not in self.aliases:
+                self.aliases[key] = rel
+                new = True
+        return new
 
     def _feature(self, line: EvidenceLine) -> _Features:
         cues = self.cues
         have = line_terms(line)
+        if self.aliases:
+            # A line about Inês answers a question about "my sister" once the evidence
+            # has said who the sister is.
+            have = have | {rel for key, rel in self.aliases.items() if key in have}
         matched = tuple(t for t in self.query if t in have)
         typed = type_match(cues, line)
         static = 0.15 if typed and cues.answer_type != "thing" else 0.0
@@ -176,6 +187,9 @@ class Ranker:
     def _sync(self, lines: Sequence[EvidenceLine]) -> None:
         if self._lines is not lines or len(lines) < len(self._features):
             self._lines, self._features, self._df = lines, [], Counter()
+        if self._relations and any(
+                [self._learn_aliases(ln) for ln in lines[len(self._features):]]):
+            self._features, self._df = [], Counter()  # earlier lines may name the person
         for i in range(len(self._features), len(lines)):
             f = self._feature(lines[i])
             if i > 0 and _follows(lines[i - 1], lines[i]):
@@ -205,6 +219,21 @@ class Ranker:
 
 
 _local = threading.local()
+
+
+def with_aliases(cues: Cues, lines: Sequence[EvidenceLine]) -> Cues:
+    """``cues`` with the people the question names by relation added to its names.
+
+    "Which place did my sister like?" asks about Inês once the evidence says
+    "my sister Inês": her name is then part of the question, not an answer.
+    """
+    ranker = Ranker(cues)
+    ranker._sync(lines)
+    if not ranker.aliases:
+        return cues
+    names = [n for ln in lines for _, n in lexical.kin(ln.text)
+             if lexical.stem(n) in ranker.aliases]
+    return replace(cues, names=tuple(dict.fromkeys((*cues.names, *names))))
 
 
 def rank(cues: Cues, lines: Sequence[EvidenceLine], terms: Sequence[str] | None = None,

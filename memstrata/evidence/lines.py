@@ -14,13 +14,37 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
 
-from memstrata.controller.state import EvidenceLine
 from memstrata.model import Layer, Turn
 from memstrata.text.dates import annotate_dates
 from memstrata.text.sentences import split_sentences
+
+@dataclass(frozen=True, slots=True)
+class EvidenceLine:
+    """One line of one read view: a fact bullet, a turn note, a message, a summary."""
+
+    session_id: str
+    session_date: datetime | None
+    layer: Layer
+    text: str
+    turn_indices: tuple[int, ...] = ()
+    speaker: str | None = None
+    #: Source message ids (LoCoMo ``D3:7``) where the layer keeps them.
+    source_ids: tuple[str, ...] = ()
+    #: The conversation participants this line is about (named in it, or by its pronouns).
+    about: tuple[str, ...] = ()
+
+    @property
+    def turn_index(self) -> int | None:
+        return self.turn_indices[0] if self.turn_indices else None
+
+    @property
+    def date_text(self) -> str:
+        return self.session_date.strftime("%Y-%m-%d") if self.session_date else "unknown date"
+
 
 _PREFIX = re.compile(r"^([A-Z][\w.'\-]*(?: [A-Z][\w.'\-]*){0,3}):\s+")
 _FIRST = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|[Mm]e|[Mm]y|[Mm]ine|[Mm]yself|[Ww]e|[Ww]e're|"

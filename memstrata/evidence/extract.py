@@ -14,34 +14,27 @@ import re
 from dataclasses import dataclass
 from datetime import date, datetime
 
-from memstrata.controller import lexical
-from memstrata.controller.cues import Cues
-from memstrata.controller.state import EvidenceLine
+from memstrata.evidence import lexical
+from memstrata.evidence.cues import Cues
+from memstrata.evidence.lines import EvidenceLine
+from memstrata.text import vocab
 from memstrata.text.dates import find_relative_dates
 
-_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
-           "September", "October", "November", "December")
+#: What an abstaining answer says (LoCoMo's scorer looks for "not mentioned").
+ABSTAIN_TEXT = "Not mentioned in the conversation"
+
+_MONTHS = vocab.MONTHS
+_MONTH_NAMES = "|".join(_MONTHS)
+# Alone, "May" is far more often the verb than the month.
+_MONTH_NAMES_NOT_MAY = "|".join(m for m in _MONTHS if m != "May")
 _ANNOTATION = re.compile(
     r"\((around )?(?:(the week of|the weekend of) )?(\d{4})(?:-(\d{2}))?(?:-(\d{2}))?\)"
     r"|\((around )?(spring|summer|fall|winter) (\d{4})\)"
 )
 _EXPLICIT_DATE = re.compile(
-    r"\b(?:\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:January|February|March|April|May|June|July|"
-    r"August|September|October|November|December)(?:,?\s+\d{4})?"
-    r"|(?:January|February|March|April|June|July|August|September|October|November|December)"
-    r"(?:\s+\d{1,2}(?:st|nd|rd|th)?)?(?:,?\s+\d{4})?"
+    rf"\b(?:\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MONTH_NAMES})(?:,?\s+\d{{4}})?"
+    rf"|(?:{_MONTH_NAMES_NOT_MAY})(?:\s+\d{{1,2}}(?:st|nd|rd|th)?)?(?:,?\s+\d{{4}})?"
     r"|(?:19|20)\d\d)\b"
-)
-_DURATION = re.compile(
-    r"\b(?:(?:about|around|almost|nearly|over)\s+)?(?:\d+|one|two|three|four|five|six|"
-    r"seven|eight|nine|ten|eleven|twelve|a|an|a\s+few|few|several|a\s+couple\s+of|couple\s+of)"
-    r"\s+(?:years?|months?|weeks?|days?|hours?|decades?)(?:\s+ago)?\b",
-    re.IGNORECASE,
-)
-_COUNT = re.compile(
-    r"\b(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|"
-    r"once|twice|thrice|a\s+couple|several|a\s+few)\b",
-    re.IGNORECASE,
 )
 _RELATION = re.compile(
     r"\b(?:((?i:my|our|his|her|their)|[A-Z][a-z]+'s)\s+)((?:best\s+|close\s+|old\s+|little\s+|"
@@ -165,9 +158,7 @@ def _bare(token: str) -> str:
 
 
 #: Time words: part of a date answer, noise in any other.
-_TIME_WORDS = frozenset("""last next ago week weeks weekend month months year years day days
-    today yesterday tomorrow tonight recently lately morning evening night friday saturday
-    sunday monday tuesday wednesday thursday fri sat sun""".split())
+_TIME_WORDS = vocab.TIME_WORDS
 
 
 def _noise(word: str) -> bool:
@@ -278,12 +269,20 @@ def _person(cues: Cues, line: EvidenceLine, text: str) -> str | None:
     return _named(cues, text)
 
 
+def _when_word(name: str) -> bool:
+    """"Last Friday", "May": a capitalised time, not a place."""
+    first = name.split()[0].lower()
+    return first in _TIME_WORDS or name.split()[0] in _MONTHS
+
+
 def _place(cues: Cues, text: str) -> str | None:
     asked = _asked(cues)
     for m in _PLACE_PREP.finditer(text):
-        if m.group(1).lower() not in asked:
+        if m.group(1).lower() not in asked and not _when_word(m.group(1)):
             return m.group(1)
-    return _named(cues, text)
+    found = [n for n in lexical.names(text) if n.lower() not in asked
+             and n.split()[0].lower() not in asked and not _when_word(n)]
+    return found[0] if found else None
 
 
 def span_for(cues: Cues, line: EvidenceLine, max_words: int = _MAX_SPAN_WORDS,
@@ -296,11 +295,11 @@ def span_for(cues: Cues, line: EvidenceLine, max_words: int = _MAX_SPAN_WORDS,
     keep_captions = bool(re.search(r"\b(?:photo|picture|image|pic)\b", cues.question, re.I))
     text = clean(line.text, keep_captions)
     if kind == "duration":
-        m = _DURATION.search(text)
+        m = vocab.DURATION.search(text)
         if m:
             return m.group(0), "duration"
     if kind == "count":
-        m = _COUNT.search(text)
+        m = vocab.COUNT.search(text)
         if m:
             return m.group(0), "count"
     if kind == "person":

@@ -12,7 +12,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from memstrata.controller.trace import Trace
+from memstrata.evidence.trace import Trace
 
 if TYPE_CHECKING:  # the openai package is only needed when an LLM is configured
     from memstrata.llm.openai_compat import ChatClient, ChatReply

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from memstrata.controller import lexical
+from memstrata.evidence import lexical
 from memstrata.text.dates import find_relative_dates
 
 AnswerType = Literal["date", "duration", "count", "person", "place", "yesno", "reason", "list",
@@ -60,11 +60,18 @@ _DATE_ASK = re.compile(
 _DURATION_ASK = re.compile(r"\bhow\s+long\b", re.IGNORECASE)
 _COUNT_ASK = re.compile(r"\b(?:how\s+many|how\s+much|how\s+often|number\s+of)\b", re.IGNORECASE)
 _PERSON_ASK = re.compile(r"^\s*(?:who|whom|whose)\b|\bwith\s+whom\b", re.IGNORECASE)
+# "Which city", and with up to two modifiers: "which seafood place", "what kind of venue".
 _PLACE_ASK = re.compile(
-    r"^\s*where\b|\b(?:what|which)\s+(?:city|country|state|place|town|location|restaurant|"
-    r"park|store|shop|venue)\b",
+    r"^\s*where\b|\b(?:what|which)\s+"
+    r"(?:(?!(?:is|are|was|were|do|does|did|has|have|had|will|would|can|could)\b)[a-z\-]+\s+)"
+    r"{0,2}?(?:city|cities|country|state|place|town|location|restaurant|cafe|bar|park|store|shop|"
+    r"venue|hotel|museum)\b",
     re.IGNORECASE,
 )
+#: Place nouns that only say "the answer is a place": the line that answers names the place
+#: ("we loved Ramiro") rather than repeating the noun, so they are not terms to cover.
+_GENERIC_PLACES = frozenset("place places location locations city cities town towns country "
+                            "countries".split())
 _REASON_ASK = re.compile(r"^\s*why\b|\bwhat\s+(?:made|caused|inspired|motivated)\b",
                          re.IGNORECASE)
 # "What activities ...", "Which books ...": a plural target asks for a list.
@@ -201,12 +208,24 @@ def detect_cues(question: str, asked_on: object = None,
         attribute=bool(_ATTRIBUTE.search(q)),
         relative_dates=rel,
         names=lexical.names(q),
-        terms=lexical.terms(q),
+        terms=_content_terms(q, kind),
         parts=parts if len(parts) > 1 else (),
         subjects=tuple(p for p in participants
                        if re.search(rf"\b{re.escape(p.split()[0])}\b", q)),
         participants=tuple(participants),
     )
+
+
+def _content_terms(question: str, kind: AnswerType) -> tuple[str, ...]:
+    """The question's stems, less the generic place noun a place question asks with."""
+    terms = lexical.terms(question)
+    m = _PLACE_ASK.search(question) if kind == "place" else None
+    noun = m.group(0).split()[-1].lower() if m else ""
+    if noun in _GENERIC_PLACES:
+        asked = lexical.stem(noun)
+        kept = tuple(t for t in terms if t != asked)
+        return kept or terms
+    return terms
 
 
 def keyword_query(question: str) -> str:

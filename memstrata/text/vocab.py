@@ -1,0 +1,80 @@
+"""One vocabulary of numbers, durations and time words for every rule that reads text.
+
+The extractive builder (dates it resolves at ingest), the controller (what
+kind of line answers "how many" or "how long") and the extractive answer
+(which span to quote) all ask the same questions of a sentence: is there a
+count, a duration, a time word? They read them from here, so a word added
+here ("thrice", "a couple of") is understood the same way everywhere.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: Number words up to twelve, by value (chat rarely spells out larger ones).
+NUMBER_WORDS: dict[str, int] = {
+    "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+    "nine": 9, "ten": 10, "eleven": 11, "twelve": 12,
+}
+#: Counts without a number, read as a rough value; also what makes a date vague.
+VAGUE_COUNTS: dict[str, int] = {"couple": 2, "few": 3, "several": 3}
+#: Count words that are not quantities of a unit ("twice", "a dozen").
+OTHER_COUNTS: tuple[str, ...] = ("twenty", "dozen", "once", "twice", "thrice")
+#: Units a duration is measured in.
+DURATION_UNITS: tuple[str, ...] = ("year", "month", "week", "day", "hour", "decade")
+#: Hedges that may open a duration ("about two years").
+APPROXIMATELY: tuple[str, ...] = ("about", "around", "almost", "nearly", "over")
+
+MONTHS: tuple[str, ...] = ("January", "February", "March", "April", "May", "June", "July",
+                           "August", "September", "October", "November", "December")
+WEEKDAYS: tuple[str, ...] = ("monday", "tuesday", "wednesday", "thursday", "friday",
+                             "saturday", "sunday")
+SEASONS: tuple[str, ...] = ("spring", "summer", "fall", "autumn", "winter")
+
+#: Calendar units as words ("week", "years"): content in a question ("last year").
+TIME_UNIT_WORDS: frozenset[str] = frozenset(
+    "week weeks weekend month months year years day days".split())
+#: Words that place a unit in time ("last week", "two days ago").
+TIME_SHIFT_WORDS: frozenset[str] = frozenset({"last", "next", "ago"})
+#: Days named relative to now, and vague recency.
+DEICTIC_TIME_WORDS: frozenset[str] = frozenset(
+    "today tonight tomorrow yesterday recently lately".split())
+#: Every time word that is not a date by itself: noise in an answer that is not a date.
+TIME_WORDS: frozenset[str] = (
+    TIME_UNIT_WORDS | TIME_SHIFT_WORDS | DEICTIC_TIME_WORDS
+    | {"morning", "evening", "night"} | frozenset(WEEKDAYS) | {"fri", "sat", "sun"})
+
+#: Words people are named by in relation to someone ("my sister", "Ana's coach").
+RELATIONS: tuple[str, ...] = (
+    "mom", "mother", "dad", "father", "parent", "parents", "sister", "brother", "sibling",
+    "siblings", "son", "daughter", "kid", "kids", "child", "children", "husband", "wife",
+    "partner", "boyfriend", "girlfriend", "fiance", "fiancee", "friend", "aunt", "uncle",
+    "cousin", "niece", "nephew", "grandma", "grandmother", "grandpa", "grandfather", "mentor",
+    "teacher", "coach", "boss", "colleague", "coworker", "neighbor", "neighbour", "roommate")
+#: What may stand between a possessive and a relation ("my *older* sister").
+RELATION_MODIFIERS: tuple[str, ...] = ("best", "close", "old", "little", "older", "younger",
+                                       "big", "baby", "twin", "new")
+
+#: Irregular past forms and participles ("went", "taken"): never conjugated as present verbs.
+PAST_FORMS: frozenset[str] = frozenset(
+    """went gone did done made bought took taken saw seen gave given got gotten ran swam began
+    begun wrote written met felt kept left lost won found thought taught brought sang sung drew
+    drawn built spent told said heard knew known came ate eaten flew rode had was were been
+    became sent paid sold fell fallen chose chosen forgot forgotten held led meant slept stood
+    understood woke wore broke broken spoke spoken caught fought grew grown threw thrown sat lay
+    lit dug hung shot sought stuck swung spun bit hid slid fed fled dealt dreamt leapt lent bent
+    wept swept crept knelt""".split())
+
+_NUMBERS = "|".join(NUMBER_WORDS)
+_UNITS = "|".join(f"{u}s?" for u in DURATION_UNITS)
+
+#: A quantity of something as chat writes it: digits, a number word, "a few", "a couple of".
+QUANTITY = rf"(?:\d+|{_NUMBERS}|(?:a\s+)?couple(?:\s+of)?|(?:a\s+)?few|several)"
+#: A count anywhere in a sentence ("three", "twice", "a few").
+COUNT = re.compile(
+    rf"\b(?:\d+|{_NUMBERS}|{'|'.join(OTHER_COUNTS)}|(?:a\s+)?couple|several|(?:a\s+)?few)\b",
+    re.IGNORECASE)
+#: A stretch of time ("about two years", "a few weeks ago", "an hour").
+DURATION = re.compile(
+    rf"\b(?:(?:{'|'.join(APPROXIMATELY)})\s+)?(?:{QUANTITY}|an?)\s+(?:{_UNITS})(?:\s+ago)?\b",
+    re.IGNORECASE)
