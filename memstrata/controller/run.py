@@ -10,6 +10,7 @@ and returns the answer with its sources, the full trace and its summary.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
@@ -24,7 +25,7 @@ from memstrata.controller.tools import TOOL_NAMES, MemoryTools, Reflector
 from memstrata.controller.trace import Trace, TraceSummary
 from memstrata.llm.usage import PriceTable
 from memstrata.memory import Memory
-from memstrata.model import Scope, SessionMeta
+from memstrata.model import Scope, SessionMeta, TraceStep
 from memstrata.synth.answer import AnswerGenerator, Draft, ExtractiveAnswer, LLMAnswer
 from memstrata.synth.notes import ExtractiveNotes, LLMNotes, NotesSynthesizer
 
@@ -91,9 +92,14 @@ class Controller:
             return LLMPolicy(self.chat, s), LLMReflector(self.chat, s), s
         return RulePolicy(s), RuleReflector(), s
 
-    def answer(self, scope: Scope, question: str, asked_on: datetime | None = None) -> Answer:
-        """Answer ``question`` from ``scope``'s memory as of ``asked_on``."""
-        trace = Trace()
+    def answer(self, scope: Scope, question: str, asked_on: datetime | None = None, *,
+               on_step: Callable[[TraceStep], None] | None = None) -> Answer:
+        """Answer ``question`` from ``scope``'s memory as of ``asked_on``.
+
+        ``on_step`` sees each trace step as it is recorded; an exception it raises
+        stops the answer (how a cancelled remote call stops its work).
+        """
+        trace = Trace(on_step=on_step)
         with trace.memory_time():
             metas = self.memory.sessions(scope)
             participants = self._participants(scope, metas)

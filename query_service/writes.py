@@ -1,0 +1,56 @@
+"""Writes, deletes and counts over a local memory, through the core's writer role.
+
+Each function runs in the service's single write thread (the embedded stores
+admit one writer).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from memstrata.model import Message, Scope, SessionMeta
+from memstrata.roles import DeleteReceipt, MemoryStats
+from query_service.publish import TurnRecord
+
+
+def group_by_session(records: Sequence[TurnRecord]) -> dict[tuple[Scope, str], list[TurnRecord]]:
+    """Records per session, in arrival order (a batch may mix users and sessions)."""
+    out: dict[tuple[Scope, str], list[TurnRecord]] = {}
+    for r in records:
+        scope = Scope(tenant_id=r.tenant_id, user_id=r.user_id)
+        out.setdefault((scope, r.session_id), []).append(r)
+    return out
+
+
+def append_direct(memory: Any, records: Sequence[TurnRecord]) -> int:
+    """Append every record through ``append_messages``; flush; return duplicates ignored."""
+    duplicates = 0
+    for (scope, session_id), group in group_by_session(records).items():
+        date = next((r.session_date for r in group if r.session_date is not None), None)
+        meta = SessionMeta(scope=scope, session_id=session_id, session_date=date)
+        messages = [Message(role=r.role, content=r.content, speaker=r.speaker,
+                            source_id=r.message_id) for r in group]
+        report = memory.append_messages(meta, messages)
+        duplicates += int(getattr(report, "duplicates", 0))
+    memory.flush()
+    return duplicates
+
+
+def close_session(memory: Any, scope: Scope, session_id: str) -> int:
+    """Build the session's final windows; the number of units written."""
+    memory.session(scope, session_id)  # SessionNotFound for an unknown session
+    report = memory.close_session(scope, session_id)
+    memory.flush()
+    return len(getattr(report, "units_written", []) or [])
+
+
+def delete(memory: Any, scope: Scope, session_id: str | None) -> DeleteReceipt:
+    """Delete in every store and flush, so that no later search sees the data."""
+    receipt = memory.delete(scope, session_id)
+    memory.flush()
+    return receipt  # type: ignore[no-any-return]
+
+
+def stats(memory: Any, tenant: str) -> MemoryStats:
+    return memory.stats(tenant)  # type: ignore[no-any-return]
