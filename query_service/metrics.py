@@ -9,6 +9,8 @@ bounded by the keys file).
 
 from __future__ import annotations
 
+from typing import Any
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
 from memstrata.controller.result import Answer
@@ -66,21 +68,26 @@ class ServiceMetrics:
     def _t(self, tenant: str | None) -> dict[str, str]:
         return {"tenant": tenant or "-"} if self.tenant_label else {}
 
+    @staticmethod
+    def _at(metric: Any, labels: dict[str, str]) -> Any:
+        """The child for ``labels``, or the metric itself when it has no labels."""
+        return metric.labels(**labels) if labels else metric
+
     def observe_answer(self, answer: Answer, prices: PriceTable, tenant: str | None,
                        *, fallback: bool = False) -> None:
         t = self._t(tenant)
         s = answer.summary
         if s.deepest_layer is not None:
-            self.answer_depth.labels(**t).observe(int(s.deepest_layer))
+            self._at(self.answer_depth, t).observe(int(s.deepest_layer))
         if s.haystack_sessions:
-            self.drilled_share.labels(**t).observe(s.drilled_share)
-        self.steps.labels(**t).observe(s.steps)
+            self._at(self.drilled_share, t).observe(s.drilled_share)
+        self._at(self.steps, t).observe(s.steps)
         for step in answer.steps:
             if step.layer is not None and not step.tool.startswith("llm:"):
                 self.layer_reads.labels(layer=step.layer.label, **t).inc()
         for role, usage in s.tokens.items():
             if role == MEMORY_ROLE:
-                self.memory_tokens.labels(**t).inc(usage.tokens_out)
+                self._at(self.memory_tokens, t).inc(usage.tokens_out)
                 continue
             self.llm_calls.labels(role=role, **t).inc(usage.calls)
             self.llm_tokens.labels(role=role, direction="in", **t).inc(usage.tokens_in)
@@ -93,7 +100,7 @@ class ServiceMetrics:
                     self.cost.labels(model=model, **t).inc(
                         price.cost(step.tokens_in, step.tokens_out))
         if fallback:
-            self.budget_fallbacks.labels(**t).inc()
+            self._at(self.budget_fallbacks, t).inc()
 
     def serve_http(self, port: int, host: str = "0.0.0.0") -> object:
         """Start the /metrics endpoint; returns the HTTP server (``shutdown()`` stops it)."""
