@@ -43,7 +43,7 @@ from query_service.metrics import ServiceMetrics
 from query_service.publish import TurnPublisher, TurnRecord, now_utc
 from query_service import writes
 from query_service.settings import ServiceSettings
-from query_service.work import GuardedReader, Pools, WorkToken
+from query_service.work import GuardedReader, Pools, WorkToken, call_end_reason
 
 log = logging.getLogger(__name__)
 
@@ -170,7 +170,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
             answer = await task
         finally:
             if not task.done():  # the client went away: stop the controller
-                token.cancel("cancelled")
+                token.cancel(call_end_reason(context))
                 task.cancel()
         self._account(scope.tenant_id, answer, fallback)
         yield pb.AnswerEvent(answer=answer_to_wire(answer, budget_fallback=fallback))

@@ -102,6 +102,12 @@ class GuardedReader:
         return self._memory.stats(tenant_id)
 
 
+def call_end_reason(context: Any) -> str:
+    """Why a call's task was cancelled: its deadline passed, or the client went away."""
+    remaining = context.time_remaining() if context is not None else None
+    return "deadline" if remaining is not None and remaining <= 0.001 else "cancelled"
+
+
 class Pools:
     """The three thread pools and the bridge from a gRPC call to a thread."""
 
@@ -133,7 +139,7 @@ class Pools:
         try:
             return await future
         except asyncio.CancelledError:
-            work_token.cancel("cancelled")
+            work_token.cancel(call_end_reason(context))
             raise
 
     def shutdown(self) -> None:
