@@ -76,6 +76,8 @@ def status_for(exc: BaseException) -> tuple[grpc.StatusCode, str] | None:
         return grpc.StatusCode.NOT_FOUND, str(exc)
     if isinstance(exc, Exhausted):
         return grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc)
+    if isinstance(exc, NotImplementedError):
+        return grpc.StatusCode.UNIMPLEMENTED, str(exc) or "not supported by this memory"
     if isinstance(exc, WorkCancelled):
         code = (grpc.StatusCode.DEADLINE_EXCEEDED if exc.reason == "deadline"
                 else grpc.StatusCode.CANCELLED)
