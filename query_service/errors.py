@@ -50,6 +50,18 @@ def check_id(field: str, value: str, *, required: bool = True) -> str:
     return value
 
 
+_MESSAGE_ID = re.compile(r"^[^\s\x00-\x1f\x7f]+$")
+
+
+def check_message_id(field: str, value: str) -> str:
+    if not value:
+        raise InvalidArgument(f"{field}: required")
+    if len(value) > MAX_ID_LEN or not _MESSAGE_ID.match(value):
+        raise InvalidArgument(f"{field}: printable text without whitespace, limit "
+                              f"{MAX_ID_LEN} characters")
+    return value
+
+
 def check_text(field: str, value: str, limit: int, *, required: bool = True) -> str:
     if required and not value.strip():
         raise InvalidArgument(f"{field}: required (empty)")

@@ -17,12 +17,18 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any, Protocol
 
-from pydantic import BaseModel, ConfigDict
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, StringConstraints
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from memstrata.model import Identifier, Role
 
 TURNS_TOPIC = "memstrata.turns.v1"
+#: Message ids come from other systems (``D1:3``, ``chat#17``): printable, no whitespace.
+MESSAGE_ID_PATTERN = r"^[^\s\x00-\x1f\x7f]+$"
+MessageId = Annotated[str, StringConstraints(min_length=1, max_length=128,
+                                             pattern=MESSAGE_ID_PATTERN)]
 EVENT_VERSION = 1
 
 
@@ -44,7 +50,7 @@ class TurnRecord(BaseModel):
     tenant_id: Identifier
     user_id: Identifier
     session_id: Identifier
-    message_id: Identifier
+    message_id: MessageId
     role: Role
     content: str
     ts: datetime
@@ -80,7 +86,7 @@ class KafkaPublisher:
         from aiokafka import AIOKafkaProducer  # the kafka extra
 
         self._producer = AIOKafkaProducer(
-            bootstrap_servers=self.brokers, acks="all", enable_idempotence=True,
+            bootstrap_servers=self.brokers, acks="all",
             key_serializer=str.encode,
             value_serializer=lambda v: json.dumps(v, separators=(",", ":")).encode())
         await self._producer.start()

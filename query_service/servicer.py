@@ -33,6 +33,7 @@ from query_service.errors import (
     InvalidArgument,
     NotFound,
     check_id,
+    check_message_id,
     check_range,
     check_text,
     rpc_errors,
@@ -250,7 +251,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
     def _record(self, field: str, e: pb.TurnEvent, tenant: str) -> TurnRecord:
         check_id(f"{field}.user_id", e.user_id)
         check_id(f"{field}.session_id", e.session_id)
-        check_id(f"{field}.message_id", e.message_id)
+        check_message_id(f"{field}.message_id", e.message_id)
         if e.role not in ("user", "assistant"):
             raise InvalidArgument(f"{field}.role: must be 'user' or 'assistant'")
         check_text(f"{field}.content", e.content, self.settings.max_content_chars)
