@@ -19,6 +19,7 @@ from memstrata.layers.lazy import SessionNotFound
 from memstrata.model import ID_PATTERN, MAX_ID_LEN
 from memstrata.retrieval.hybrid import QueryError
 from query_service.work import WorkCancelled
+from query_service.writes import DeleteIncomplete
 
 log = logging.getLogger(__name__)
 _ID = re.compile(ID_PATTERN)
@@ -88,6 +89,8 @@ def status_for(exc: BaseException) -> tuple[grpc.StatusCode, str] | None:
         return grpc.StatusCode.NOT_FOUND, str(exc)
     if isinstance(exc, Exhausted):
         return grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc)
+    if isinstance(exc, DeleteIncomplete):
+        return grpc.StatusCode.UNAVAILABLE, str(exc)
     if isinstance(exc, NotImplementedError):
         return grpc.StatusCode.UNIMPLEMENTED, str(exc) or "not supported by this memory"
     if isinstance(exc, WorkCancelled):

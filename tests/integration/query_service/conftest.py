@@ -66,9 +66,10 @@ class Service:
 
 
 @pytest.fixture(scope="session")
-def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
+def service(tmp_path_factory: pytest.TempPathFactory,
+            embedder: MiniLMEmbedder) -> Iterator[Service]:
     tmp = tmp_path_factory.mktemp("query_service")
-    memory = open_memory(tmp / "data", MiniLMEmbedder())
+    memory = open_memory(tmp / "data", embedder)
     memory.ingest(globex_sessions())
     keys_path = tmp / "keys.json"
     keys = Keys(acme=add_key(keys_path, "acme")[1], globex=add_key(keys_path, "globex")[1],

@@ -68,3 +68,12 @@ def test_delete_user_forgets_everything(client: MemoryClient):
     assert receipt.complete and receipt.removed["docs"] >= 1
     assert client.sessions(SAM) == []
     assert client.search(SAM, "sailboat Albatross") == []
+
+
+def test_stats_count_the_keys_tenant_only(service: Service, client: MemoryClient):
+    st = client.stats()
+    assert st == service.memory.stats("acme")
+    assert st.tenant_id == "acme" and st.sessions >= 4 and st.units >= st.sessions
+    with MemoryClient(service.address, api_key=service.keys.globex) as globex:
+        g = globex.stats()
+    assert (g.tenant_id, g.users, g.sessions, g.turns) == ("globex", 1, 1, 1)
