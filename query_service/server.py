@@ -24,6 +24,7 @@ from grpc_reflection.v1alpha import reflection
 from memstrata.client._proto import memory_pb2 as pb
 from memstrata.client._proto import memory_pb2_grpc as pb_grpc
 from memstrata.controller.config import ControllerSettings, load_controller_settings
+from memstrata.llm.usage import PriceTable
 from query_service.interceptors import AuthInterceptor, LimitsInterceptor, MetricsInterceptor
 from query_service.keys import KeyRing
 from query_service.limits import SpendLedger, TenantGate
@@ -88,6 +89,7 @@ async def build_server(
     publisher: TurnPublisher | None = None,
     kafka: KafkaProducerSettings | None = None,
     chat: Any = None,
+    prices: PriceTable | None = None,
 ) -> ServiceHandle:
     """Start a server over ``memory`` (a :class:`~memstrata.memory.Memory`) and return it.
 
@@ -109,7 +111,7 @@ async def build_server(
     if chat is None:
         chat = _open_chat(memory, controller_settings)
     servicer = MemoryServicer(memory, settings, controller_settings, chat, pools, metrics,
-                              gate, SpendLedger(), publisher)
+                              gate, SpendLedger(), publisher, prices)
     server = grpc.aio.server(interceptors=[MetricsInterceptor(metrics), AuthInterceptor(keys),
                                            LimitsInterceptor(gate, metrics)],
                              options=[("grpc.so_reuseport", 0)])

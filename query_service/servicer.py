@@ -26,6 +26,7 @@ from memstrata.controller.config import ControllerSettings
 from memstrata.controller.result import Answer
 from memstrata.controller.run import Controller
 from memstrata.controller.trace import MEMORY_ROLE
+from memstrata.llm.usage import PriceTable
 from memstrata.model import Scope, TraceStep
 from query_service.calls import current_tenant
 from query_service.errors import (
@@ -64,12 +65,13 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
     def __init__(self, memory: Any, settings: ServiceSettings,
                  controller_settings: ControllerSettings, chat: Any, pools: Pools,
                  metrics: ServiceMetrics, gate: TenantGate, ledger: SpendLedger,
-                 publisher: TurnPublisher | None = None) -> None:
+                 publisher: TurnPublisher | None = None,
+                 prices: PriceTable | None = None) -> None:
         self.memory = memory
         self.settings = settings
         self.controller_settings = controller_settings
         self.chat = chat
-        self.prices = controller_settings.prices()
+        self.prices = prices or controller_settings.prices()
         self.pools = pools
         self.metrics = metrics
         self.gate = gate
@@ -127,7 +129,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
             if on_step is not None:
                 on_step(entry)
 
-        controller = Controller(reader, settings, chat)  # type: ignore[arg-type]
+        controller = Controller(reader, settings, chat, self.prices)  # type: ignore[arg-type]
         return controller.answer(scope, question, asked_on, on_step=step)
 
     def _account(self, tenant: str, answer: Answer, fallback: bool) -> None:
