@@ -3,7 +3,7 @@
 Loaded lazily by ``_register_subcommands``; the query service itself is imported
 only when a command runs, so the core CLI works without the grpc extra.
 
-``--remote HOST:PORT`` (or ``MEMSTRATA_REMOTE``) sends ``ask`` and ``search``
+``--remote HOST:PORT`` (or ``MEMSTRATA_API_ADDRESS``) sends ``ask`` and ``search``
 to a running service. While ``memstrata serve`` holds a data dir it records
 its address in ``<data dir>/serve.json``; ``ask`` and ``search`` run against
 that data dir then go through the service without a flag (the embedded
@@ -104,8 +104,10 @@ def keys_revoke(key_id: Annotated[str, typer.Argument(help="Key id (see `keys li
 
 @app.command()
 def serve(
-    port: Annotated[int, typer.Option(help="gRPC port.")] = 50051,
-    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[Optional[int], typer.Option(
+        help="gRPC port (MEMSTRATA_SERVICE_PORT, default 50051).")] = None,
+    host: Annotated[Optional[str], typer.Option(
+        help="Address to listen on (MEMSTRATA_SERVICE_HOST, default 127.0.0.1).")] = None,
     metrics_port: Annotated[Optional[int], typer.Option(
         help="Prometheus /metrics port (off when not given).")] = None,
     keys_file: KeysFile = None,
@@ -123,6 +125,7 @@ def serve(
     settings = _settings(data_dir)
     svc = _service_settings(port=port, host=host, metrics_port=metrics_port)
     svc = svc.model_copy(update={"keys_file": _keys_path(keys_file, data_dir)})
+    host, port, metrics_port = svc.host, svc.port, svc.metrics_port
     n_keys = len(read_keys_file(svc.keys_file).keys)
     memory = _open(data_dir)
     marker = settings.data_dir / SERVE_FILE
@@ -166,6 +169,19 @@ def serving_address(data_dir: Path | None) -> str | None:
     if not isinstance(info, dict) or not _alive(int(info.get("pid", 0))):
         return None
     return str(info.get("address")) or None
+
+
+def _client_settings() -> Any:
+    from pydantic import ValidationError
+
+    from memstrata.client.settings import ClientSettings
+
+    try:
+        return ClientSettings()
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        err.print(f"[red]MEMSTRATA_API_{str(e['loc'][0]).upper()}: {escape(e['msg'])}[/red]")
+        raise typer.Exit(2) from None
 
 
 def _client(remote: str) -> Any:
@@ -255,12 +271,12 @@ def _with_remote(name: str, remote_impl: Callable[..., None],
     remote_param = inspect.Parameter(
         "remote", inspect.Parameter.KEYWORD_ONLY, default=None,
         annotation=Annotated[Optional[str], typer.Option(
-            "--remote", help="HOST:PORT of a memstrata service (MEMSTRATA_REMOTE); default: "
+            "--remote", help="HOST:PORT of a memstrata service (MEMSTRATA_API_ADDRESS); default: "
                              "the service holding the data dir, if one runs.")])
 
     @functools.wraps(original)
     def command(*args: Any, remote: str | None = None, **kwargs: Any) -> None:
-        remote = remote or os.environ.get("MEMSTRATA_REMOTE") or serving_address(
+        remote = remote or _client_settings().address or serving_address(
             kwargs.get("data_dir"))
         if remote is None:
             return original(*args, **kwargs)  # type: ignore[no-any-return]

@@ -4,19 +4,32 @@
 :class:`memstrata.roles.MemoryReader` over gRPC, so the controller runs over
 a remote memory exactly as over a local one; they also ask for answers,
 send turn events and delete. The API key comes from ``MEMSTRATA_API_KEY``.
+
+Names load on first use: ``memstrata.client.settings`` (read at every start-up
+to check ``MEMSTRATA_API_*`` variables) must not pull in grpc.
 """
 
-from memstrata.client.aio import AsyncMemoryClient
-from memstrata.client.errors import (
-    InvalidRequest,
-    RateLimited,
-    RemoteError,
-    RemoteSessionNotFound,
-    Unauthenticated,
-)
-from memstrata.client.plan import event
-from memstrata.client.settings import ClientSettings
-from memstrata.client.sync import MemoryClient
+from __future__ import annotations
 
-__all__ = ["AsyncMemoryClient", "ClientSettings", "InvalidRequest", "MemoryClient",
-           "RateLimited", "RemoteError", "RemoteSessionNotFound", "Unauthenticated", "event"]
+from importlib import import_module
+from typing import Any
+
+_EXPORTS = {
+    "AsyncMemoryClient": "memstrata.client.aio",
+    "MemoryClient": "memstrata.client.sync",
+    "ClientSettings": "memstrata.client.settings",
+    "InvalidRequest": "memstrata.client.errors",
+    "RateLimited": "memstrata.client.errors",
+    "RemoteError": "memstrata.client.errors",
+    "RemoteSessionNotFound": "memstrata.client.errors",
+    "Unauthenticated": "memstrata.client.errors",
+    "event": "memstrata.client.plan",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'memstrata.client' has no attribute {name!r}")

@@ -22,8 +22,8 @@ from memstrata.roles import DeleteReceipt, MemoryStats
 
 
 def aio_channel_for(address: str, settings: ClientSettings) -> grpc.aio.Channel:
-    if settings.remote_ca_file is not None:
-        creds = grpc.ssl_channel_credentials(settings.remote_ca_file.read_bytes())
+    if settings.ca_file is not None:
+        creds = grpc.ssl_channel_credentials(settings.ca_file.read_bytes())
         return grpc.aio.secure_channel(address, creds)
     return grpc.aio.insecure_channel(address)
 
@@ -35,13 +35,13 @@ class AsyncMemoryClient:
                  timeout_s: float | None = None,
                  settings: ClientSettings | None = None) -> None:
         self.config = settings or ClientSettings()
-        address = address or self.config.remote
+        address = address or self.config.address
         if not address:
-            raise ValueError("no service address: pass HOST:PORT or set MEMSTRATA_REMOTE")
+            raise ValueError("no service address: pass HOST:PORT or set MEMSTRATA_API_ADDRESS")
         self.address = address
-        self._key = api_key or (self.config.api_key.get_secret_value()
-                                if self.config.api_key else None)
-        self.timeout_s = timeout_s or self.config.remote_timeout_s
+        self._key = api_key or (self.config.key.get_secret_value()
+                                if self.config.key else None)
+        self.timeout_s = timeout_s or self.config.timeout_s
         self._channel = aio_channel_for(address, self.config)
         self._stub = pb_grpc.MemoryServiceStub(self._channel)
 

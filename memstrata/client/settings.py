@@ -1,4 +1,9 @@
-"""Client settings: ``MEMSTRATA_API_KEY`` and where the service is."""
+"""Client settings, ``MEMSTRATA_API_*``: the key and where the service is.
+
+Registered with core's settings namespaces (``memstrata.settings`` entry point),
+so ``MEMSTRATA_API_KEY`` and friends pass ``load_settings``'s check for stray
+variables. This module imports nothing but pydantic (every start-up loads it).
+"""
 
 from __future__ import annotations
 
@@ -11,14 +16,14 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 class ClientSettings(BaseSettings):
     """What a client needs to reach the query service."""
 
-    model_config = SettingsConfigDict(env_prefix="MEMSTRATA_", extra="ignore",
+    model_config = SettingsConfigDict(env_prefix="MEMSTRATA_API_", extra="forbid",
                                       case_sensitive=False)
 
-    #: The key ``memstrata keys add TENANT`` printed.
-    api_key: SecretStr | None = None
+    #: ``MEMSTRATA_API_KEY``: the key ``memstrata keys add TENANT`` printed.
+    key: SecretStr | None = None
     #: ``HOST:PORT`` of the service (``--remote`` on the command line wins).
-    remote: str | None = None
+    address: str | None = None
     #: PEM root certificate to verify a TLS server with; unset: plaintext.
-    remote_ca_file: Path | None = None
+    ca_file: Path | None = None
     #: Default deadline of a call, in seconds.
-    remote_timeout_s: float = Field(30.0, gt=0, le=3600)
+    timeout_s: float = Field(30.0, gt=0, le=3600)

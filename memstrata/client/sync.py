@@ -23,8 +23,8 @@ from memstrata.roles import DeleteReceipt, MemoryStats
 
 
 def channel_for(address: str, settings: ClientSettings) -> grpc.Channel:
-    if settings.remote_ca_file is not None:
-        creds = grpc.ssl_channel_credentials(settings.remote_ca_file.read_bytes())
+    if settings.ca_file is not None:
+        creds = grpc.ssl_channel_credentials(settings.ca_file.read_bytes())
         return grpc.secure_channel(address, creds)
     return grpc.insecure_channel(address)
 
@@ -40,14 +40,14 @@ class MemoryClient:
                  timeout_s: float | None = None,
                  settings: ClientSettings | None = None) -> None:
         self.config = settings or ClientSettings()
-        address = address or self.config.remote
+        address = address or self.config.address
         if not address:
-            raise ValueError("no service address: pass HOST:PORT or set MEMSTRATA_REMOTE")
+            raise ValueError("no service address: pass HOST:PORT or set MEMSTRATA_API_ADDRESS")
         self.address = address
-        key = api_key or (self.config.api_key.get_secret_value()
-                          if self.config.api_key else None)
+        key = api_key or (self.config.key.get_secret_value()
+                          if self.config.key else None)
         self._key = key
-        self.timeout_s = timeout_s or self.config.remote_timeout_s
+        self.timeout_s = timeout_s or self.config.timeout_s
         self._channel = channel_for(address, self.config)
         self._stub = pb_grpc.MemoryServiceStub(self._channel)
 
