@@ -257,6 +257,63 @@ def remote_ask(remote: str, question: str, tenant: str, user: str, date: str | N
         _print_trace(answer)
 
 
+def remote_sessions(remote: str, tenant: str, user: str) -> None:
+    from memstrata.client import RemoteError
+
+    scope = _scope(tenant, user)
+    with _client(remote) as client:
+        try:
+            metas = client.sessions(scope)
+            rows = [(m.session_id, m.date_text, str(len(client.raw(scope, m.session_id))))
+                    for m in metas]
+        except RemoteError as exc:
+            _remote_failure(exc)
+    table = Table(title=f"{scope} (via {remote})")
+    for col in ("session", "date", "turns"):
+        table.add_column(col)
+    for row in rows:
+        table.add_row(*row)
+    console.print(table if rows else f"no sessions for {scope}")
+
+
+def remote_show(remote: str, session_id: str, tenant: str, user: str, layers: str,
+                raw_markdown: bool) -> None:
+    from memstrata.client import RemoteError, RemoteSessionNotFound
+    from memstrata.layers import markdown as md
+    from rich.markdown import Markdown
+
+    try:
+        wanted = sorted({int(x) for x in layers.split(",") if x.strip()})
+    except ValueError:
+        wanted = [-1]
+    if not wanted or any(x not in (0, 1, 2, 3) for x in wanted):
+        err.print(f"[red]--layers: expected numbers from 0 to 3, got {layers!r}[/red]")
+        raise typer.Exit(2)
+    scope = _scope(tenant, user)
+    parts: list[str] = []
+    with _client(remote) as client:
+        try:
+            meta = client.session(scope, session_id)
+            if 0 in wanted:
+                parts.append(md.render_l0(meta, client.l0(scope, session_id)))
+            if 1 in wanted:
+                parts.append(md.render_l1(client.facts(scope, session_id)))
+            if 2 in wanted:
+                parts.append(md.render_l2(client.notes(scope, session_id)))
+            if 3 in wanted:
+                parts.append(md.render_l3(meta, client.raw(scope, session_id)))
+        except RemoteSessionNotFound as exc:
+            err.print(f"[red]{escape(str(exc.args[0]))}[/red]")
+            raise typer.Exit(1) from None
+        except RemoteError as exc:
+            _remote_failure(exc)
+    text = "\n\n".join(parts)
+    if raw_markdown or not sys.stdout.isatty():
+        sys.stdout.write(text + "\n")
+    else:
+        console.print(Markdown(text))
+
+
 def _with_remote(name: str, remote_impl: Callable[..., None],
                  pick: Callable[[dict[str, Any]], tuple[Any, ...]]) -> None:
     """Give the registered command ``name`` a ``--remote`` option that routes to the service."""
@@ -296,3 +353,6 @@ def register() -> None:
     _with_remote("ask", remote_ask, lambda k: (
         k["question"], k["tenant"], k["user"], k["date"], k["trace"], k["as_json"],
         k.get("without")))
+    _with_remote("sessions", remote_sessions, lambda k: (k["tenant"], k["user"]))
+    _with_remote("show", remote_show, lambda k: (
+        k["session_id"], k["tenant"], k["user"], k["layers"], k["raw_markdown"]))

@@ -74,6 +74,12 @@ def test_serve_keys_remote_ask_and_graceful_stop(tmp_path: Path):
                     "half marathon knee", data_dir=data, env={"MEMSTRATA_API_KEY": key})
         assert found.returncode == 0, found.stderr
         assert json.loads(found.stdout)[0]["session_id"] == "2024-04-10-running"
+        listed = run("sessions", "--tenant", "acme", "--user", "maya", data_dir=data,
+                     env={"MEMSTRATA_API_KEY": key})
+        assert listed.returncode == 0 and "2024-04-10-running" in listed.stdout, listed.stderr
+        shown = run("show", "--tenant", "acme", "--user", "maya", "--layers", "1,3",
+                    "2024-04-10-running", data_dir=data, env={"MEMSTRATA_API_KEY": key})
+        assert shown.returncode == 0 and "half marathon" in shown.stdout, shown.stderr
         refused = run("search", "--tenant", "globex", "--user", "maya", "--remote", address,
                       "knee", data_dir=data, env={"MEMSTRATA_API_KEY": key})
         assert refused.returncode == 2 and "PERMISSION_DENIED" in refused.stderr
