@@ -10,12 +10,14 @@ embedded store. Then, for each number of concurrent callers:
 
 * **library**: that many threads call ``Memory.search`` / ``Controller.answer``
   (offline rule controller) on one shared Memory in this process;
-* **service**: ``memstrata``'s query service runs in its own process over the
-  same data dir (the embedded stores admit one process at a time, so the
-  library's handle is closed first), and that many asyncio tasks call it
-  through one :class:`~memstrata.client.AsyncMemoryClient` channel.
+* **service**: ``memstrata``'s query service runs in its own process over a
+  copy of the same data dir (the embedded stores admit one process each),
+  and that many asyncio tasks call it through one
+  :class:`~memstrata.client.AsyncMemoryClient` channel.
 
-Both paths ask the same questions in the same order. Printed: throughput
+Both paths ask the same questions in the same order, and each measurement
+on one path is followed at once by the same measurement on the other, so
+both see the same load on a shared machine. Printed: throughput
 (calls/s) and p50/p99 latency per path, the service/library throughput
 ratio, and errors. ``--pool-sweep`` reruns service Search at 8 callers with
 each read-pool size, to see whether more threads help (the stores hold the
@@ -30,6 +32,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -185,63 +188,61 @@ class ServiceProcess:
 
 # -- the bench ------------------------------------------------------------------------
 
-def measure_library(data_dir: Path, questions: Sequence[Any], callers: Sequence[int],
-                    search_calls: int, answer_calls: int, warmup: int) -> dict[str, Any]:
-    from memstrata.config import load_settings
-    from memstrata.controller.config import ControllerSettings
-    from memstrata.controller.run import Controller
-    from memstrata.memory import Memory
+class LibraryPath:
+    """The library in this process: threads calling one Memory and one Controller."""
 
-    out: dict[str, Any] = {}
-    with Memory.open(load_settings(data_dir=data_dir)) as memory:
-        controller = Controller(memory, ControllerSettings(policy="rules"))
+    def __init__(self, data_dir: Path, questions: Sequence[Any]) -> None:
+        from memstrata.config import load_settings
+        from memstrata.controller.config import ControllerSettings
+        from memstrata.controller.run import Controller
+        from memstrata.memory import Memory
 
-        def search(i: int) -> object:
-            q = questions[i % len(questions)]
-            return memory.search(q.scope, q.question)
+        self.memory = Memory.open(load_settings(data_dir=data_dir))
+        self.controller = Controller(self.memory, ControllerSettings(policy="rules"))
+        self.questions = questions
 
-        def answer(i: int) -> object:
-            q = questions[i % len(questions)]
-            return controller.answer(q.scope, q.question, q.asked_on)
+    def search(self, i: int) -> object:
+        q = self.questions[i % len(self.questions)]
+        return self.memory.search(q.scope, q.question)
 
-        for i in range(warmup):
-            search(i), answer(i)
-        with progress() as bar:
-            task = bar.add_task("library", total=len(callers) * 2)
-            for c in callers:
-                out[f"search/{c}"] = run_threads(search, search_calls, c)
-                bar.advance(task)
-                out[f"answer/{c}"] = run_threads(answer, answer_calls, c)
-                bar.advance(task)
-    return out
+    def answer(self, i: int) -> object:
+        q = self.questions[i % len(self.questions)]
+        return self.controller.answer(q.scope, q.question, q.asked_on)
+
+    def measure(self, op: str, calls: int, callers: int) -> dict[str, float]:
+        return run_threads(getattr(self, op), calls, callers)
+
+    def close(self) -> None:
+        self.memory.close()
 
 
-def measure_service(address: str, key: str, questions: Sequence[Any], callers: Sequence[int],
-                    search_calls: int, answer_calls: int, warmup: int,
-                    answers: bool = True) -> dict[str, Any]:
-    from memstrata.client import AsyncMemoryClient
+class ServicePath:
+    """The service in its own process, called by asyncio tasks over one channel."""
 
-    async def go() -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        async with AsyncMemoryClient(address, api_key=key, timeout_s=120) as client:
-            async def search(i: int) -> object:
-                q = questions[i % len(questions)]
-                return await client.search(q.scope, q.question)
+    def __init__(self, address: str, key: str, questions: Sequence[Any]) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.questions = questions
+        from memstrata.client import AsyncMemoryClient
 
-            async def answer(i: int) -> object:
-                q = questions[i % len(questions)]
-                return await client.answer(q.scope, q.question, q.asked_on)
+        async def make() -> Any:
+            return AsyncMemoryClient(address, api_key=key, timeout_s=120)
 
-            for i in range(warmup):
-                await search(i)
-                await answer(i)
-            for c in callers:
-                out[f"search/{c}"] = await run_tasks(search, search_calls, c)
-                if answers:
-                    out[f"answer/{c}"] = await run_tasks(answer, answer_calls, c)
-        return out
+        self.client = self.loop.run_until_complete(make())
 
-    return asyncio.run(go())
+    async def search(self, i: int) -> object:
+        q = self.questions[i % len(self.questions)]
+        return await self.client.search(q.scope, q.question)
+
+    async def answer(self, i: int) -> object:
+        q = self.questions[i % len(self.questions)]
+        return await self.client.answer(q.scope, q.question, q.asked_on)
+
+    def measure(self, op: str, calls: int, callers: int) -> dict[str, float]:
+        return self.loop.run_until_complete(run_tasks(getattr(self, op), calls, callers))
+
+    def close(self) -> None:
+        self.loop.run_until_complete(self.client.close())
+        self.loop.close()
 
 
 def main() -> None:
@@ -257,7 +258,7 @@ def main() -> None:
     ap.add_argument("--search-calls", type=int, default=400)
     ap.add_argument("--answer-calls", type=int, default=120)
     ap.add_argument("--warmup", type=int, default=10)
-    ap.add_argument("--read-threads", type=int, default=4)
+    ap.add_argument("--read-threads", type=int, default=2)
     ap.add_argument("--answer-threads", type=int, default=2)
     ap.add_argument("--pool-sweep", default="",
                     help="Read-pool sizes to rerun service Search at 8 callers with (1,2,4,8).")
@@ -275,7 +276,7 @@ def main() -> None:
     questions = [q for q in data.questions if q.scope in set(users)]
     console.print(f"{len(users)} conversations, {len(sessions)} sessions, "
                   f"{len(questions)} questions; load average {load_average():.2f}")
-    results: dict[str, Any] = {"users": len(users), "sessions": len(sessions),
+    results: dict[str, Any] = {"load_average_start": load_average(), "users": len(users), "sessions": len(sessions),
                                "questions": len(questions), "callers": callers,
                                "read_threads": args.read_threads,
                                "answer_threads": args.answer_threads}
@@ -289,27 +290,48 @@ def main() -> None:
         set_tenant_policy(keys, TENANT, TenantPolicy(rate_per_s=1e9, burst=10**9,
                                                      max_concurrent=10**6))
 
-        results["library"] = measure_library(data_dir, questions, callers, args.search_calls,
-                                             args.answer_calls, args.warmup)
-        svc = ServiceProcess(data_dir, keys, args.read_threads, args.answer_threads)
+        service_dir = Path(tmp) / "data-service"
+        shutil.copytree(data_dir, service_dir)
+        library = LibraryPath(data_dir, questions)
+        svc = ServiceProcess(service_dir, keys, args.read_threads, args.answer_threads)
+        service: ServicePath | None = None
+        results["library"], results["service"] = {}, {}
         try:
             svc.wait_healthy()
-            results["service"] = measure_service(svc.address, key, questions, callers,
-                                                 args.search_calls, args.answer_calls,
-                                                 args.warmup)
+            service = ServicePath(svc.address, key, questions)
+            for path in (library, service):
+                for i in range(args.warmup):
+                    path.measure("search", 1, 1), path.measure("answer", 1, 1)
+            plan = [(op, c) for c in callers for op in ("search", "answer")]
+            with progress() as bar:
+                task = bar.add_task("library and service, side by side", total=len(plan))
+                for op, c in plan:
+                    calls = args.search_calls if op == "search" else args.answer_calls
+                    results["library"][f"{op}/{c}"] = library.measure(op, calls, c)
+                    results["service"][f"{op}/{c}"] = service.measure(op, calls, c)
+                    bar.advance(task)
         finally:
+            if service is not None:
+                service.close()
             svc.stop()
+            library.close()
         sweep = [int(x) for x in args.pool_sweep.split(",") if x]
         results["pool_sweep"] = {}
-        for threads in sweep:
-            svc = ServiceProcess(data_dir, keys, threads, args.answer_threads)
-            try:
-                svc.wait_healthy()
-                r = measure_service(svc.address, key, questions, [8], args.search_calls, 0,
-                                    args.warmup, answers=False)
-                results["pool_sweep"][str(threads)] = r["search/8"]
-            finally:
-                svc.stop()
+        with progress() as bar:
+            task = bar.add_task("read-pool sweep (Search, 8 callers)", total=len(sweep))
+            for threads in sweep:
+                svc = ServiceProcess(service_dir, keys, threads, args.answer_threads)
+                try:
+                    svc.wait_healthy()
+                    service = ServicePath(svc.address, key, questions)
+                    service.measure("search", 20, 1)
+                    results["pool_sweep"][str(threads)] = service.measure(
+                        "search", args.search_calls, 8)
+                    service.close()
+                finally:
+                    svc.stop()
+                bar.advance(task)
+    results["load_average_end"] = load_average()
     report(results)
 
 
@@ -324,7 +346,8 @@ def report(results: dict[str, Any]) -> None:
                          a["p50_ms"], b["p50_ms"], a["p99_ms"], b["p99_ms"],
                          f"{a['errors']}/{b['errors']}"])
     print_table(f"service vs library ({results['sessions']} sessions, read pool "
-                f"{results['read_threads']}, answer pool {results['answer_threads']})",
+                f"{results['read_threads']}, answer pool {results['answer_threads']}; load "
+                f"{results['load_average_start']:.1f} -> {results['load_average_end']:.1f})",
                 ["op", "callers", "lib calls/s", "svc calls/s", "svc/lib", "lib p50 ms",
                  "svc p50 ms", "lib p99 ms", "svc p99 ms", "errors lib/svc"], rows)
     if results.get("pool_sweep"):

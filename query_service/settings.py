@@ -35,8 +35,9 @@ class ServiceSettings(BaseSettings):
     grace_s: float = Field(10.0, ge=0, le=600)
 
     # -- threads (the stores and the controller are synchronous and hold the GIL) --
-    #: Threads for Search and Read* calls.
-    read_threads: int = Field(4, ge=1, le=256)
+    #: Threads for Search and Read* calls. The stores hold the GIL, so more threads add
+    #: switching, not throughput: bench/service_load.py --pool-sweep measured 1-2 best.
+    read_threads: int = Field(2, ge=1, le=256)
     #: Threads for Answer calls: a separate pool, so slow answers never starve reads.
     answer_threads: int = Field(2, ge=1, le=256)
 
