@@ -276,7 +276,8 @@ def main() -> None:
     questions = [q for q in data.questions if q.scope in set(users)]
     console.print(f"{len(users)} conversations, {len(sessions)} sessions, "
                   f"{len(questions)} questions; load average {load_average():.2f}")
-    results: dict[str, Any] = {"load_average_start": load_average(), "users": len(users), "sessions": len(sessions),
+    results: dict[str, Any] = {"load_average_start": load_average(), "users": len(users),
+                               "sessions": len(sessions),
                                "questions": len(questions), "callers": callers,
                                "read_threads": args.read_threads,
                                "answer_threads": args.answer_threads}

@@ -340,7 +340,8 @@ def _with_remote(name: str, remote_impl: Callable[..., None],
         remote_impl(remote, *pick(kwargs))
 
     params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in sig.parameters.values()]
-    command.__signature__ = sig.replace(parameters=[*params, remote_param])  # type: ignore[attr-defined]
+    new_sig = sig.replace(parameters=[*params, remote_param])
+    command.__signature__ = new_sig  # type: ignore[attr-defined]
     command.__annotations__ = {p.name: p.annotation for p in [*params, remote_param]}
     del command.__wrapped__  # type: ignore[attr-defined]
     info.callback = command

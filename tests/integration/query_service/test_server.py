@@ -95,3 +95,41 @@ def test_tls(service: Service, certs: tuple[Path, Path]):
 def test_tls_settings_come_in_pairs():
     with pytest.raises(ValueError, match="TLS_CERT and MEMSTRATA_SERVICE_TLS_KEY"):
         ServiceSettings(tls_cert=Path("/x.pem"))
+
+
+def test_graceful_stop_finishes_in_flight_calls(service: Service):
+    """Stopping with a grace period: the call in flight completes, new calls are refused."""
+    from tests.integration.query_service.support import SlowReader
+
+    reader = SlowReader(service.memory, delay_s=0.1)
+    settings = ServiceSettings(port=0, keys_file=service.keys.path)
+    handle = service.loop.run(build_server(reader, settings,
+                                           controller_settings=ControllerSettings(policy="rules")))
+    results: list[object] = []
+    with MemoryClient(handle.address, api_key=service.keys.acme) as c:
+        t = threading.Thread(target=lambda: results.append(
+            c.answer(MAYA, "What is the name of my kitten?", ASKED_ON)))
+        t.start()
+        time.sleep(0.25)  # the answer is running
+        service.loop.run(handle.stop(grace=10))
+        t.join(10)
+        assert results and getattr(results[0], "answer", None) == "Pixel"
+        with pytest.raises(Exception):
+            c.sessions(MAYA)
+
+
+def test_logs_hold_no_keys_and_no_content(service: Service, caplog: pytest.LogCaptureFixture):
+    import logging
+
+    caplog.set_level(logging.INFO)
+    with MemoryClient(service.address, api_key=service.keys.acme) as c:
+        c.answer(MAYA, "What is the name of my kitten?", ASKED_ON)
+        with pytest.raises(Exception):
+            c.search(MAYA, "x" * 5000)
+    with MemoryClient(service.address, api_key=service.keys.acme + "tampered") as bad:
+        with pytest.raises(Exception):
+            bad.sessions(MAYA)
+    text = "\n".join(r.getMessage() for r in caplog.records)
+    assert "refused a call" in text  # something was logged
+    for secret in (service.keys.acme, "kitten", "Pixel", "xxxxx"):
+        assert secret not in text
