@@ -19,9 +19,9 @@ Both paths ask the same questions in the same order, and each measurement
 on one path is followed at once by the same measurement on the other, so
 both see the same load on a shared machine. Printed: throughput
 (calls/s) and p50/p99 latency per path, the service/library throughput
-ratio, and errors. ``--pool-sweep`` reruns service Search at 8 callers with
-each read-pool size, to see whether more threads help (the stores hold the
-GIL). Targets: no errors at 64 callers; service Search throughput >= 80% of
+ratio, and errors. ``--pool-sweep`` reruns the service at 8 callers with each
+pool size (read and answer pools alike), to see whether more threads help
+(the stores hold the GIL for part of each call only). Targets: no errors at 64 callers; service Search throughput >= 80% of
 the library's at 8 callers; service Search p99 < 50 ms at 8 callers. Results go
 to ``bench/out/service_load.json``.
 """
@@ -261,7 +261,7 @@ def main() -> None:
     ap.add_argument("--read-threads", type=int, default=2)
     ap.add_argument("--answer-threads", type=int, default=2)
     ap.add_argument("--pool-sweep", default="",
-                    help="Read-pool sizes to rerun service Search at 8 callers with (1,2,4,8).")
+                    help="Pool sizes to rerun the service at 8 callers with (1,2,4,8).")
     args = ap.parse_args()
     callers = [int(x) for x in args.callers.split(",") if x]
 
@@ -319,15 +319,17 @@ def main() -> None:
         sweep = [int(x) for x in args.pool_sweep.split(",") if x]
         results["pool_sweep"] = {}
         with progress() as bar:
-            task = bar.add_task("read-pool sweep (Search, 8 callers)", total=len(sweep))
+            task = bar.add_task("pool sweep (8 callers)", total=len(sweep))
             for threads in sweep:
-                svc = ServiceProcess(service_dir, keys, threads, args.answer_threads)
+                svc = ServiceProcess(service_dir, keys, threads, threads)
                 try:
                     svc.wait_healthy()
                     service = ServicePath(svc.address, key, questions)
                     service.measure("search", 20, 1)
-                    results["pool_sweep"][str(threads)] = service.measure(
-                        "search", args.search_calls, 8)
+                    service.measure("answer", 5, 1)
+                    results["pool_sweep"][str(threads)] = {
+                        "search": service.measure("search", args.search_calls, 8),
+                        "answer": service.measure("answer", args.answer_calls, 8)}
                     service.close()
                 finally:
                     svc.stop()
@@ -352,9 +354,12 @@ def report(results: dict[str, Any]) -> None:
                 ["op", "callers", "lib calls/s", "svc calls/s", "svc/lib", "lib p50 ms",
                  "svc p50 ms", "lib p99 ms", "svc p99 ms", "errors lib/svc"], rows)
     if results.get("pool_sweep"):
-        print_table("service Search at 8 callers by read-pool size",
-                    ["read threads", "calls/s", "p50 ms", "p99 ms", "errors"],
-                    [[int(t), r["throughput"], r["p50_ms"], r["p99_ms"], r["errors"]]
+        print_table("service at 8 callers by pool size (read and answer pools)",
+                    ["threads", "search calls/s", "search p50 ms", "search p99 ms",
+                     "answer calls/s", "answer p50 ms", "answer p99 ms", "errors"],
+                    [[int(t), r["search"]["throughput"], r["search"]["p50_ms"],
+                      r["search"]["p99_ms"], r["answer"]["throughput"], r["answer"]["p50_ms"],
+                      r["answer"]["p99_ms"], r["search"]["errors"] + r["answer"]["errors"]]
                      for t, r in results["pool_sweep"].items()])
     checks = []
     top = max(results["callers"])

@@ -4,6 +4,7 @@ synchronous core in the right pool, and converts the result to its wire form."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
@@ -77,6 +78,11 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         self.gate = gate
         self.ledger = ledger
         self.publisher = publisher
+        # The MemoryReader-only controller (issue 8) takes the reader's query limit as an
+        # argument; the one before it reads ``memory.settings`` (GuardedReader forwards it).
+        self._controller_kwargs: dict[str, Any] = {}
+        if "max_query_chars" in inspect.signature(Controller).parameters:
+            self._controller_kwargs["max_query_chars"] = memory.settings.max_query_chars
 
     # -- helpers ------------------------------------------------------------
     @staticmethod
@@ -129,7 +135,8 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
             if on_step is not None:
                 on_step(entry)
 
-        controller = Controller(reader, settings, chat, self.prices)  # type: ignore[arg-type]
+        controller = Controller(reader, settings, chat, self.prices,  # type: ignore[arg-type]
+                                **self._controller_kwargs)
         return controller.answer(scope, question, asked_on, on_step=step)
 
     def _account(self, tenant: str, answer: Answer, fallback: bool) -> None:
