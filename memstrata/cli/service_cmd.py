@@ -349,11 +349,13 @@ def _with_remote(name: str, remote_impl: Callable[..., None],
 
 def register() -> None:
     app.add_typer(keys_app, name="keys")
+    g = dict.get  # the commands' parameter names, read leniently
     _with_remote("search", remote_search, lambda k: (
-        k["query"], k["tenant"], k["user"], k["top_k"], k["as_json"]))
+        g(k, "query"), g(k, "tenant"), g(k, "user"), g(k, "top_k"), g(k, "as_json")))
     _with_remote("ask", remote_ask, lambda k: (
-        k["question"], k["tenant"], k["user"], k["date"], k["trace"], k["as_json"],
-        k.get("without")))
-    _with_remote("sessions", remote_sessions, lambda k: (k["tenant"], k["user"]))
+        g(k, "question"), g(k, "tenant"), g(k, "user"), g(k, "date"), g(k, "trace"),
+        g(k, "as_json"), g(k, "without")))
+    _with_remote("sessions", remote_sessions, lambda k: (g(k, "tenant"), g(k, "user")))
     _with_remote("show", remote_show, lambda k: (
-        k["session_id"], k["tenant"], k["user"], k["layers"], k["raw_markdown"]))
+        g(k, "session_id"), g(k, "tenant"), g(k, "user"), g(k, "layers"),
+        g(k, "raw_markdown")))
