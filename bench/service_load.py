@@ -258,8 +258,8 @@ def main() -> None:
     ap.add_argument("--search-calls", type=int, default=400)
     ap.add_argument("--answer-calls", type=int, default=120)
     ap.add_argument("--warmup", type=int, default=10)
-    ap.add_argument("--read-threads", type=int, default=2)
-    ap.add_argument("--answer-threads", type=int, default=2)
+    ap.add_argument("--read-threads", type=int, default=4)
+    ap.add_argument("--answer-threads", type=int, default=4)
     ap.add_argument("--pool-sweep", default="",
                     help="Pool sizes to rerun the service at 8 callers with (1,2,4,8).")
     args = ap.parse_args()

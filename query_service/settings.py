@@ -35,11 +35,12 @@ class ServiceSettings(BaseSettings):
     grace_s: float = Field(10.0, ge=0, le=600)
 
     # -- threads (the stores and the controller are synchronous and hold the GIL) --
-    #: Threads for Search and Read* calls. The stores hold the GIL, so more threads add
-    #: switching, not throughput: bench/service_load.py --pool-sweep measured 1-2 best.
-    read_threads: int = Field(2, ge=1, le=256)
+    #: Threads for Search and Read* calls. The stores hold the GIL for part of each call
+    #: only (tantivy, onnxruntime and SQLite release it): bench/service_load.py
+    #: --pool-sweep found 4 best (8 no better) on a 2-core machine.
+    read_threads: int = Field(4, ge=1, le=256)
     #: Threads for Answer calls: a separate pool, so slow answers never starve reads.
-    answer_threads: int = Field(2, ge=1, le=256)
+    answer_threads: int = Field(4, ge=1, le=256)
 
     # -- default per-tenant limits (the keys file may override them per tenant) --
     rate_per_s: float = Field(200.0, gt=0)
