@@ -90,3 +90,29 @@ def test_settings_modules_import_only_pydantic():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={**os.environ}, check=True).stdout.strip()
     assert out == "[]"
+
+
+def test_service_and_client_namespaces_are_registered():
+    """pyproject registers both classes; with them, their variables are accepted."""
+    import tomllib
+
+    from memstrata.client.settings import ClientSettings
+    from memstrata.config import _load, _prefix_of, unknown_variables
+
+    root = Path(__file__).resolve().parents[2]
+    eps = tomllib.loads((root / "pyproject.toml").read_text())["project"]["entry-points"][
+        "memstrata.settings"]
+    assert _load(eps["service"]) is ServiceSettings and _load(eps["api"]) is ClientSettings
+    assert _prefix_of(ServiceSettings) == "MEMSTRATA_SERVICE_"
+    assert _prefix_of(ClientSettings) == "MEMSTRATA_API_"
+    env = {"MEMSTRATA_API_KEY": "k", "MEMSTRATA_SERVICE_PORT": "1", "MEMSTRATA_SERVICE_PROT": "1"}
+    import memstrata.config as config
+
+    saved = dict(config._registered)
+    try:
+        config.register_namespace(ServiceSettings)
+        config.register_namespace(ClientSettings)
+        assert unknown_variables(env) == ["MEMSTRATA_SERVICE_PROT"]
+    finally:
+        config._registered.clear()
+        config._registered.update(saved)
