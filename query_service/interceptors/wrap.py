@@ -45,10 +45,6 @@ def wrap_handler(handler: grpc.RpcMethodHandler | None,
     return handler  # client-streaming kinds: none in this service
 
 
-def is_streaming(handler: grpc.RpcMethodHandler) -> bool:
-    return handler.response_streaming
-
-
 def denying_handler(handler: grpc.RpcMethodHandler, code: grpc.StatusCode,
                     details: str) -> grpc.RpcMethodHandler:
     """A handler of the same kind that answers ``code`` without running the call."""
