@@ -54,11 +54,17 @@ TENANT = "eval"
 
 # -- the measured loops -----------------------------------------------------------
 
-def _stats(latencies: list[float], wall: float, errors: int) -> dict[str, float]:
+def _stats(latencies: list[float], wall: float, errors: int) -> dict[str, Any]:
     p50, p99 = percentiles_ms(latencies) if latencies else (float("nan"), float("nan"))
     return {"calls": len(latencies), "errors": errors, "wall_s": wall,
             "throughput": len(latencies) / wall if wall > 0 else 0.0, "p50_ms": p50,
-            "p99_ms": p99}
+            "p99_ms": p99, "latencies": latencies}
+
+
+def merge(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Rounds of one measurement as one: all calls over all wall time, percentiles of all."""
+    lat = [x for r in runs for x in r["latencies"]]
+    return _stats(lat, sum(r["wall_s"] for r in runs), sum(r["errors"] for r in runs))
 
 
 def run_threads(fn: Callable[[int], object], calls: int, callers: int) -> dict[str, float]:
@@ -258,6 +264,8 @@ def main() -> None:
     ap.add_argument("--search-calls", type=int, default=400)
     ap.add_argument("--answer-calls", type=int, default=120)
     ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=2,
+                    help="Split the calls into rounds, alternating which path goes first.")
     ap.add_argument("--read-threads", type=int, default=4)
     ap.add_argument("--answer-threads", type=int, default=4)
     ap.add_argument("--pool-sweep", default="",
@@ -304,13 +312,22 @@ def main() -> None:
                 for i in range(args.warmup):
                     path.measure("search", 1, 1), path.measure("answer", 1, 1)
             plan = [(op, c) for c in callers for op in ("search", "answer")]
+            runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
             with progress() as bar:
-                task = bar.add_task("library and service, side by side", total=len(plan))
-                for op, c in plan:
-                    calls = args.search_calls if op == "search" else args.answer_calls
-                    results["library"][f"{op}/{c}"] = library.measure(op, calls, c)
-                    results["service"][f"{op}/{c}"] = service.measure(op, calls, c)
-                    bar.advance(task)
+                task = bar.add_task("library and service, side by side",
+                                    total=len(plan) * args.rounds)
+                for r in range(args.rounds):
+                    for op, c in plan:
+                        calls = args.search_calls if op == "search" else args.answer_calls
+                        # Alternate which path goes first, so neither always meets a
+                        # cold cache or the other's leftovers.
+                        order = [("library", library), ("service", service)]
+                        for name, path in order if r % 2 == 0 else order[::-1]:
+                            runs.setdefault((name, f"{op}/{c}"), []).append(
+                                path.measure(op, max(1, calls // args.rounds), c))
+                        bar.advance(task)
+            for (name, cell), measured in runs.items():
+                results[name][cell] = merge(measured)
         finally:
             if service is not None:
                 service.close()
@@ -327,7 +344,7 @@ def main() -> None:
                     service = ServicePath(svc.address, key, questions)
                     service.measure("search", 20, 1)
                     service.measure("answer", 5, 1)
-                    results["pool_sweep"][str(threads)] = {
+                    results["pool_sweep"][str(threads)] = {  # one round: no library here
                         "search": service.measure("search", args.search_calls, 8),
                         "answer": service.measure("answer", args.answer_calls, 8)}
                     service.close()
@@ -374,6 +391,13 @@ def report(results: dict[str, Any]) -> None:
     for name, ok, value in checks:
         console.print(f"{verdict(ok)} {name}: {value}")
     results["checks"] = [{"check": n, "ok": ok, "value": v} for n, ok, v in checks]
+
+    def strip(tree: Any) -> Any:  # raw latencies stay out of the file
+        if isinstance(tree, dict):
+            return {k: strip(v) for k, v in tree.items() if k != "latencies"}
+        return tree
+
+    results = strip(results)
     OUT_DIR.mkdir(parents=True, exist_ok=True)
     (OUT_DIR / "service_load.json").write_text(json.dumps(results, indent=1))
 
