@@ -14,7 +14,10 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
 from memstrata.controller.result import Answer
-from memstrata.controller.trace import MEMORY_ROLE
+try:  # the trace moves to memstrata.evidence with issue 8 (branch ctrl)
+    from memstrata.evidence.trace import MEMORY_ROLE
+except ImportError:
+    from memstrata.controller.trace import MEMORY_ROLE  # type: ignore[no-redef]
 from memstrata.llm.usage import PriceTable
 
 NS = "memstrata"

@@ -26,7 +26,10 @@ from memstrata.client.convert import (
 from memstrata.controller.config import ControllerSettings
 from memstrata.controller.result import Answer
 from memstrata.controller.run import Controller
-from memstrata.controller.trace import MEMORY_ROLE
+try:  # the trace moves to memstrata.evidence with issue 8 (branch ctrl)
+    from memstrata.evidence.trace import MEMORY_ROLE
+except ImportError:
+    from memstrata.controller.trace import MEMORY_ROLE  # type: ignore[no-redef]
 from memstrata.llm.usage import PriceTable
 from memstrata.model import Scope, TraceStep
 from query_service.calls import current_tenant

@@ -5,7 +5,10 @@ from __future__ import annotations
 from memstrata.client._proto import memory_pb2 as pb
 from memstrata.client.convert import date_from_wire, date_to_wire, step_from_wire, step_to_wire
 from memstrata.controller.result import Answer, SourceRef
-from memstrata.controller.trace import RoleTokens, TraceSummary
+try:  # the trace moves to memstrata.evidence with issue 8 (branch ctrl)
+    from memstrata.evidence.trace import RoleTokens, TraceSummary
+except ImportError:
+    from memstrata.controller.trace import RoleTokens, TraceSummary  # type: ignore[no-redef]
 from memstrata.model import Layer
 
 
