@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -178,3 +179,19 @@ async def run_server(memory: Any, settings: ServiceSettings | None = None, *,
         for sig in installed:
             loop.remove_signal_handler(sig)
         await handle.stop(settings.grace_s)
+
+
+def as_loop_service(settings: ServiceSettings | None = None,
+                    **kwargs: Any) -> Callable[[Any], Awaitable[None]]:
+    """The service as a coroutine factory for another component's loop.
+
+    ``memstrata up`` runs extra services on the stream worker's loop over the
+    worker's own memory (``StreamRuntime(services=[as_loop_service(...)])``): the
+    embedded stores admit one writer, so the gRPC server shares the worker's
+    process and memory. Cancelling the task stops the server gracefully.
+    """
+
+    async def service(memory: Any) -> None:
+        await run_server(memory, settings, handle_signals=False, **kwargs)
+
+    return service

@@ -133,3 +133,42 @@ def test_logs_hold_no_keys_and_no_content(service: Service, caplog: pytest.LogCa
     assert "refused a call" in text  # something was logged
     for secret in (service.keys.acme, "kitten", "Pixel", "xxxxx"):
         assert secret not in text
+
+
+def test_the_server_runs_as_a_task_on_another_loop_and_stops_when_cancelled(service: Service):
+    """How `memstrata up` hosts it: a task on the stream worker's loop, cancelled at stop."""
+    import asyncio
+    import contextlib
+    import socket
+
+    from memstrata.client import AsyncMemoryClient
+    from query_service.server import as_loop_service
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    factory = as_loop_service(ServiceSettings(port=port, keys_file=service.keys.path),
+                              controller_settings=ControllerSettings(policy="rules"))
+
+    async def scenario() -> tuple[int, str]:
+        task = asyncio.ensure_future(factory(service.memory))
+        async with AsyncMemoryClient(f"127.0.0.1:{port}", api_key=service.keys.acme,
+                                     timeout_s=5) as c:
+            for _ in range(100):
+                try:
+                    n = len(await c.sessions(MAYA))
+                    break
+                except Exception:  # noqa: BLE001 - not listening yet
+                    await asyncio.sleep(0.05)
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            try:
+                await c.sessions(MAYA)
+                after = "still serving"
+            except Exception as exc:  # noqa: BLE001
+                after = type(exc).__name__
+        return n, after
+
+    n, after = service.loop.run(scenario())
+    assert n == 4 and after == "RemoteError"
