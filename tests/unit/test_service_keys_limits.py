@@ -116,3 +116,17 @@ def test_service_and_client_namespaces_are_registered():
     finally:
         config._registered.clear()
         config._registered.update(saved)
+
+
+def test_tenant_label_is_off_by_default_and_bounded_when_on():
+    from prometheus_client import generate_latest
+
+    from query_service.metrics import ServiceMetrics
+
+    off, on = ServiceMetrics(), ServiceMetrics(tenant_label=True)
+    for m in (off, on):
+        m.latency.labels(method="Search", code="OK", **m._t("acme")).observe(0.01)
+        m.rate_limited.labels(method="Search", limit="rate", **m._t(None)).inc()
+    assert b'tenant="acme"' not in generate_latest(off.registry)
+    text = generate_latest(on.registry)
+    assert b'tenant="acme"' in text and b'tenant="-"' in text
