@@ -348,6 +348,14 @@ def _with_remote(name: str, remote_impl: Callable[..., None],
 
 
 def register() -> None:
+    from memstrata.client.settings import ClientSettings
+    from memstrata.config import register_namespace
+    from query_service.settings import ServiceSettings
+
+    # Also registered as entry points; explicit here so a source checkout that was not
+    # reinstalled accepts MEMSTRATA_SERVICE_* and MEMSTRATA_API_* too.
+    register_namespace(ServiceSettings)
+    register_namespace(ClientSettings)
     app.add_typer(keys_app, name="keys")
     g = dict.get  # the commands' parameter names, read leniently
     _with_remote("search", remote_search, lambda k: (
