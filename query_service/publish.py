@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from memstrata.model import Identifier, Role
@@ -56,6 +56,8 @@ class TurnRecord(BaseModel):
     ts: datetime
     session_date: datetime | None = None
     speaker: str | None = None
+    #: Session labels (source, sample id); the first event's labels stick.
+    labels: dict[str, str] = Field(default_factory=dict)
 
     @property
     def key(self) -> str:

@@ -269,11 +269,18 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         check_text(f"{field}.content", e.content, self.settings.max_content_chars)
         if len(e.speaker) > 128:
             raise InvalidArgument(f"{field}.speaker: {len(e.speaker)} characters, limit is 128")
+        if len(e.labels) > self.settings.max_labels:
+            raise InvalidArgument(f"{field}.labels: {len(e.labels)} labels, limit is "
+                                  f"{self.settings.max_labels}")
+        for k, v in e.labels.items():
+            if not k or len(k) > 128 or len(v) > 128:
+                raise InvalidArgument(f"{field}.labels: keys and values up to 128 characters "
+                                      "(keys not empty)")
         return TurnRecord(tenant_id=tenant, user_id=e.user_id, session_id=e.session_id,
                           message_id=e.message_id, role=e.role,  # type: ignore[arg-type]
                           content=e.content, ts=_date(f"{field}.ts", e.ts) or now_utc(),
                           session_date=_date(f"{field}.session_date", e.session_date),
-                          speaker=e.speaker or None)
+                          speaker=e.speaker or None, labels=dict(e.labels))
 
     async def _ingest(self, records: Sequence[TurnRecord], context: Any) -> pb.IngestReply:
         if self.publisher is not None:

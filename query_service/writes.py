@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from memstrata.layers.lazy import SessionNotFound
 from memstrata.model import Message, Scope, SessionMeta
 from memstrata.roles import DeleteReceipt, MemoryStats
 from query_service.publish import TurnRecord
@@ -28,7 +29,14 @@ def append_direct(memory: Any, records: Sequence[TurnRecord]) -> int:
     duplicates = 0
     for (scope, session_id), group in group_by_session(records).items():
         date = next((r.session_date for r in group if r.session_date is not None), None)
-        meta = SessionMeta(scope=scope, session_id=session_id, session_date=date)
+        labels = next((r.labels for r in group if r.labels), {})
+        try:  # as on the turns topic: the session's first date and labels stick
+            stored = memory.session(scope, session_id)
+            date, labels = stored.session_date or date, stored.labels or labels
+        except SessionNotFound:
+            pass
+        meta = SessionMeta(scope=scope, session_id=session_id, session_date=date,
+                           labels=labels)
         messages = [Message(role=r.role, content=r.content, speaker=r.speaker,
                             source_id=r.message_id) for r in group]
         duplicates += memory.append_messages(meta, messages).duplicates

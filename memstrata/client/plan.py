@@ -117,10 +117,12 @@ def delete(scope: Scope, session_id: str | None) -> Plan[DeleteReceipt]:
 
 def event(scope_user: str, session_id: str, message_id: str, role: str, content: str, *,
           ts: datetime | None = None, session_date: datetime | None = None,
-          speaker: str | None = None) -> pb.TurnEvent:
+          speaker: str | None = None, labels: dict[str, str] | None = None) -> pb.TurnEvent:
+    """One message to send with ``ingest`` (the tenant is the API key's)."""
     return pb.TurnEvent(user_id=scope_user, session_id=session_id, message_id=message_id,
                         role=role, content=content, ts=date_to_wire(ts),
-                        session_date=date_to_wire(session_date), speaker=speaker or "")
+                        session_date=date_to_wire(session_date), speaker=speaker or "",
+                        labels=labels or {})
 
 
 def metadata(api_key: str | None, scope: Scope | None) -> list[tuple[str, str]]:

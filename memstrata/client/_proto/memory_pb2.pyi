@@ -350,7 +350,14 @@ class RawReply(_message.Message):
     def __init__(self, turns: _Optional[_Iterable[_Union[Turn, _Mapping]]] = ...) -> None: ...
 
 class TurnEvent(_message.Message):
-    __slots__ = ("user_id", "session_id", "message_id", "role", "content", "ts", "session_date", "speaker")
+    __slots__ = ("user_id", "session_id", "message_id", "role", "content", "ts", "session_date", "speaker", "labels")
+    class LabelsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     USER_ID_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
@@ -359,6 +366,7 @@ class TurnEvent(_message.Message):
     TS_FIELD_NUMBER: _ClassVar[int]
     SESSION_DATE_FIELD_NUMBER: _ClassVar[int]
     SPEAKER_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
     user_id: str
     session_id: str
     message_id: str
@@ -367,7 +375,8 @@ class TurnEvent(_message.Message):
     ts: str
     session_date: str
     speaker: str
-    def __init__(self, user_id: _Optional[str] = ..., session_id: _Optional[str] = ..., message_id: _Optional[str] = ..., role: _Optional[str] = ..., content: _Optional[str] = ..., ts: _Optional[str] = ..., session_date: _Optional[str] = ..., speaker: _Optional[str] = ...) -> None: ...
+    labels: _containers.ScalarMap[str, str]
+    def __init__(self, user_id: _Optional[str] = ..., session_id: _Optional[str] = ..., message_id: _Optional[str] = ..., role: _Optional[str] = ..., content: _Optional[str] = ..., ts: _Optional[str] = ..., session_date: _Optional[str] = ..., speaker: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class IngestRequest(_message.Message):
     __slots__ = ("event",)

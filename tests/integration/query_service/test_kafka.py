@@ -99,7 +99,8 @@ def test_ingest_publishes_turn_events(service: Service, broker: str, tmp_path):
         try:
             async with AsyncMemoryClient(handle.address, api_key=key) as c:
                 reply = await c.ingest([
-                    event("kim", "k1", "chat#1", "user", "I moved to Porto.", speaker="Kim"),
+                    event("kim", "k1", "chat#1", "user", "I moved to Porto.", speaker="Kim",
+                          labels={"source": "app"}),
                     event("kim", "k1", "chat#2", "assistant", "Porto is lovely in spring.")])
         finally:
             await handle.stop(0)
@@ -112,4 +113,5 @@ def test_ingest_publishes_turn_events(service: Service, broker: str, tmp_path):
     assert first["v"] == 1 and first["tenant_id"] == "acme" and first["message_id"] == "chat#1"
     assert first["role"] == "user" and first["content"] == "I moved to Porto."
     assert first["speaker"] == "Kim" and "ts" in first and "session_date" not in first
+    assert first["labels"] == {"source": "app"}
     assert records[1][1]["message_id"] == "chat#2"

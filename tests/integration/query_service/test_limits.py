@@ -59,6 +59,8 @@ BAD = [
      "user"),
     ("Ingest", pb.IngestRequest(event=_event(message_id="")), "event.message_id", "required"),
     ("Ingest", pb.IngestRequest(), "event", "required"),
+    ("Ingest", pb.IngestRequest(event=_event(labels={f"k{i}": "v" for i in range(17)})),
+     "event.labels", "16"),
 ]
 
 

@@ -23,7 +23,7 @@ def client(service: Service):
 def test_ingest_then_answer_finds_the_new_turn(client: MemoryClient):
     reply = client.ingest([
         event("sam", "w1-boat", "w1:1", "user", "I bought a sailboat and named it Albatross.",
-              session_date=DATE, speaker="Sam"),
+              session_date=DATE, speaker="Sam", labels={"source": "chat"}),
         event("sam", "w1-boat", "w1:2", "assistant", "Albatross is a fine name for a boat.",
               session_date=DATE),
     ])
@@ -32,6 +32,8 @@ def test_ingest_then_answer_finds_the_new_turn(client: MemoryClient):
                                  "Albatross is a fine name for a boat.", session_date=DATE)])
     assert (again.accepted, again.duplicates) == (0, 1)  # same message id: nothing changes
     assert [t.index for t in client.raw(SAM, "w1-boat")] == [1]
+    meta = client.session(SAM, "w1-boat")
+    assert meta.labels == {"source": "chat"} and meta.session_date == DATE
     answer = client.answer(SAM, "What did I name my sailboat?", datetime(2024, 9, 1))
     assert "Albatross" in answer.answer
     assert answer.sources[0].session_id == "w1-boat"
