@@ -339,6 +339,7 @@ def _register_subcommands() -> None:
     from memstrata.cli.eval_cmd import eval_app
 
     app.add_typer(eval_app, name="eval")
+    from memstrata.cli import service_cmd; service_cmd.register()  # serve, keys, --remote
 
 
 def main() -> None:

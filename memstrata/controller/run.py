@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
@@ -25,7 +26,7 @@ from memstrata.evidence.lines import EvidenceLine
 from memstrata.controller.tools import TOOL_NAMES, MemoryTools, Reflector
 from memstrata.evidence.trace import Trace, TraceSummary
 from memstrata.llm.usage import PriceTable, UsageMeter
-from memstrata.model import Scope, SessionMeta
+from memstrata.model import Scope, SessionMeta, TraceStep
 from memstrata.roles import MemoryReader
 from memstrata.synth.answer import AnswerGenerator, Draft, ExtractiveAnswer, LLMAnswer
 from memstrata.synth.notes import ExtractiveNotes, LLMNotes, NotesSynthesizer
@@ -125,9 +126,14 @@ class Controller:
             return LLMPolicy(self.chat, s), LLMReflector(self.chat, s), s
         return RulePolicy(s), RuleReflector(), s
 
-    def answer(self, scope: Scope, question: str, asked_on: datetime | None = None) -> Answer:
-        """Answer ``question`` from ``scope``'s memory as of ``asked_on``."""
-        trace = Trace()
+    def answer(self, scope: Scope, question: str, asked_on: datetime | None = None, *,
+               on_step: Callable[[TraceStep], None] | None = None) -> Answer:
+        """Answer ``question`` from ``scope``'s memory as of ``asked_on``.
+
+        ``on_step`` sees each trace step as it is recorded; an exception it raises
+        stops the answer (how a cancelled remote call stops its work).
+        """
+        trace = Trace(on_step=on_step)
         with trace.memory_time():
             metas = self.memory.sessions(scope)
             participants = self._participants(scope, metas)

@@ -12,7 +12,7 @@ labelled as such, because the offline mode has no tokenizer.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -102,6 +102,9 @@ class Trace:
     cpu_started: float = field(default_factory=time.thread_time)
     finished: float | None = None
     cpu_finished: float | None = None
+    #: Called with each step as it is recorded (the query service streams them, and
+    #: stops a cancelled answer by raising here).
+    on_step: Callable[[TraceStep], None] | None = None
 
     def add(self, step: int, tool: str, *, arguments: dict[str, Any] | None = None,
             sessions: list[str] | None = None, layer: Layer | None = None,
@@ -111,6 +114,8 @@ class Trace:
                           sessions=list(sessions or []), layer=layer, tokens_in=tokens_in,
                           tokens_out=tokens_out, ms=round(ms, 3), note=note)
         self.steps.append(entry)
+        if self.on_step is not None:
+            self.on_step(entry)
         return entry
 
     def llm(self, step: int, role: str, model: str, prompt_tokens: int, completion_tokens: int,

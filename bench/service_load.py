@@ -1,0 +1,406 @@
+"""The gRPC query service under load vs the library in-process, at the same concurrency.
+
+```bash
+.venv/bin/python -m bench.service_load [DATASET] [--limit N] [--callers 1,8,64] \
+    [--search-calls 400] [--answer-calls 120] [--read-threads 4] [--pool-sweep 1,2,4,8]
+```
+
+LoCoMo dev (the first ``--limit`` conversations) is ingested into a temporary
+embedded store. Then, for each number of concurrent callers:
+
+* **library**: that many threads call ``Memory.search`` / ``Controller.answer``
+  (offline rule controller) on one shared Memory in this process;
+* **service**: ``memstrata``'s query service runs in its own process over a
+  copy of the same data dir (the embedded stores admit one process each),
+  and that many asyncio tasks call it through one
+  :class:`~memstrata.client.AsyncMemoryClient` channel.
+
+Both paths ask the same questions in the same order, and each measurement
+on one path is followed at once by the same measurement on the other, so
+both see the same load on a shared machine. Printed: throughput
+(calls/s) and p50/p99 latency per path, the service/library throughput
+ratio, and errors. ``--pool-sweep`` reruns the service at 8 callers with each
+pool size (read and answer pools alike), to see whether more threads help
+(the stores hold the GIL for part of each call only). Targets: no errors at 64 callers; service Search throughput >= 80% of
+the library's at 8 callers; service Search p99 < 50 ms at 8 callers. Results go
+to ``bench/out/service_load.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from bench._common import OUT_DIR, ROOT, console, load_average, percentiles_ms, print_table
+from bench._common import progress, verdict
+
+DEFAULT_DATASET = Path("/work/shared/datasets/locomo/locomo_dev.json")
+TENANT = "eval"
+
+
+# -- the measured loops -----------------------------------------------------------
+
+def _stats(latencies: list[float], wall: float, errors: int) -> dict[str, Any]:
+    p50, p99 = percentiles_ms(latencies) if latencies else (float("nan"), float("nan"))
+    return {"calls": len(latencies), "errors": errors, "wall_s": wall,
+            "throughput": len(latencies) / wall if wall > 0 else 0.0, "p50_ms": p50,
+            "p99_ms": p99, "latencies": latencies}
+
+
+def merge(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Rounds of one measurement as one: all calls over all wall time, percentiles of all."""
+    lat = [x for r in runs for x in r["latencies"]]
+    return _stats(lat, sum(r["wall_s"] for r in runs), sum(r["errors"] for r in runs))
+
+
+def run_threads(fn: Callable[[int], object], calls: int, callers: int) -> dict[str, float]:
+    """``callers`` threads share ``calls`` calls of ``fn(i)``."""
+    lat: list[float] = []
+    errors = 0
+    lock = threading.Lock()
+    counter = iter(range(calls))
+
+    def worker() -> None:
+        nonlocal errors
+        while True:
+            with lock:
+                i = next(counter, None)
+            if i is None:
+                return
+            t0 = time.perf_counter()
+            try:
+                fn(i)
+            except Exception:  # noqa: BLE001 - counted
+                with lock:
+                    errors += 1
+                continue
+            dt = time.perf_counter() - t0
+            with lock:
+                lat.append(dt)
+
+    start = time.perf_counter()
+    with ThreadPoolExecutor(callers) as pool:
+        for f in [pool.submit(worker) for _ in range(callers)]:
+            f.result()
+    return _stats(lat, time.perf_counter() - start, errors)
+
+
+async def run_tasks(fn: Callable[[int], Any], calls: int, callers: int) -> dict[str, float]:
+    """``callers`` asyncio tasks share ``calls`` awaited calls of ``fn(i)``."""
+    lat: list[float] = []
+    errors = 0
+    counter = iter(range(calls))
+
+    async def worker() -> None:
+        nonlocal errors
+        for i in counter:
+            t0 = time.perf_counter()
+            try:
+                await fn(i)
+            except Exception:  # noqa: BLE001 - counted
+                errors += 1
+                continue
+            lat.append(time.perf_counter() - t0)
+
+    start = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(callers)))
+    return _stats(lat, time.perf_counter() - start, errors)
+
+
+# -- the service in its own process ------------------------------------------------
+
+def serve_main(data_dir: str, port: int, keys: str, read_threads: int,
+               answer_threads: int) -> None:
+    """``--serve``: the query service over ``data_dir`` until SIGTERM."""
+    from memstrata.config import load_settings
+    from memstrata.controller.config import ControllerSettings
+    from memstrata.memory import Memory
+    from query_service.server import run_server
+    from query_service.settings import ServiceSettings
+
+    memory = Memory.open(load_settings(data_dir=Path(data_dir)))
+    settings = ServiceSettings(port=port, keys_file=Path(keys), read_threads=read_threads,
+                               answer_threads=answer_threads, grace_s=2)
+    try:
+        asyncio.run(run_server(memory, settings,
+                               controller_settings=ControllerSettings(policy="rules")))
+    finally:
+        memory.close()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class ServiceProcess:
+    def __init__(self, data_dir: Path, keys: Path, read_threads: int,
+                 answer_threads: int) -> None:
+        self.port = _free_port()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "bench.service_load", "--serve", str(data_dir),
+             str(self.port), str(keys), str(read_threads), str(answer_threads)],
+            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def wait_healthy(self, timeout: float = 120) -> None:
+        import grpc
+        from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+        channel = grpc.insecure_channel(self.address)
+        stub = health_pb2_grpc.HealthStub(channel)
+        deadline = time.monotonic() + timeout
+        try:
+            while time.monotonic() < deadline:
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f"the service exited with {self.proc.returncode}")
+                try:
+                    if stub.Check(health_pb2.HealthCheckRequest(), timeout=1).status == \
+                            health_pb2.HealthCheckResponse.SERVING:
+                        return
+                except grpc.RpcError:
+                    time.sleep(0.2)
+            raise RuntimeError("the service did not become healthy")
+        finally:
+            channel.close()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+# -- the bench ------------------------------------------------------------------------
+
+class LibraryPath:
+    """The library in this process: threads calling one Memory and one Controller."""
+
+    def __init__(self, data_dir: Path, questions: Sequence[Any]) -> None:
+        from memstrata.config import load_settings
+        from memstrata.controller.config import ControllerSettings
+        from memstrata.controller.run import Controller
+        from memstrata.memory import Memory
+
+        self.memory = Memory.open(load_settings(data_dir=data_dir))
+        self.controller = Controller(self.memory, ControllerSettings(policy="rules"))
+        self.questions = questions
+
+    def search(self, i: int) -> object:
+        q = self.questions[i % len(self.questions)]
+        return self.memory.search(q.scope, q.question)
+
+    def answer(self, i: int) -> object:
+        q = self.questions[i % len(self.questions)]
+        return self.controller.answer(q.scope, q.question, q.asked_on)
+
+    def measure(self, op: str, calls: int, callers: int) -> dict[str, float]:
+        return run_threads(getattr(self, op), calls, callers)
+
+    def close(self) -> None:
+        self.memory.close()
+
+
+class ServicePath:
+    """The service in its own process, called by asyncio tasks over one channel."""
+
+    def __init__(self, address: str, key: str, questions: Sequence[Any]) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.questions = questions
+        from memstrata.client import AsyncMemoryClient
+
+        async def make() -> Any:
+            return AsyncMemoryClient(address, api_key=key, timeout_s=120)
+
+        self.client = self.loop.run_until_complete(make())
+
+    async def search(self, i: int) -> object:
+        q = self.questions[i % len(self.questions)]
+        return await self.client.search(q.scope, q.question)
+
+    async def answer(self, i: int) -> object:
+        q = self.questions[i % len(self.questions)]
+        return await self.client.answer(q.scope, q.question, q.asked_on)
+
+    def measure(self, op: str, calls: int, callers: int) -> dict[str, float]:
+        return self.loop.run_until_complete(run_tasks(getattr(self, op), calls, callers))
+
+    def close(self) -> None:
+        self.loop.run_until_complete(self.client.close())
+        self.loop.close()
+
+
+def main() -> None:
+    if len(sys.argv) == 7 and sys.argv[1] == "--serve":
+        a = sys.argv[2:]
+        serve_main(a[0], int(a[1]), a[2], int(a[3]), int(a[4]))
+        return
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("dataset", nargs="?", type=Path, default=DEFAULT_DATASET)
+    ap.add_argument("--limit", type=int, default=None,
+                    help="Ingest only the first N conversations (and ask their questions).")
+    ap.add_argument("--callers", default="1,8,64")
+    ap.add_argument("--search-calls", type=int, default=400)
+    ap.add_argument("--answer-calls", type=int, default=120)
+    ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=2,
+                    help="Split the calls into rounds, alternating which path goes first.")
+    ap.add_argument("--read-threads", type=int, default=4)
+    ap.add_argument("--answer-threads", type=int, default=4)
+    ap.add_argument("--pool-sweep", default="",
+                    help="Pool sizes to rerun the service at 8 callers with (1,2,4,8).")
+    args = ap.parse_args()
+    callers = [int(x) for x in args.callers.split(",") if x]
+
+    from memstrata.config import load_settings
+    from memstrata.eval.datasets import load_dataset
+    from memstrata.memory import Memory
+    from query_service.keys import TenantPolicy, add_key, set_tenant_policy
+
+    data = load_dataset(args.dataset, "locomo", tenant_id=TENANT)
+    users = data.users[: args.limit] if args.limit else data.users
+    sessions = [s for s in data.parsed.sessions if s.scope in set(users)]
+    questions = [q for q in data.questions if q.scope in set(users)]
+    console.print(f"{len(users)} conversations, {len(sessions)} sessions, "
+                  f"{len(questions)} questions; load average {load_average():.2f}")
+    results: dict[str, Any] = {"load_average_start": load_average(), "users": len(users),
+                               "sessions": len(sessions),
+                               "questions": len(questions), "callers": callers,
+                               "read_threads": args.read_threads,
+                               "answer_threads": args.answer_threads}
+    with tempfile.TemporaryDirectory(prefix="memstrata-bench-svc-") as tmp:
+        data_dir = Path(tmp) / "data"
+        with Memory.open(load_settings(data_dir=data_dir)) as memory, progress() as bar:
+            task = bar.add_task("ingest (turns)", total=sum(len(s.turns) for s in sessions))
+            memory.ingest(sessions, progress=lambda n: bar.advance(task, n))
+        keys = Path(tmp) / "keys.json"
+        key = add_key(keys, TENANT)[1]
+        set_tenant_policy(keys, TENANT, TenantPolicy(rate_per_s=1e9, burst=10**9,
+                                                     max_concurrent=10**6))
+
+        service_dir = Path(tmp) / "data-service"
+        shutil.copytree(data_dir, service_dir)
+        library = LibraryPath(data_dir, questions)
+        svc = ServiceProcess(service_dir, keys, args.read_threads, args.answer_threads)
+        service: ServicePath | None = None
+        results["library"], results["service"] = {}, {}
+        try:
+            svc.wait_healthy()
+            service = ServicePath(svc.address, key, questions)
+            for path in (library, service):
+                for i in range(args.warmup):
+                    path.measure("search", 1, 1), path.measure("answer", 1, 1)
+            plan = [(op, c) for c in callers for op in ("search", "answer")]
+            runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
+            with progress() as bar:
+                task = bar.add_task("library and service, side by side",
+                                    total=len(plan) * args.rounds)
+                for r in range(args.rounds):
+                    for op, c in plan:
+                        calls = args.search_calls if op == "search" else args.answer_calls
+                        # Alternate which path goes first, so neither always meets a
+                        # cold cache or the other's leftovers.
+                        order = [("library", library), ("service", service)]
+                        for name, path in order if r % 2 == 0 else order[::-1]:
+                            runs.setdefault((name, f"{op}/{c}"), []).append(
+                                path.measure(op, max(1, calls // args.rounds), c))
+                        bar.advance(task)
+            for (name, cell), measured in runs.items():
+                results[name][cell] = merge(measured)
+        finally:
+            if service is not None:
+                service.close()
+            svc.stop()
+            library.close()
+        sweep = [int(x) for x in args.pool_sweep.split(",") if x]
+        results["pool_sweep"] = {}
+        with progress() as bar:
+            task = bar.add_task("pool sweep (8 callers)", total=len(sweep))
+            for threads in sweep:
+                svc = ServiceProcess(service_dir, keys, threads, threads)
+                try:
+                    svc.wait_healthy()
+                    service = ServicePath(svc.address, key, questions)
+                    service.measure("search", 20, 1)
+                    service.measure("answer", 5, 1)
+                    results["pool_sweep"][str(threads)] = {  # one round: no library here
+                        "search": service.measure("search", args.search_calls, 8),
+                        "answer": service.measure("answer", args.answer_calls, 8)}
+                    service.close()
+                finally:
+                    svc.stop()
+                bar.advance(task)
+    results["load_average_end"] = load_average()
+    report(results)
+
+
+def report(results: dict[str, Any]) -> None:
+    lib, svc = results["library"], results["service"]
+    rows = []
+    for op in ("search", "answer"):
+        for c in results["callers"]:
+            a, b = lib[f"{op}/{c}"], svc[f"{op}/{c}"]
+            rows.append([op, c, a["throughput"], b["throughput"],
+                         b["throughput"] / a["throughput"] if a["throughput"] else float("nan"),
+                         a["p50_ms"], b["p50_ms"], a["p99_ms"], b["p99_ms"],
+                         f"{a['errors']}/{b['errors']}"])
+    print_table(f"service vs library ({results['sessions']} sessions, read pool "
+                f"{results['read_threads']}, answer pool {results['answer_threads']}; load "
+                f"{results['load_average_start']:.1f} -> {results['load_average_end']:.1f})",
+                ["op", "callers", "lib calls/s", "svc calls/s", "svc/lib", "lib p50 ms",
+                 "svc p50 ms", "lib p99 ms", "svc p99 ms", "errors lib/svc"], rows)
+    if results.get("pool_sweep"):
+        print_table("service at 8 callers by pool size (read and answer pools)",
+                    ["threads", "search calls/s", "search p50 ms", "search p99 ms",
+                     "answer calls/s", "answer p50 ms", "answer p99 ms", "errors"],
+                    [[int(t), r["search"]["throughput"], r["search"]["p50_ms"],
+                      r["search"]["p99_ms"], r["answer"]["throughput"], r["answer"]["p50_ms"],
+                      r["answer"]["p99_ms"], r["search"]["errors"] + r["answer"]["errors"]]
+                     for t, r in results["pool_sweep"].items()])
+    checks = []
+    top = max(results["callers"])
+    errors = svc[f"search/{top}"]["errors"] + svc[f"answer/{top}"]["errors"]
+    checks.append((f"no service errors at {top} callers", errors == 0, f"{errors} errors"))
+    if 8 in results["callers"]:
+        ratio = svc["search/8"]["throughput"] / lib["search/8"]["throughput"]
+        checks.append(("service Search throughput >= 80% of library at 8 callers",
+                       ratio >= 0.8, f"{ratio:.0%}"))
+        p99 = svc["search/8"]["p99_ms"]
+        checks.append(("service Search p99 < 50 ms at 8 callers", p99 < 50, f"{p99:.1f} ms"))
+    for name, ok, value in checks:
+        console.print(f"{verdict(ok)} {name}: {value}")
+    results["checks"] = [{"check": n, "ok": ok, "value": v} for n, ok, v in checks]
+
+    def strip(tree: Any) -> Any:  # raw latencies stay out of the file
+        if isinstance(tree, dict):
+            return {k: strip(v) for k, v in tree.items() if k != "latencies"}
+        return tree
+
+    results = strip(results)
+    OUT_DIR.mkdir(parents=True, exist_ok=True)
+    (OUT_DIR / "service_load.json").write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,369 @@
+"""``memstrata serve``, ``memstrata keys`` and ``--remote`` for ``ask`` and ``search``.
+
+Loaded lazily by ``_register_subcommands``; the query service itself is imported
+only when a command runs, so the core CLI works without the grpc extra.
+
+``--remote HOST:PORT`` (or ``MEMSTRATA_API_ADDRESS``) sends ``ask`` and ``search``
+to a running service. While ``memstrata serve`` holds a data dir it records
+its address in ``<data dir>/serve.json``; ``ask`` and ``search`` run against
+that data dir then go through the service without a flag (the embedded
+stores admit one writer). The key comes from ``MEMSTRATA_API_KEY``.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Callable, Optional
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from memstrata.cli import DataDir, _open, _scope, _settings, app, console, err
+
+SERVE_FILE = "serve.json"
+DEFAULT_KEYS_FILE = "service-keys.json"
+
+keys_app = typer.Typer(help="API keys of the query service (stored hashed).",
+                       no_args_is_help=True)
+KeysFile = Annotated[Optional[Path], typer.Option(
+    "--keys-file", help="Keys file (MEMSTRATA_SERVICE_KEYS_FILE; default: in the data dir).")]
+
+
+def _service_settings(**overrides: Any) -> Any:
+    from pydantic import ValidationError
+
+    from query_service.settings import ServiceSettings
+
+    try:
+        return ServiceSettings(**{k: v for k, v in overrides.items() if v is not None})
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        name = "MEMSTRATA_SERVICE_" + str(e["loc"][0]).upper() if e["loc"] else "settings"
+        err.print(f"[red]{name}: {escape(e['msg'])}[/red]")
+        raise typer.Exit(2) from None
+
+
+def _keys_path(keys_file: Path | None, data_dir: Path | None) -> Path:
+    if keys_file is not None:
+        return keys_file
+    configured = _service_settings().keys_file
+    return configured or _settings(data_dir).data_dir / DEFAULT_KEYS_FILE
+
+
+@keys_app.command("add")
+def keys_add(tenant: Annotated[str, typer.Argument(help="Tenant the key gives access to.")],
+             keys_file: KeysFile = None, data_dir: DataDir = None) -> None:
+    """Create an API key for TENANT: printed once, only its hash is stored."""
+    from pydantic import ValidationError
+
+    from query_service.keys import add_key
+
+    path = _keys_path(keys_file, data_dir)
+    try:
+        key_id, key = add_key(path, tenant)
+    except ValidationError:
+        err.print("[red]TENANT: letters, digits and . _ : @ / + - only, at most 128[/red]")
+        raise typer.Exit(2) from None
+    err.print(f"key {key_id} for tenant {tenant} stored (hashed) in {path}; "
+              "it is shown only now:", soft_wrap=True)
+    sys.stdout.write(key + "\n")
+
+
+@keys_app.command("list")
+def keys_list(keys_file: KeysFile = None, data_dir: DataDir = None) -> None:
+    """Key ids, tenants and whether they are revoked (never the keys)."""
+    from query_service.keys import dump_for_display
+
+    table = Table()
+    for col in ("id", "tenant", "created", "revoked"):
+        table.add_column(col)
+    for row in dump_for_display(_keys_path(keys_file, data_dir)):
+        table.add_row(*(str(row[c]) for c in ("id", "tenant", "created", "revoked")))
+    console.print(table)
+
+
+@keys_app.command("revoke")
+def keys_revoke(key_id: Annotated[str, typer.Argument(help="Key id (see `keys list`).")],
+                keys_file: KeysFile = None, data_dir: DataDir = None) -> None:
+    """Revoke a key; a running service refuses it from its next call."""
+    from query_service.keys import revoke_key
+
+    try:
+        tenant = revoke_key(_keys_path(keys_file, data_dir), key_id)
+    except KeyError:
+        err.print(f"[red]no key {escape(key_id)!r}[/red]")
+        raise typer.Exit(1) from None
+    console.print(f"revoked key {key_id} of tenant {tenant}")
+
+
+@app.command()
+def serve(
+    port: Annotated[Optional[int], typer.Option(
+        help="gRPC port (MEMSTRATA_SERVICE_PORT, default 50051).")] = None,
+    host: Annotated[Optional[str], typer.Option(
+        help="Address to listen on (MEMSTRATA_SERVICE_HOST, default 127.0.0.1).")] = None,
+    metrics_port: Annotated[Optional[int], typer.Option(
+        help="Prometheus /metrics port (off when not given).")] = None,
+    keys_file: KeysFile = None,
+    data_dir: DataDir = None,
+) -> None:
+    """Run the gRPC query service over this memory (Ctrl-C or SIGTERM stops it gracefully)."""
+    import asyncio
+    import logging
+
+    from query_service.keys import read_keys_file
+    from query_service.server import run_server
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: "
+                                                   "%(message)s")
+    settings = _settings(data_dir)
+    svc = _service_settings(port=port, host=host, metrics_port=metrics_port)
+    svc = svc.model_copy(update={"keys_file": _keys_path(keys_file, data_dir)})
+    host, port, metrics_port = svc.host, svc.port, svc.metrics_port
+    n_keys = len(read_keys_file(svc.keys_file).keys)
+    memory = _open(data_dir)
+    marker = settings.data_dir / SERVE_FILE
+    try:
+        marker.write_text(json.dumps({"address": f"{host}:{port}", "pid": os.getpid()}))
+        err.print(f"serving memstrata.v1.MemoryService on {host}:{port} over "
+                  f"{settings.data_dir}; keys: {svc.keys_file} ({n_keys} keys"
+                  f"{'' if n_keys else ': add one with `memstrata keys add TENANT`'})"
+                  + (f"; metrics on :{metrics_port}/metrics" if metrics_port else ""),
+                  soft_wrap=True)
+        asyncio.run(run_server(memory, svc))
+    except OSError as exc:
+        err.print(f"[red]cannot serve on {host}:{port}: {escape(str(exc))}[/red]")
+        raise typer.Exit(2) from None
+    finally:
+        marker.unlink(missing_ok=True)
+        memory.close()
+
+
+# -- --remote for ask and search --------------------------------------------------
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def serving_address(data_dir: Path | None) -> str | None:
+    """The address of a live ``memstrata serve`` holding this data dir, if any."""
+    from memstrata.config import _default_data_dir
+
+    path = Path(data_dir or os.environ.get("MEMSTRATA_DATA_DIR") or _default_data_dir())
+    try:
+        info = json.loads((path / SERVE_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(info, dict) or not _alive(int(info.get("pid", 0))):
+        return None
+    return str(info.get("address")) or None
+
+
+def _client_settings() -> Any:
+    from pydantic import ValidationError
+
+    from memstrata.client.settings import ClientSettings
+
+    try:
+        return ClientSettings()
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        err.print(f"[red]MEMSTRATA_API_{str(e['loc'][0]).upper()}: {escape(e['msg'])}[/red]")
+        raise typer.Exit(2) from None
+
+
+def _client(remote: str) -> Any:
+    from memstrata.client import MemoryClient
+
+    try:
+        client = MemoryClient(remote)
+    except ValueError as exc:
+        err.print(f"[red]--remote: {escape(str(exc))}[/red]")
+        raise typer.Exit(2) from None
+    if client._key is None:
+        err.print(f"[red]{remote} needs an API key: set MEMSTRATA_API_KEY "
+                  "(`memstrata keys add TENANT` makes one)[/red]")
+        raise typer.Exit(2)
+    return client
+
+
+def _remote_failure(exc: Exception) -> None:
+    err.print(f"[red]{escape(str(exc))}[/red]")
+    raise typer.Exit(1 if "NOT_FOUND" in str(exc) else 2) from None
+
+
+def remote_search(remote: str, query: list[str], tenant: str, user: str, top_k: int | None,
+                  as_json: bool) -> None:
+    from memstrata.client import RemoteError
+
+    scope = _scope(tenant, user)
+    with _client(remote) as client:
+        try:
+            hits = client.search(scope, query, top_k=top_k)
+        except RemoteError as exc:
+            _remote_failure(exc)
+    if as_json:
+        json.dump([h.model_dump(mode="json") for h in hits], sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return
+    if not hits:
+        console.print(f"no sessions found for {scope}")
+        return
+    table = Table(title=f"{scope}: {' | '.join(query)} (via {remote})")
+    for col in ("#", "session", "date", "score", "best matching turns"):
+        table.add_column(col)
+    for i, h in enumerate(hits, start=1):
+        date = h.session_date.strftime("%Y-%m-%d") if h.session_date else "-"
+        best = "\n".join(f"T{u.turn_index}: {u.summary}" for u in h.units[:2])
+        table.add_row(str(i), h.session_id, date, f"{h.score:.4f}", best)
+    console.print(table)
+
+
+def remote_ask(remote: str, question: str, tenant: str, user: str, date: str | None,
+               trace: bool, as_json: bool, without: list[str] | None) -> None:
+    from memstrata.cli.ask_cmd import _parse_date, _print_trace
+    from memstrata.client import RemoteError
+
+    scope = _scope(tenant, user)
+    asked_on = _parse_date(date)
+    with _client(remote) as client:
+        try:
+            answer = client.answer(scope, question, asked_on, without=without or ())
+        except RemoteError as exc:
+            _remote_failure(exc)
+    if as_json:
+        sys.stdout.write(answer.model_dump_json(indent=1) + "\n")
+        return
+    console.print(f"[bold]{escape(answer.answer)}[/bold]", soft_wrap=True)
+    for s in answer.sources:
+        date_text = s.session_date.strftime("%Y-%m-%d") if s.session_date else "unknown date"
+        turn = f" turn {s.turn_index}" if s.turn_index is not None else ""
+        ids = f" [{', '.join(s.source_ids)}]" if s.source_ids else ""
+        console.print(f"  source: {s.session_id} ({date_text}){turn} {s.layer.label}{ids}: "
+                      f"{escape(s.text)}", soft_wrap=True)
+    if trace:
+        _print_trace(answer)
+
+
+def remote_sessions(remote: str, tenant: str, user: str) -> None:
+    from memstrata.client import RemoteError
+
+    scope = _scope(tenant, user)
+    with _client(remote) as client:
+        try:
+            metas = client.sessions(scope)
+            rows = [(m.session_id, m.date_text, str(len(client.raw(scope, m.session_id))))
+                    for m in metas]
+        except RemoteError as exc:
+            _remote_failure(exc)
+    table = Table(title=f"{scope} (via {remote})")
+    for col in ("session", "date", "turns"):
+        table.add_column(col)
+    for row in rows:
+        table.add_row(*row)
+    console.print(table if rows else f"no sessions for {scope}")
+
+
+def remote_show(remote: str, session_id: str, tenant: str, user: str, layers: str,
+                raw_markdown: bool) -> None:
+    from memstrata.client import RemoteError, RemoteSessionNotFound
+    from memstrata.layers import markdown as md
+    from rich.markdown import Markdown
+
+    try:
+        wanted = sorted({int(x) for x in layers.split(",") if x.strip()})
+    except ValueError:
+        wanted = [-1]
+    if not wanted or any(x not in (0, 1, 2, 3) for x in wanted):
+        err.print(f"[red]--layers: expected numbers from 0 to 3, got {layers!r}[/red]")
+        raise typer.Exit(2)
+    scope = _scope(tenant, user)
+    parts: list[str] = []
+    with _client(remote) as client:
+        try:
+            meta = client.session(scope, session_id)
+            if 0 in wanted:
+                parts.append(md.render_l0(meta, client.l0(scope, session_id)))
+            if 1 in wanted:
+                parts.append(md.render_l1(client.facts(scope, session_id)))
+            if 2 in wanted:
+                parts.append(md.render_l2(client.notes(scope, session_id)))
+            if 3 in wanted:
+                parts.append(md.render_l3(meta, client.raw(scope, session_id)))
+        except RemoteSessionNotFound as exc:
+            err.print(f"[red]{escape(str(exc.args[0]))}[/red]")
+            raise typer.Exit(1) from None
+        except RemoteError as exc:
+            _remote_failure(exc)
+    text = "\n\n".join(parts)
+    if raw_markdown or not sys.stdout.isatty():
+        sys.stdout.write(text + "\n")
+    else:
+        console.print(Markdown(text))
+
+
+def _with_remote(name: str, remote_impl: Callable[..., None],
+                 pick: Callable[[dict[str, Any]], tuple[Any, ...]]) -> None:
+    """Give the registered command ``name`` a ``--remote`` option that routes to the service."""
+    info = next((c for c in app.registered_commands
+                 if (c.name or c.callback.__name__) == name), None)  # type: ignore[union-attr]
+    if info is None or info.callback is None:
+        return
+    original = info.callback
+    sig = inspect.signature(original, eval_str=True)
+    if "remote" in sig.parameters:
+        return
+    remote_param = inspect.Parameter(
+        "remote", inspect.Parameter.KEYWORD_ONLY, default=None,
+        annotation=Annotated[Optional[str], typer.Option(
+            "--remote", help="HOST:PORT of a memstrata service (MEMSTRATA_API_ADDRESS); default: "
+                             "the service holding the data dir, if one runs.")])
+
+    @functools.wraps(original)
+    def command(*args: Any, remote: str | None = None, **kwargs: Any) -> None:
+        remote = remote or _client_settings().address or serving_address(
+            kwargs.get("data_dir"))
+        if remote is None:
+            return original(*args, **kwargs)  # type: ignore[no-any-return]
+        remote_impl(remote, *pick(kwargs))
+
+    params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in sig.parameters.values()]
+    new_sig = sig.replace(parameters=[*params, remote_param])
+    command.__signature__ = new_sig  # type: ignore[attr-defined]
+    command.__annotations__ = {p.name: p.annotation for p in [*params, remote_param]}
+    del command.__wrapped__  # type: ignore[attr-defined]
+    info.callback = command
+
+
+def register() -> None:
+    from memstrata.client.settings import ClientSettings
+    from memstrata.config import register_namespace
+    from query_service.settings import ServiceSettings
+
+    # Also registered as entry points; explicit here so a source checkout that was not
+    # reinstalled accepts MEMSTRATA_SERVICE_* and MEMSTRATA_API_* too.
+    register_namespace(ServiceSettings)
+    register_namespace(ClientSettings)
+    app.add_typer(keys_app, name="keys")
+    g = dict.get  # the commands' parameter names, read leniently
+    _with_remote("search", remote_search, lambda k: (
+        g(k, "query"), g(k, "tenant"), g(k, "user"), g(k, "top_k"), g(k, "as_json")))
+    _with_remote("ask", remote_ask, lambda k: (
+        g(k, "question"), g(k, "tenant"), g(k, "user"), g(k, "date"), g(k, "trace"),
+        g(k, "as_json"), g(k, "without")))
+    _with_remote("sessions", remote_sessions, lambda k: (g(k, "tenant"), g(k, "user")))
+    _with_remote("show", remote_show, lambda k: (
+        g(k, "session_id"), g(k, "tenant"), g(k, "user"), g(k, "layers"),
+        g(k, "raw_markdown")))

@@ -1,0 +1,123 @@
+"""The asyncio twin of :class:`~memstrata.client.sync.MemoryClient` (same plans, awaited)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+import grpc
+
+from memstrata.client import plan
+from memstrata.client._proto import memory_pb2 as pb
+from memstrata.client._proto import memory_pb2_grpc as pb_grpc
+from memstrata.client.answers import answer_from_wire
+from memstrata.client.convert import step_from_wire
+from memstrata.client.errors import from_rpc_error
+from memstrata.client.settings import ClientSettings
+from memstrata.controller.result import Answer
+from memstrata.model import KeyFacts, L0Unit, Scope, SessionHit, SessionMeta, TraceStep, Turn
+from memstrata.model import TurnNotes
+from memstrata.roles import DeleteReceipt, MemoryStats
+
+
+def aio_channel_for(address: str, settings: ClientSettings) -> grpc.aio.Channel:
+    if settings.ca_file is not None:
+        creds = grpc.ssl_channel_credentials(settings.ca_file.read_bytes())
+        return grpc.aio.secure_channel(address, creds)
+    return grpc.aio.insecure_channel(address)
+
+
+class AsyncMemoryClient:
+    """Async client of ``memstrata.v1.MemoryService``; create it on the loop that uses it."""
+
+    def __init__(self, address: str | None = None, *, api_key: str | None = None,
+                 timeout_s: float | None = None,
+                 settings: ClientSettings | None = None) -> None:
+        self.config = settings or ClientSettings()
+        address = address or self.config.address
+        if not address:
+            raise ValueError("no service address: pass HOST:PORT or set MEMSTRATA_API_ADDRESS")
+        self.address = address
+        self._key = api_key or (self.config.key.get_secret_value()
+                                if self.config.key else None)
+        self.timeout_s = timeout_s or self.config.timeout_s
+        self._channel = aio_channel_for(address, self.config)
+        self._stub = pb_grpc.MemoryServiceStub(self._channel)
+
+    async def close(self) -> None:
+        await self._channel.close()
+
+    async def __aenter__(self) -> "AsyncMemoryClient":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def _call(self, p: plan.Plan[Any], timeout_s: float | None = None) -> Any:
+        try:
+            reply = await getattr(self._stub, p.method)(
+                p.request, metadata=plan.metadata(self._key, p.scope),
+                timeout=timeout_s or self.timeout_s)
+        except grpc.RpcError as exc:
+            if exc.code() == grpc.StatusCode.NOT_FOUND and p.tolerates_not_found:
+                return p.if_not_found
+            raise from_rpc_error(exc) from None
+        return p.read(reply)
+
+    async def search(self, scope: Scope, queries: str | Sequence[str],
+                     top_k: int | None = None) -> list[SessionHit]:
+        return await self._call(plan.search(scope, queries, top_k))  # type: ignore[no-any-return]
+
+    async def sessions(self, scope: Scope) -> list[SessionMeta]:
+        return await self._call(plan.sessions(scope))  # type: ignore[no-any-return]
+
+    async def session(self, scope: Scope, session_id: str) -> SessionMeta:
+        return await self._call(plan.session(scope, session_id))  # type: ignore[no-any-return]
+
+    async def l0(self, scope: Scope, session_id: str) -> list[L0Unit]:
+        return await self._call(plan.l0(scope, session_id))  # type: ignore[no-any-return]
+
+    async def facts(self, scope: Scope, session_id: str) -> KeyFacts:
+        return await self._call(plan.facts(scope, session_id))  # type: ignore[no-any-return]
+
+    async def notes(self, scope: Scope, session_id: str) -> TurnNotes:
+        return await self._call(plan.notes(scope, session_id))  # type: ignore[no-any-return]
+
+    async def raw(self, scope: Scope, session_id: str,
+                  turns: Iterable[int] | None = None) -> list[Turn]:
+        return await self._call(  # type: ignore[no-any-return]
+            plan.raw(scope, session_id, turns))
+
+    async def stats(self, tenant_id: str | None = None) -> MemoryStats:
+        return await self._call(plan.stats(tenant_id))  # type: ignore[no-any-return]
+
+    async def answer(self, scope: Scope, question: str, asked_on: datetime | None = None, *,
+                     timeout_s: float | None = None, **options: Any) -> Answer:
+        req = plan.answer(scope, question, asked_on, **options)
+        return await self._call(  # type: ignore[no-any-return]
+            plan.Plan("Answer", req, answer_from_wire, scope=scope), timeout_s)
+
+    async def answer_stream(self, scope: Scope, question: str,
+                            asked_on: datetime | None = None, *, timeout_s: float | None = None,
+                            **options: Any) -> AsyncIterator[TraceStep | Answer]:
+        req = plan.answer(scope, question, asked_on, **options)
+        call = self._stub.AnswerStream(req, metadata=plan.metadata(self._key, scope),
+                                       timeout=timeout_s or self.timeout_s)
+        try:
+            async for event in call:
+                if event.HasField("step"):
+                    yield step_from_wire(event.step)
+                else:
+                    yield answer_from_wire(event.answer)
+        except grpc.RpcError as exc:
+            raise from_rpc_error(exc) from None
+        finally:
+            call.cancel()
+
+    async def ingest(self, events: Sequence[pb.TurnEvent]) -> pb.IngestReply:
+        return await self._call(  # type: ignore[no-any-return]
+            plan.Plan("IngestBatch", pb.IngestBatchRequest(events=list(events)), lambda r: r))
+
+    async def delete(self, scope: Scope, session_id: str | None = None) -> DeleteReceipt:
+        return await self._call(plan.delete(scope, session_id))  # type: ignore[no-any-return]

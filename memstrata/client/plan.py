@@ -1,0 +1,132 @@
+"""One plan per client method: the RPC, its request, and how to read the reply.
+
+The sync and async clients share these plans and differ only in how they
+invoke the stub, so the two cannot drift apart (a test runs both against one
+server and compares).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Generic, TypeVar
+
+from memstrata.client._proto import memory_pb2 as pb
+from memstrata.client.convert import (
+    date_to_wire,
+    facts_from_wire,
+    hit_from_wire,
+    meta_from_wire,
+    notes_from_wire,
+    turns_from_wire,
+    unit_from_wire,
+)
+from memstrata.model import Scope
+from memstrata.roles import DeleteReceipt, MemoryStats
+
+T = TypeVar("T")
+_MISSING: Any = object()
+
+
+@dataclass(frozen=True)
+class Plan(Generic[T]):
+    method: str
+    request: Any
+    read: Callable[[Any], T]
+    #: Returned instead of raising when the service answers NOT_FOUND (an unknown user
+    #: has no sessions and no hits, as with a local memory).
+    if_not_found: Any = _MISSING
+    scope: Scope | None = None
+
+    @property
+    def tolerates_not_found(self) -> bool:
+        return self.if_not_found is not _MISSING
+
+
+def search(scope: Scope, queries: str | Sequence[str], top_k: int | None) -> Plan[Any]:
+    qs = [queries] if isinstance(queries, str) else list(queries)
+    return Plan("Search", pb.SearchRequest(user_id=scope.user_id, queries=qs, top_k=top_k or 0),
+                lambda r: [hit_from_wire(h, scope) for h in r.hits], [], scope)
+
+
+def sessions(scope: Scope) -> Plan[Any]:
+    return Plan("ListSessions", pb.ListSessionsRequest(user_id=scope.user_id),
+                lambda r: [meta_from_wire(s) for s in r.sessions], [], scope)
+
+
+def _session_req(scope: Scope, session_id: str) -> pb.SessionRequest:
+    return pb.SessionRequest(user_id=scope.user_id, session_id=session_id)
+
+
+def session(scope: Scope, session_id: str) -> Plan[Any]:
+    return Plan("GetSession", _session_req(scope, session_id), meta_from_wire, scope=scope)
+
+
+def l0(scope: Scope, session_id: str) -> Plan[Any]:
+    return Plan("ReadUnits", _session_req(scope, session_id),
+                lambda r: [unit_from_wire(u, scope) for u in r.units], scope=scope)
+
+
+def facts(scope: Scope, session_id: str) -> Plan[Any]:
+    return Plan("ReadFacts", _session_req(scope, session_id), facts_from_wire, scope=scope)
+
+
+def notes(scope: Scope, session_id: str) -> Plan[Any]:
+    return Plan("ReadTurns", _session_req(scope, session_id), notes_from_wire, scope=scope)
+
+
+def raw(scope: Scope, session_id: str, turns: Iterable[int] | None) -> Plan[Any]:
+    req = pb.ReadRawRequest(user_id=scope.user_id, session_id=session_id,
+                            turns=sorted(set(turns)) if turns is not None else [])
+    if turns is not None and not req.turns:
+        # No turns asked for: nothing to fetch, but an unknown session still fails.
+        return Plan("GetSession", _session_req(scope, session_id), lambda r: [], scope=scope)
+    return Plan("ReadRaw", req, lambda r: turns_from_wire(r.turns), scope=scope)
+
+
+def stats(tenant_id: str | None) -> Plan[Any]:
+    def read(r: pb.StatsReply) -> MemoryStats:
+        return MemoryStats(tenant_id=r.tenant_id, users=r.users, sessions=r.sessions,
+                           turns=r.turns, units=r.units, cached_layers=dict(r.cached_layers))
+
+    scope = Scope(tenant_id=tenant_id, user_id="_") if tenant_id else None
+    return Plan("GetStats", pb.GetStatsRequest(), read, scope=scope)
+
+
+def answer(scope: Scope, question: str, asked_on: datetime | None, *,
+           max_steps: int | None = None, max_depth: int | None = None,
+           without: Sequence[str] = ()) -> pb.AnswerRequest:
+    opts = pb.AnswerOptions(max_steps=max_steps or 0, without=list(without))
+    if max_depth is not None:
+        opts.max_depth = max_depth
+    return pb.AnswerRequest(user_id=scope.user_id, question=question,
+                            asked_on=date_to_wire(asked_on), options=opts)
+
+
+def delete(scope: Scope, session_id: str | None) -> Plan[DeleteReceipt]:
+    def read(r: pb.DeleteReply) -> DeleteReceipt:
+        return DeleteReceipt(scope=scope, session_id=session_id,
+                             removed={c.store: c.removed for c in r.removed},
+                             complete=r.complete)
+
+    if session_id is None:
+        return Plan("DeleteUser", pb.UserRequest(user_id=scope.user_id), read, scope=scope)
+    return Plan("DeleteSession", _session_req(scope, session_id), read, scope=scope)
+
+
+def event(scope_user: str, session_id: str, message_id: str, role: str, content: str, *,
+          ts: datetime | None = None, session_date: datetime | None = None,
+          speaker: str | None = None, labels: dict[str, str] | None = None) -> pb.TurnEvent:
+    """One message to send with ``ingest`` (the tenant is the API key's)."""
+    return pb.TurnEvent(user_id=scope_user, session_id=session_id, message_id=message_id,
+                        role=role, content=content, ts=date_to_wire(ts),
+                        session_date=date_to_wire(session_date), speaker=speaker or "",
+                        labels=labels or {})
+
+
+def metadata(api_key: str | None, scope: Scope | None) -> list[tuple[str, str]]:
+    md = [("x-api-key", api_key)] if api_key else []
+    if scope is not None:
+        md.append(("x-memstrata-tenant", scope.tenant_id))
+    return md

@@ -1,0 +1,142 @@
+"""The blocking client: a :class:`~memstrata.roles.MemoryReader` over gRPC, plus answers,
+writes and deletes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import datetime
+from typing import Any
+
+import grpc
+
+from memstrata.client import plan
+from memstrata.client._proto import memory_pb2 as pb
+from memstrata.client._proto import memory_pb2_grpc as pb_grpc
+from memstrata.client.answers import answer_from_wire
+from memstrata.client.convert import step_from_wire
+from memstrata.client.errors import from_rpc_error
+from memstrata.client.settings import ClientSettings
+from memstrata.controller.result import Answer
+from memstrata.model import KeyFacts, L0Unit, Scope, SessionHit, SessionMeta, TraceStep, Turn
+from memstrata.model import TurnNotes
+from memstrata.roles import DeleteReceipt, MemoryStats
+
+
+def channel_for(address: str, settings: ClientSettings) -> grpc.Channel:
+    if settings.ca_file is not None:
+        creds = grpc.ssl_channel_credentials(settings.ca_file.read_bytes())
+        return grpc.secure_channel(address, creds)
+    return grpc.insecure_channel(address)
+
+
+class MemoryClient:
+    """Blocking client of ``memstrata.v1.MemoryService``.
+
+    The API key comes from ``api_key`` or ``MEMSTRATA_API_KEY``; the tenant is the
+    key's, and a ``Scope`` naming another tenant is refused by the server.
+    """
+
+    def __init__(self, address: str | None = None, *, api_key: str | None = None,
+                 timeout_s: float | None = None,
+                 settings: ClientSettings | None = None) -> None:
+        self.config = settings or ClientSettings()
+        address = address or self.config.address
+        if not address:
+            raise ValueError("no service address: pass HOST:PORT or set MEMSTRATA_API_ADDRESS")
+        self.address = address
+        key = api_key or (self.config.key.get_secret_value()
+                          if self.config.key else None)
+        self._key = key
+        self.timeout_s = timeout_s or self.config.timeout_s
+        self._channel = channel_for(address, self.config)
+        self._stub = pb_grpc.MemoryServiceStub(self._channel)
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def __enter__(self) -> "MemoryClient":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _md(self, scope: Scope | None) -> list[tuple[str, str]]:
+        return plan.metadata(self._key, scope)
+
+    def _call(self, p: plan.Plan[Any], timeout_s: float | None = None) -> Any:
+        try:
+            reply = getattr(self._stub, p.method)(p.request, metadata=self._md(p.scope),
+                                                  timeout=timeout_s or self.timeout_s)
+        except grpc.RpcError as exc:
+            if exc.code() == grpc.StatusCode.NOT_FOUND and p.tolerates_not_found:
+                return p.if_not_found
+            raise from_rpc_error(exc) from None
+        return p.read(reply)
+
+    # -- MemoryReader --------------------------------------------------------
+    def search(self, scope: Scope, queries: str | Sequence[str],
+               top_k: int | None = None) -> list[SessionHit]:
+        return self._call(plan.search(scope, queries, top_k))  # type: ignore[no-any-return]
+
+    def sessions(self, scope: Scope) -> list[SessionMeta]:
+        return self._call(plan.sessions(scope))  # type: ignore[no-any-return]
+
+    def session(self, scope: Scope, session_id: str) -> SessionMeta:
+        return self._call(plan.session(scope, session_id))  # type: ignore[no-any-return]
+
+    def l0(self, scope: Scope, session_id: str) -> list[L0Unit]:
+        return self._call(plan.l0(scope, session_id))  # type: ignore[no-any-return]
+
+    def facts(self, scope: Scope, session_id: str) -> KeyFacts:
+        return self._call(plan.facts(scope, session_id))  # type: ignore[no-any-return]
+
+    def notes(self, scope: Scope, session_id: str) -> TurnNotes:
+        return self._call(plan.notes(scope, session_id))  # type: ignore[no-any-return]
+
+    def raw(self, scope: Scope, session_id: str,
+            turns: Iterable[int] | None = None) -> list[Turn]:
+        return self._call(plan.raw(scope, session_id, turns))  # type: ignore[no-any-return]
+
+    def stats(self, tenant_id: str | None = None) -> MemoryStats:
+        return self._call(plan.stats(tenant_id))  # type: ignore[no-any-return]
+
+    # -- answers ---------------------------------------------------------------
+    def answer(self, scope: Scope, question: str, asked_on: datetime | None = None, *,
+               timeout_s: float | None = None, **options: Any) -> Answer:
+        """The controller's answer, computed by the service (``options``: max_steps,
+        max_depth, without)."""
+        req = plan.answer(scope, question, asked_on, **options)
+        return self._call(plan.Plan("Answer", req, answer_from_wire, scope=scope),
+                          timeout_s)  # type: ignore[no-any-return]
+
+    def answer_stream(self, scope: Scope, question: str, asked_on: datetime | None = None, *,
+                      timeout_s: float | None = None,
+                      **options: Any) -> Iterator[TraceStep | Answer]:
+        """Each controller step as the service records it, then the answer."""
+        req = plan.answer(scope, question, asked_on, **options)
+        call = self._stub.AnswerStream(req, metadata=self._md(scope),
+                                       timeout=timeout_s or self.timeout_s)
+        try:
+            for event in call:
+                if event.HasField("step"):
+                    yield step_from_wire(event.step)
+                else:
+                    yield answer_from_wire(event.answer)
+        except grpc.RpcError as exc:
+            raise from_rpc_error(exc) from None
+        finally:
+            call.cancel()
+
+    # -- writes and deletes -------------------------------------------------------
+    def ingest(self, events: Sequence[pb.TurnEvent]) -> pb.IngestReply:
+        """Send turn events (see :func:`memstrata.client.plan.event`) in one batch."""
+        return self._call(plan.Plan("IngestBatch", pb.IngestBatchRequest(events=list(events)),
+                                    lambda r: r))
+
+    def close_session(self, scope: Scope, session_id: str) -> int:
+        return self._call(plan.Plan(  # type: ignore[no-any-return]
+            "CloseSession", pb.SessionRequest(user_id=scope.user_id, session_id=session_id),
+            lambda r: r.units_written, scope=scope))
+
+    def delete(self, scope: Scope, session_id: str | None = None) -> DeleteReceipt:
+        return self._call(plan.delete(scope, session_id))  # type: ignore[no-any-return]

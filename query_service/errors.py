@@ -1,0 +1,142 @@
+"""Input checks and the mapping from failures to gRPC status codes.
+
+Every refusal names the field and the limit, so a caller can fix the request
+without reading server logs; nothing of the request's content is logged.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable
+from functools import wraps
+from typing import Any, TypeVar
+
+import grpc
+
+from memstrata.config import ConfigError
+from memstrata.layers.lazy import SessionNotFound
+from memstrata.model import ID_PATTERN, MAX_ID_LEN
+from memstrata.retrieval.hybrid import QueryError
+from query_service.work import WorkCancelled
+from query_service.writes import DeleteIncomplete
+
+log = logging.getLogger(__name__)
+_ID = re.compile(ID_PATTERN)
+T = TypeVar("T")
+
+
+class InvalidArgument(ValueError):
+    """A request field breaks a limit; the message starts with the field's name."""
+
+
+class NotFound(LookupError):
+    """The tenant has no such user or session."""
+
+
+class Exhausted(RuntimeError):
+    """A tenant budget is spent and its policy says to refuse."""
+
+
+def check_id(field: str, value: str, *, required: bool = True) -> str:
+    if not value:
+        if required:
+            raise InvalidArgument(f"{field}: required")
+        return value
+    if len(value) > MAX_ID_LEN:
+        raise InvalidArgument(f"{field}: {len(value)} characters, limit is {MAX_ID_LEN}")
+    if not _ID.match(value):
+        raise InvalidArgument(f"{field}: only letters, digits and . _ : @ / + - are allowed "
+                              f"(no spaces), limit {MAX_ID_LEN} characters")
+    return value
+
+
+_MESSAGE_ID = re.compile(r"^[^\s\x00-\x1f\x7f]+$")
+
+
+def check_message_id(field: str, value: str) -> str:
+    if not value:
+        raise InvalidArgument(f"{field}: required")
+    if len(value) > MAX_ID_LEN or not _MESSAGE_ID.match(value):
+        raise InvalidArgument(f"{field}: printable text without whitespace, limit "
+                              f"{MAX_ID_LEN} characters")
+    return value
+
+
+def check_text(field: str, value: str, limit: int, *, required: bool = True) -> str:
+    if required and not value.strip():
+        raise InvalidArgument(f"{field}: required (empty)")
+    if len(value) > limit:
+        raise InvalidArgument(f"{field}: {len(value)} characters, limit is {limit}")
+    return value
+
+
+def check_range(field: str, value: int, low: int, high: int) -> int:
+    if not low <= value <= high:
+        raise InvalidArgument(f"{field}: must be between {low} and {high}, got {value}")
+    return value
+
+
+def status_for(exc: BaseException) -> tuple[grpc.StatusCode, str] | None:
+    """The status a known failure maps to; None for an unexpected one."""
+    if isinstance(exc, (InvalidArgument, QueryError)):
+        return grpc.StatusCode.INVALID_ARGUMENT, str(exc)
+    if isinstance(exc, ConfigError):
+        return grpc.StatusCode.INVALID_ARGUMENT, str(exc)
+    if isinstance(exc, SessionNotFound):
+        return grpc.StatusCode.NOT_FOUND, str(exc.args[0] if exc.args else exc)
+    if isinstance(exc, NotFound):
+        return grpc.StatusCode.NOT_FOUND, str(exc)
+    if isinstance(exc, Exhausted):
+        return grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc)
+    if isinstance(exc, DeleteIncomplete):
+        return grpc.StatusCode.UNAVAILABLE, str(exc)
+    if isinstance(exc, NotImplementedError):
+        return grpc.StatusCode.UNIMPLEMENTED, str(exc) or "not supported by this memory"
+    if isinstance(exc, WorkCancelled):
+        code = (grpc.StatusCode.DEADLINE_EXCEEDED if exc.reason == "deadline"
+                else grpc.StatusCode.CANCELLED)
+        return code, f"stopped: {exc.reason}"
+    return None
+
+
+def rpc_errors(fn: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T]]:
+    """Abort a unary call with the status its failure maps to."""
+
+    @wraps(fn)
+    async def unary(self: Any, request: Any, context: Any) -> T:
+        try:
+            return await fn(self, request, context)
+        except (grpc.aio.AbortError, grpc.RpcError):
+            raise
+        except Exception as exc:  # noqa: BLE001 - mapped to a status below
+            await _abort(context, fn.__name__, exc)
+            raise  # unreachable: abort raises
+
+    return unary
+
+
+def rpc_stream_errors(fn: Callable[..., AsyncIterator[T]]) -> Callable[..., AsyncIterator[T]]:
+    """Abort a server-streaming call with the status its failure maps to."""
+
+    @wraps(fn)
+    async def stream(self: Any, request: Any, context: Any) -> AsyncIterator[T]:
+        try:
+            async for item in fn(self, request, context):
+                yield item
+        except (grpc.aio.AbortError, grpc.RpcError):
+            raise
+        except Exception as exc:  # noqa: BLE001
+            await _abort(context, fn.__name__, exc)
+
+    return stream
+
+
+async def _abort(context: Any, method: str, exc: Exception) -> None:
+    mapped = status_for(exc)
+    if mapped is None:
+        # The type only: messages of store errors may quote content.
+        log.error("%s failed with %s", method, type(exc).__name__)
+        log.debug("%s failure", method, exc_info=exc)
+        mapped = grpc.StatusCode.INTERNAL, f"internal error ({type(exc).__name__})"
+    await context.abort(*mapped)

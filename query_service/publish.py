@@ -1,0 +1,112 @@
+"""Where Ingest sends turn events: the turns topic, or straight into the local memory.
+
+With ``MEMSTRATA_KAFKA_BROKERS`` set, events go to ``memstrata.turns.v1`` (one
+record per message, keyed ``tenant/user/session`` so a session stays in
+order on one partition) and Ingest answers once the broker has acknowledged
+them (``acks=all``). Without a broker (embedded, one process) they are written
+through the memory's writer role directly.
+
+The record schema is the streams worker's (``streams/events.py``); this module
+holds the producer side only, and the two are reconciled at merge.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from typing import Any, Protocol
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from memstrata.model import Identifier, Role
+
+TURNS_TOPIC = "memstrata.turns.v1"
+#: Message ids come from other systems (``D1:3``, ``chat#17``): printable, no whitespace.
+MESSAGE_ID_PATTERN = r"^[^\s\x00-\x1f\x7f]+$"
+MessageId = Annotated[str, StringConstraints(min_length=1, max_length=128,
+                                             pattern=MESSAGE_ID_PATTERN)]
+EVENT_VERSION = 1
+
+
+class KafkaProducerSettings(BaseSettings):
+    """The broker list (shared with the stream worker's ``MEMSTRATA_KAFKA_*`` settings)."""
+
+    model_config = SettingsConfigDict(env_prefix="MEMSTRATA_KAFKA_", extra="ignore")
+
+    brokers: str | None = None
+    topic_turns: str = TURNS_TOPIC
+
+
+class TurnRecord(BaseModel):
+    """One message on the turns topic."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    v: int = EVENT_VERSION
+    tenant_id: Identifier
+    user_id: Identifier
+    session_id: Identifier
+    message_id: MessageId
+    role: Role
+    content: str
+    ts: datetime
+    session_date: datetime | None = None
+    speaker: str | None = None
+    #: Session labels (source, sample id); the first event's labels stick.
+    labels: dict[str, str] = Field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        return f"{self.tenant_id}/{self.user_id}/{self.session_id}"
+
+
+class TurnPublisher(Protocol):
+    route: str
+
+    async def start(self) -> None: ...
+
+    async def publish(self, records: Sequence[TurnRecord]) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
+class KafkaPublisher:
+    """aiokafka producer: ``publish`` returns once the broker holds every record."""
+
+    route = "kafka"
+
+    def __init__(self, brokers: str, topic: str = TURNS_TOPIC) -> None:
+        self.brokers = brokers
+        self.topic = topic
+        self._producer: Any = None
+
+    async def start(self) -> None:
+        from aiokafka import AIOKafkaProducer  # the kafka extra
+
+        self._producer = AIOKafkaProducer(
+            bootstrap_servers=self.brokers, acks="all",
+            key_serializer=str.encode,
+            value_serializer=lambda v: json.dumps(v, separators=(",", ":")).encode())
+        await self._producer.start()
+
+    async def publish(self, records: Sequence[TurnRecord]) -> None:
+        if self._producer is None:
+            raise RuntimeError("the Kafka producer is not started")
+        futures = [await self._producer.send(self.topic, r.model_dump(mode="json",
+                                                                      exclude_none=True),
+                                             key=r.key) for r in records]
+        for f in futures:
+            await f
+
+    async def stop(self) -> None:
+        if self._producer is not None:
+            await self._producer.stop()
+            self._producer = None
+
+
+def now_utc() -> datetime:
+    return datetime.now(timezone.utc)

@@ -1,0 +1,349 @@
+"""``memstrata.v1.MemoryService`` over one memory: each method checks its input, runs the
+synchronous core in the right pool, and converts the result to its wire form."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Sequence
+from datetime import datetime
+from typing import Any
+
+from memstrata.client._proto import memory_pb2 as pb
+from memstrata.client._proto import memory_pb2_grpc as pb_grpc
+from memstrata.client.answers import answer_to_wire
+from memstrata.client.convert import (
+    date_from_wire,
+    facts_to_wire,
+    hit_to_wire,
+    meta_to_wire,
+    notes_to_wire,
+    step_to_wire,
+    turn_to_wire,
+    unit_to_wire,
+)
+from memstrata.controller.config import ControllerSettings
+from memstrata.controller.result import Answer
+from memstrata.controller.run import Controller
+from memstrata.evidence.trace import MEMORY_ROLE
+from memstrata.llm.usage import PriceTable
+from memstrata.model import Scope, TraceStep
+from query_service.calls import current_tenant
+from query_service.errors import (
+    Exhausted,
+    InvalidArgument,
+    NotFound,
+    check_id,
+    check_message_id,
+    check_range,
+    check_text,
+    rpc_errors,
+    rpc_stream_errors,
+)
+from query_service.limits import SpendLedger, TenantGate
+from query_service.metrics import ServiceMetrics
+from query_service.publish import TurnPublisher, TurnRecord, now_utc
+from query_service import writes
+from query_service.settings import ServiceSettings
+from query_service.work import GuardedReader, Pools, WorkToken, call_end_reason
+
+log = logging.getLogger(__name__)
+
+_DONE = object()
+
+
+def _date(field: str, text: str) -> datetime | None:
+    try:
+        return date_from_wire(text)
+    except ValueError:
+        raise InvalidArgument(f"{field}: not an ISO 8601 date ({text[:40]!r})") from None
+
+
+class MemoryServicer(pb_grpc.MemoryServiceServicer):
+    """The service's methods; the tenant of each call comes from :func:`current_tenant`."""
+
+    def __init__(self, memory: Any, settings: ServiceSettings,
+                 controller_settings: ControllerSettings, chat: Any, pools: Pools,
+                 metrics: ServiceMetrics, gate: TenantGate, ledger: SpendLedger,
+                 publisher: TurnPublisher | None = None,
+                 prices: PriceTable | None = None) -> None:
+        self.memory = memory
+        self.settings = settings
+        self.controller_settings = controller_settings
+        self.chat = chat
+        self.prices = prices or controller_settings.prices()
+        self.pools = pools
+        self.metrics = metrics
+        self.gate = gate
+        self.ledger = ledger
+        self.publisher = publisher
+        # The controller sees only a MemoryReader, so the query limit travels as an argument.
+        self._controller_kwargs: dict[str, Any] = {
+            "max_query_chars": memory.settings.max_query_chars}
+
+    # -- helpers ------------------------------------------------------------
+    @staticmethod
+    def _scope(user_id: str) -> Scope:
+        return Scope(tenant_id=current_tenant(), user_id=check_id("user_id", user_id))
+
+    async def _read(self, context: Any, fn: Any) -> Any:
+        return await self.pools.run(self.pools.read, context, fn,
+                                    method=context_method(context))
+
+    def _user_exists(self, reader: Any, scope: Scope) -> None:
+        if not reader.sessions(scope):
+            raise NotFound(f"user_id: no memory for user {scope.user_id!r}")
+
+    # -- answers --------------------------------------------------------------
+    def _prepare_answer(self, request: pb.AnswerRequest) -> tuple[
+            Scope, str, datetime | None, ControllerSettings, Any, bool]:
+        scope = self._scope(request.user_id)
+        question = check_text("question", request.question, self.settings.max_question_chars)
+        asked_on = _date("asked_on", request.asked_on)
+        s = self.controller_settings
+        opts = request.options
+        if opts.max_steps:
+            s = s.model_copy(update={"max_steps": check_range(
+                "options.max_steps", opts.max_steps, 1, self.settings.max_answer_steps)})
+        if opts.HasField("max_depth"):
+            depth = check_range("options.max_depth", opts.max_depth, 0, 3)
+            s = s.model_copy(update={f"use_l{n}": False for n in range(depth + 1, 4)})
+        if opts.without:
+            s = s.without(list(opts.without))  # ConfigError names the unknown ablation
+        chat, fallback = self.chat, False
+        if chat is not None and s.policy != "rules":
+            lim = self.gate.limits(scope.tenant_id)
+            why = self.ledger.exhausted(scope.tenant_id, lim)
+            if why is not None:
+                if lim.on_budget_exhausted == "refuse":
+                    raise Exhausted(f"tenant {scope.tenant_id}: {why}")
+                chat, fallback = None, True
+                s = s.model_copy(update={"policy": "rules"})
+        return scope, question, asked_on, s, chat, fallback
+
+    def _answer_work(self, scope: Scope, question: str, asked_on: datetime | None,
+                     settings: ControllerSettings, chat: Any, token: WorkToken,
+                     on_step: Any = None) -> Answer:
+        reader = GuardedReader(self.memory, token)
+        self._user_exists(reader, scope)
+
+        def step(entry: TraceStep) -> None:
+            token.check()
+            if on_step is not None:
+                on_step(entry)
+
+        controller = Controller(reader, settings, chat, self.prices,  # type: ignore[arg-type]
+                                **self._controller_kwargs)
+        return controller.answer(scope, question, asked_on, on_step=step)
+
+    def _account(self, tenant: str, answer: Answer, fallback: bool) -> None:
+        tokens = sum(t.tokens_in + t.tokens_out for role, t in answer.summary.tokens.items()
+                     if role != MEMORY_ROLE)
+        self.ledger.record(tenant, tokens, answer.summary.cost_usd)
+        self.metrics.observe_answer(answer, self.prices, tenant, fallback=fallback)
+
+    @rpc_errors
+    async def Answer(self, request: pb.AnswerRequest, context: Any) -> pb.AnswerReply:
+        scope, question, asked_on, s, chat, fallback = self._prepare_answer(request)
+        answer = await self.pools.run(
+            self.pools.answer, context,
+            lambda token: self._answer_work(scope, question, asked_on, s, chat, token),
+            method="Answer")
+        self._account(scope.tenant_id, answer, fallback)
+        return answer_to_wire(answer, budget_fallback=fallback)
+
+    @rpc_stream_errors
+    async def AnswerStream(self, request: pb.AnswerRequest,
+                           context: Any) -> AsyncIterator[pb.AnswerEvent]:
+        scope, question, asked_on, s, chat, fallback = self._prepare_answer(request)
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+
+        def on_step(entry: TraceStep) -> None:
+            loop.call_soon_threadsafe(queue.put_nowait, entry)
+
+        token = WorkToken(context.time_remaining())
+        task = asyncio.ensure_future(self.pools.run(
+            self.pools.answer, context,
+            lambda t: self._answer_work(scope, question, asked_on, s, chat, t, on_step),
+            method="AnswerStream", token=token))
+        task.add_done_callback(lambda _: loop.call_soon(queue.put_nowait, _DONE))
+        try:
+            while True:
+                item = await queue.get()
+                if item is _DONE:
+                    break
+                yield pb.AnswerEvent(step=step_to_wire(item))
+            answer = await task
+        finally:
+            if not task.done():  # the client went away: stop the controller
+                token.cancel(call_end_reason(context))
+                task.cancel()
+        self._account(scope.tenant_id, answer, fallback)
+        yield pb.AnswerEvent(answer=answer_to_wire(answer, budget_fallback=fallback))
+
+    # -- reads ----------------------------------------------------------------
+    @rpc_errors
+    async def Search(self, request: pb.SearchRequest, context: Any) -> pb.SearchReply:
+        scope = self._scope(request.user_id)
+        queries = list(request.queries)
+        for i, q in enumerate(queries):
+            check_text(f"queries[{i}]", q, self.memory.settings.max_query_chars)
+        top_k = (check_range("top_k", request.top_k, 1, self.settings.max_top_k)
+                 if request.top_k else None)
+
+        def work(token: WorkToken) -> list[Any]:
+            hits = self.memory.search(scope, queries, top_k=top_k)
+            if not hits:
+                self._user_exists(self.memory, scope)
+            return hits  # type: ignore[no-any-return]
+
+        hits = await self._read(context, work)
+        return pb.SearchReply(tenant_id=scope.tenant_id, user_id=scope.user_id,
+                              hits=[hit_to_wire(h) for h in hits])
+
+    @rpc_errors
+    async def ListSessions(self, request: pb.ListSessionsRequest,
+                           context: Any) -> pb.ListSessionsReply:
+        scope = self._scope(request.user_id)
+
+        def work(token: WorkToken) -> list[Any]:
+            metas = self.memory.sessions(scope)
+            if not metas:
+                raise NotFound(f"user_id: no memory for user {scope.user_id!r}")
+            return metas  # type: ignore[no-any-return]
+
+        metas = await self._read(context, work)
+        return pb.ListSessionsReply(sessions=[meta_to_wire(m) for m in metas])
+
+    def _session_args(self, request: Any) -> tuple[Scope, str]:
+        return (self._scope(request.user_id),
+                check_id("session_id", request.session_id))
+
+    @rpc_errors
+    async def GetSession(self, request: pb.SessionRequest, context: Any) -> pb.SessionInfo:
+        scope, sid = self._session_args(request)
+        meta = await self._read(context, lambda t: self.memory.session(scope, sid))
+        return meta_to_wire(meta)
+
+    @rpc_errors
+    async def ReadUnits(self, request: pb.SessionRequest, context: Any) -> pb.UnitsReply:
+        scope, sid = self._session_args(request)
+        units = await self._read(context, lambda t: self.memory.l0(scope, sid))
+        return pb.UnitsReply(tenant_id=scope.tenant_id, user_id=scope.user_id,
+                             units=[unit_to_wire(u) for u in units])
+
+    @rpc_errors
+    async def ReadFacts(self, request: pb.SessionRequest, context: Any) -> pb.FactsReply:
+        scope, sid = self._session_args(request)
+        facts = await self._read(context, lambda t: self.memory.facts(scope, sid))
+        return facts_to_wire(facts)
+
+    @rpc_errors
+    async def ReadTurns(self, request: pb.SessionRequest, context: Any) -> pb.NotesReply:
+        scope, sid = self._session_args(request)
+        notes = await self._read(context, lambda t: self.memory.notes(scope, sid))
+        return notes_to_wire(notes)
+
+    @rpc_errors
+    async def ReadRaw(self, request: pb.ReadRawRequest, context: Any) -> pb.RawReply:
+        scope, sid = self._session_args(request)
+        wanted = [check_range(f"turns[{i}]", t, 1, 1_000_000)
+                  for i, t in enumerate(request.turns)] or None
+        turns = await self._read(context, lambda t: self.memory.raw(scope, sid, wanted))
+        return pb.RawReply(turns=[turn_to_wire(t) for t in turns])
+
+    # -- writes ---------------------------------------------------------------
+    def _record(self, field: str, e: pb.TurnEvent, tenant: str) -> TurnRecord:
+        check_id(f"{field}.user_id", e.user_id)
+        check_id(f"{field}.session_id", e.session_id)
+        check_message_id(f"{field}.message_id", e.message_id)
+        if e.role not in ("user", "assistant"):
+            raise InvalidArgument(f"{field}.role: must be 'user' or 'assistant'")
+        check_text(f"{field}.content", e.content, self.settings.max_content_chars)
+        if len(e.speaker) > 128:
+            raise InvalidArgument(f"{field}.speaker: {len(e.speaker)} characters, limit is 128")
+        if len(e.labels) > self.settings.max_labels:
+            raise InvalidArgument(f"{field}.labels: {len(e.labels)} labels, limit is "
+                                  f"{self.settings.max_labels}")
+        for k, v in e.labels.items():
+            if not k or len(k) > 128 or len(v) > 128:
+                raise InvalidArgument(f"{field}.labels: keys and values up to 128 characters "
+                                      "(keys not empty)")
+        return TurnRecord(tenant_id=tenant, user_id=e.user_id, session_id=e.session_id,
+                          message_id=e.message_id, role=e.role,  # type: ignore[arg-type]
+                          content=e.content, ts=_date(f"{field}.ts", e.ts) or now_utc(),
+                          session_date=_date(f"{field}.session_date", e.session_date),
+                          speaker=e.speaker or None, labels=dict(e.labels))
+
+    async def _ingest(self, records: Sequence[TurnRecord], context: Any) -> pb.IngestReply:
+        if self.publisher is not None:
+            await self.publisher.publish(records)
+            return pb.IngestReply(accepted=len(records), route=self.publisher.route)
+        dups = await self.pools.run(self.pools.write, context,
+                                    lambda t: writes.append_direct(self.memory, records),
+                                    method="Ingest")
+        return pb.IngestReply(accepted=len(records) - dups, route="direct", duplicates=dups)
+
+    @rpc_errors
+    async def Ingest(self, request: pb.IngestRequest, context: Any) -> pb.IngestReply:
+        if not request.HasField("event"):
+            raise InvalidArgument("event: required")
+        return await self._ingest([self._record("event", request.event, current_tenant())],
+                                  context)
+
+    @rpc_errors
+    async def IngestBatch(self, request: pb.IngestBatchRequest, context: Any) -> pb.IngestReply:
+        n = len(request.events)
+        if n == 0:
+            raise InvalidArgument("events: at least one event is required")
+        if n > self.settings.max_batch_events:
+            raise InvalidArgument(f"events: {n} events, limit is {self.settings.max_batch_events}")
+        tenant = current_tenant()
+        records = [self._record(f"events[{i}]", e, tenant) for i, e in enumerate(request.events)]
+        return await self._ingest(records, context)
+
+    @rpc_errors
+    async def CloseSession(self, request: pb.SessionRequest,
+                           context: Any) -> pb.CloseSessionReply:
+        scope, sid = self._session_args(request)
+        n = await self.pools.run(self.pools.write, context,
+                                 lambda t: writes.close_session(self.memory, scope, sid),
+                                 method="CloseSession")
+        return pb.CloseSessionReply(units_written=n)
+
+    async def _delete(self, context: Any, scope: Scope, sid: str | None) -> pb.DeleteReply:
+        def work(token: WorkToken) -> Any:
+            if sid is None:
+                self._user_exists(self.memory, scope)
+            else:
+                self.memory.session(scope, sid)
+            return writes.delete(self.memory, scope, sid)
+
+        receipt = await self.pools.run(self.pools.write, context, work, method="Delete")
+        return pb.DeleteReply(removed=[pb.StoreCount(store=k, removed=v)
+                                       for k, v in sorted(receipt.removed.items())],
+                              complete=receipt.complete)
+
+    @rpc_errors
+    async def DeleteSession(self, request: pb.SessionRequest, context: Any) -> pb.DeleteReply:
+        scope, sid = self._session_args(request)
+        return await self._delete(context, scope, sid)
+
+    @rpc_errors
+    async def DeleteUser(self, request: pb.UserRequest, context: Any) -> pb.DeleteReply:
+        return await self._delete(context, self._scope(request.user_id), None)
+
+    @rpc_errors
+    async def GetStats(self, request: pb.GetStatsRequest, context: Any) -> pb.StatsReply:
+        tenant = current_tenant()
+        st = await self._read(context, lambda t: writes.stats(self.memory, tenant))
+        return pb.StatsReply(tenant_id=tenant, users=st.users, sessions=st.sessions,
+                             turns=st.turns, units=st.units, cached_layers=st.cached_layers)
+
+
+def context_method(context: Any) -> str:
+    from query_service.calls import CALL
+
+    info = CALL.get()
+    return info.method if info is not None else ""

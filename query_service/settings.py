@@ -1,0 +1,71 @@
+"""Settings of the query service, read from ``MEMSTRATA_SERVICE_*`` variables.
+
+The service owns this class; core's ``load_settings`` learns about the
+namespace from the ``memstrata.settings`` entry point in pyproject.toml, so
+core config never lists it by hand.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+ENV_PREFIX = "MEMSTRATA_SERVICE_"
+
+
+class ServiceSettings(BaseSettings):
+    """How the gRPC server listens, whom it lets in, and how much each tenant may ask."""
+
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="forbid",
+                                      validate_default=True, case_sensitive=False)
+
+    host: str = "127.0.0.1"
+    port: int = Field(50051, ge=0, le=65535)
+    #: Prometheus /metrics port; None: no metrics endpoint.
+    metrics_port: int | None = Field(None, ge=0, le=65535)
+    #: API keys (hashed) and per-tenant limits; see ``memstrata keys add``.
+    keys_file: Path | None = None
+    #: Both set: TLS. Neither: plaintext (loopback or behind a TLS-terminating proxy).
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    #: Seconds in-flight calls get to finish on SIGTERM.
+    grace_s: float = Field(10.0, ge=0, le=600)
+
+    # -- threads (the stores and the controller are synchronous and hold the GIL) --
+    #: Threads for Search and Read* calls. The stores hold the GIL for part of each call
+    #: only (tantivy, onnxruntime and SQLite release it): bench/service_load.py
+    #: --pool-sweep found 4 best (8 no better) on a 2-core machine.
+    read_threads: int = Field(4, ge=1, le=256)
+    #: Threads for Answer calls: a separate pool, so slow answers never starve reads.
+    answer_threads: int = Field(4, ge=1, le=256)
+
+    # -- default per-tenant limits (the keys file may override them per tenant) --
+    rate_per_s: float = Field(200.0, gt=0)
+    burst: int = Field(400, ge=1)
+    max_concurrent: int = Field(64, ge=1)
+
+    # -- input limits --
+    max_question_chars: int = Field(2000, ge=1, le=100_000)
+    max_batch_events: int = Field(500, ge=1, le=100_000)
+    max_content_chars: int = Field(100_000, ge=1, le=10_000_000)
+    #: Session labels one turn event may carry (each key and value <= 128 characters).
+    max_labels: int = Field(16, ge=0, le=256)
+    max_top_k: int = Field(100, ge=1, le=1000)
+    max_answer_steps: int = Field(50, ge=1, le=200)
+
+    # -- metrics --
+    #: Add a ``tenant`` label to metrics (bounded by the tenants in the keys file).
+    metrics_tenant_label: bool = False
+
+    #: ``offline``: answer with the offline controller once the budget is spent; ``refuse``:
+    #: RESOURCE_EXHAUSTED. A tenant's entry in the keys file may say otherwise.
+    on_budget_exhausted: Literal["offline", "refuse"] = "offline"
+
+    @model_validator(mode="after")
+    def _tls_pair(self) -> "ServiceSettings":
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise ValueError("MEMSTRATA_SERVICE_TLS_CERT and MEMSTRATA_SERVICE_TLS_KEY go together")
+        return self

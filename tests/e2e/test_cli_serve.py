@@ -1,0 +1,95 @@
+"""``memstrata serve`` as a user runs it: keys, a remote ask, search through the service,
+and a graceful stop on SIGTERM (real subprocesses, real gRPC on loopback)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from tests.e2e.test_cli import SAMPLE, run
+
+pytestmark = pytest.mark.integration
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_serving(address: str, proc: subprocess.Popen, timeout: float = 60) -> None:
+    channel = grpc.insecure_channel(address)
+    stub = health_pb2_grpc.HealthStub(channel)
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else "serve exited"
+            try:
+                reply = stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=1)
+                if reply.status == health_pb2.HealthCheckResponse.SERVING:
+                    return
+            except grpc.RpcError:
+                pass
+            time.sleep(0.2)
+        raise AssertionError("memstrata serve did not become healthy")
+    finally:
+        channel.close()
+
+
+def test_serve_keys_remote_ask_and_graceful_stop(tmp_path: Path):
+    data = tmp_path / "data"
+    assert run("ingest", str(SAMPLE), data_dir=data).returncode == 0
+    added = run("keys", "add", "acme", data_dir=data)
+    assert added.returncode == 0, added.stderr
+    key = added.stdout.strip()
+    assert key.startswith("msk_") and "shown only now" in added.stderr
+    assert key not in (data / "service-keys.json").read_text()
+
+    port = _free_port()
+    address = f"127.0.0.1:{port}"
+    env = {**os.environ, "MEMSTRATA_DATA_DIR": str(data)}
+    proc = subprocess.Popen([sys.executable, "-m", "memstrata", "serve", "--port", str(port)],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_serving(address, proc)
+        asked = run("ask", "--tenant", "acme", "--user", "maya", "--remote", address,
+                    "--json", "When did I start training for a half marathon?",
+                    data_dir=data, env={"MEMSTRATA_API_KEY": key})
+        assert asked.returncode == 0, asked.stderr
+        answer = json.loads(asked.stdout)
+        assert answer["sources"][0]["session_id"] == "2024-04-10-running"
+        assert answer["summary"]["haystack_sessions"] >= 1
+        # No flag: the data dir is held by `serve`, so search goes through it.
+        found = run("search", "--tenant", "acme", "--user", "maya", "--json",
+                    "half marathon knee", data_dir=data, env={"MEMSTRATA_API_KEY": key})
+        assert found.returncode == 0, found.stderr
+        assert json.loads(found.stdout)[0]["session_id"] == "2024-04-10-running"
+        listed = run("sessions", "--tenant", "acme", "--user", "maya", data_dir=data,
+                     env={"MEMSTRATA_API_KEY": key})
+        assert listed.returncode == 0 and "2024-04-10-running" in listed.stdout, listed.stderr
+        shown = run("show", "--tenant", "acme", "--user", "maya", "--layers", "1,3",
+                    "2024-04-10-running", data_dir=data, env={"MEMSTRATA_API_KEY": key})
+        assert shown.returncode == 0 and "half marathon" in shown.stdout, shown.stderr
+        refused = run("search", "--tenant", "globex", "--user", "maya", "--remote", address,
+                      "knee", data_dir=data, env={"MEMSTRATA_API_KEY": key})
+        assert refused.returncode == 2 and "PERMISSION_DENIED" in refused.stderr
+        assert (data / "serve.json").exists()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            code = proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise
+    assert code == 0, proc.stderr.read() if proc.stderr else ""
+    assert not (data / "serve.json").exists()

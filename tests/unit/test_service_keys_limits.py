@@ -1,0 +1,132 @@
+"""Keys file, per-tenant gates and budgets of the query service (no server needed)."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from query_service.keys import (
+    KeyRing,
+    KeysFileError,
+    TenantPolicy,
+    add_key,
+    revoke_key,
+    set_tenant_policy,
+)
+from query_service.limits import SpendLedger, TenantGate, limits_for
+from query_service.settings import ServiceSettings
+
+
+def test_keys_resolve_to_their_tenant_and_reload_on_change(tmp_path: Path):
+    path = tmp_path / "keys.json"
+    ring = KeyRing(path)
+    kid, key = add_key(path, "acme")
+    assert ring.tenant_for(key) == "acme"  # reloaded: the file appeared
+    assert ring.tenant_for(key[:-1] + ("A" if key[-1] != "A" else "B")) is None
+    assert ring.tenant_for(f"msk_{kid}_") is None and ring.tenant_for("") is None
+    revoke_key(path, kid)
+    assert ring.tenant_for(key) is None
+    assert oct(path.stat().st_mode & 0o777) == "0o600"
+
+
+def test_bad_tenant_and_bad_file_are_named(tmp_path: Path):
+    with pytest.raises(ValueError):
+        add_key(tmp_path / "k.json", "no spaces allowed")
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"keys": {"x": {"tenant": "a", "sha256": "short"}}}')
+    with pytest.raises(KeysFileError, match=str(bad)):
+        KeyRing(bad)
+
+
+def test_tenant_policy_overrides_defaults(tmp_path: Path):
+    path = tmp_path / "keys.json"
+    set_tenant_policy(path, "tiny", TenantPolicy(rate_per_s=1, max_concurrent=2))
+    ring = KeyRing(path)
+    lim = limits_for(ServiceSettings(burst=7), ring.policy("tiny"))
+    assert (lim.rate_per_s, lim.burst, lim.max_concurrent) == (1.0, 7, 2)
+    assert limits_for(ServiceSettings(), ring.policy("other")).rate_per_s == 200.0
+
+
+def test_gate_rate_and_concurrency(tmp_path: Path):
+    path = tmp_path / "keys.json"
+    set_tenant_policy(path, "t", TenantPolicy(rate_per_s=20, burst=2, max_concurrent=3))
+    gate = TenantGate(ServiceSettings(), KeyRing(path))
+    assert gate.admit("t") is None and gate.admit("t") is None
+    limit, retry = gate.admit("t")  # type: ignore[misc]
+    assert limit == "rate" and 0 < retry <= 0.05
+    time.sleep(0.06)
+    assert gate.admit("t") is None  # refilled
+    limit, _ = gate.admit("t") or ("", 0)
+    assert limit in ("rate", "concurrency")
+    for _ in range(3):
+        gate.release("t")
+    time.sleep(0.2)
+    assert gate.admit("t") is None
+    assert gate.admit("other") is None  # tenants do not share buckets
+
+
+def test_spend_ledger_budgets():
+    ledger = SpendLedger()
+    lim = limits_for(ServiceSettings(), TenantPolicy(daily_tokens=100, daily_usd=0.5))
+    assert ledger.exhausted("a", lim) is None
+    ledger.record("a", 60, 0.1)
+    assert ledger.exhausted("a", lim) is None
+    ledger.record("a", 40, 0.1)
+    assert "100 of 100 tokens" in (ledger.exhausted("a", lim) or "")
+    ledger.record("b", 1, 0.6)
+    assert "$0.6000 of $0.5000" in (ledger.exhausted("b", lim) or "")
+
+
+def test_settings_modules_import_only_pydantic():
+    """They are loaded at every start-up to check MEMSTRATA_* names: no grpc there."""
+    import subprocess
+    import sys
+
+    code = ("import sys, query_service.settings, memstrata.client.settings; "
+            "print(sorted(m for m in sys.modules if m.startswith(('grpc', 'google.protobuf'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**os.environ}, check=True).stdout.strip()
+    assert out == "[]"
+
+
+def test_service_and_client_namespaces_are_registered():
+    """pyproject registers both classes; with them, their variables are accepted."""
+    import tomllib
+
+    from memstrata.client.settings import ClientSettings
+    from memstrata.config import _load, _prefix_of, unknown_variables
+
+    root = Path(__file__).resolve().parents[2]
+    eps = tomllib.loads((root / "pyproject.toml").read_text())["project"]["entry-points"][
+        "memstrata.settings"]
+    assert _load(eps["service"]) is ServiceSettings and _load(eps["api"]) is ClientSettings
+    assert _prefix_of(ServiceSettings) == "MEMSTRATA_SERVICE_"
+    assert _prefix_of(ClientSettings) == "MEMSTRATA_API_"
+    env = {"MEMSTRATA_API_KEY": "k", "MEMSTRATA_SERVICE_PORT": "1", "MEMSTRATA_SERVICE_PROT": "1"}
+    import memstrata.config as config
+
+    saved = dict(config._registered)
+    try:
+        config.register_namespace(ServiceSettings)
+        config.register_namespace(ClientSettings)
+        assert unknown_variables(env) == ["MEMSTRATA_SERVICE_PROT"]
+    finally:
+        config._registered.clear()
+        config._registered.update(saved)
+
+
+def test_tenant_label_is_off_by_default_and_bounded_when_on():
+    from prometheus_client import generate_latest
+
+    from query_service.metrics import ServiceMetrics
+
+    off, on = ServiceMetrics(), ServiceMetrics(tenant_label=True)
+    for m in (off, on):
+        m.latency.labels(method="Search", code="OK", **m._t("acme")).observe(0.01)
+        m.rate_limited.labels(method="Search", limit="rate", **m._t(None)).inc()
+    assert b'tenant="acme"' not in generate_latest(off.registry)
+    text = generate_latest(on.registry)
+    assert b'tenant="acme"' in text and b'tenant="-"' in text
