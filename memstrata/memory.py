@@ -67,6 +67,9 @@ class IngestReport:
     turns: int = 0
     units: int = 0
     unchanged: int = 0
+    #: Sessions of this call whose records are complete and marked done (an
+    #: interrupted ingest redoes the others when run again).
+    committed: int = 0
     seconds: float = 0.0
     users: set[Scope] = field(default_factory=set)
 
@@ -131,6 +134,7 @@ class Memory:
         self._write_lock = threading.RLock()
         self._last_flush = time.monotonic()
         self._releases: list[Callable[[], None]] = []
+        self.changed_settings: list[str] = []
 
     @classmethod
     def open(cls, settings: Settings | None = None, *, read_only: bool = False) -> "Memory":
@@ -210,6 +214,9 @@ class Memory:
                 f"setting, or re-index into a new data dir: "
                 f"MEMSTRATA_DATA_DIR=<new dir> memstrata ingest <your files>"
             )
+        #: What changed since the data dir was last written (builder or window
+        #: settings): sessions indexed before are rebuilt when ingested again.
+        self.changed_settings = now.changes(stored) if stored is not None else []
         if record and stored != now.as_dict():
             self.docs.put_layer(_META_SCOPE, _META_SESSION, _FINGERPRINT, "1", now.as_dict())
 
@@ -317,6 +324,7 @@ class Memory:
         *,
         progress: Callable[[int], None] | None = None,
         batch_units: int = 256,
+        report: IngestReport | None = None,
     ) -> IngestReport:
         """Write whole sessions through the append path, then flush.
 
@@ -325,10 +333,11 @@ class Memory:
         as a whole; any other change rebuilds only the windows it touches. The
         session's digest is written after its units, so an interrupted ingest
         redoes the session next time instead of leaving it half-indexed.
-        ``progress`` is called with the number of turns just handled.
+        ``progress`` is called with the number of turns just handled. Pass a
+        ``report`` to keep the counts of an ingest that is interrupted part way.
         """
         self._writable()
-        report = IngestReport()
+        report = report if report is not None else IngestReport()
         start = time.perf_counter()
         batch: list[_Pending] = []
         size = 0
@@ -353,12 +362,14 @@ class Memory:
                     batch.append(pending)
                     size += len(pending.units)
                     report.units += len(pending.units)
+                else:
+                    report.committed += 1
                 if size >= batch_units:
-                    self._commit(batch)
+                    self._commit(batch, report)
                     batch, size = [], 0
                 if progress:
                     progress(len(session.turns))
-            self._commit(batch)
+            self._commit(batch, report)
             self.flush()
         report.seconds = time.perf_counter() - start
         return report
@@ -397,7 +408,8 @@ class Memory:
         units = [u for u in built if stored_units.get(u.id) != u]
         return _Pending(meta, digest, plan, closed, units, sorted(changed), all_turns)
 
-    def _commit(self, batch: Sequence[_Pending]) -> list[AppendReport]:
+    def _commit(self, batch: Sequence[_Pending],
+                ingest: IngestReport | None = None) -> list[AppendReport]:
         """Embed and index the prepared units, then mark each session done."""
         units = [u for p in batch for u in p.units]
         self._index(units)
@@ -410,6 +422,8 @@ class Memory:
             self.docs.put_layer(scope, sid, PLAN_LAYER, PLAN_KEY,
                                 p.plan.payload(self.fingerprint.key, p.closed))
             self.docs.put_session(p.meta, digest=p.digest)
+            if ingest is not None:
+                ingest.committed += 1
             written = [u.turn_index for u in p.units]
             reports.append(AppendReport(
                 scope=scope, session_id=sid, turns_written=p.turns_written,
