@@ -3,7 +3,9 @@
 Side by side, per size and tenant layout: the vector store alone (Qdrant
 Edge), the lexical store alone (tantivy), the doc store's ``get_units`` for
 the candidates a hybrid search fetches (SQLite), and the full hybrid retriever
-(both searches, fusion, keyword boost). Layouts: every unit in one tenant/user,
+(L0 BM25, dense and whole-session BM25 searches, fusion, keyword and date
+boosts). The session-level BM25 index (one document per session, its units'
+texts joined) is timed alone too. Layouts: every unit in one tenant/user,
 or spread over 1,000 tenants with one user each (each query goes to one
 random tenant). Targets at 100k units, hybrid path: p50 <= 10 ms, p99 <= 50 ms.
 
@@ -61,6 +63,8 @@ COMPONENTS = {
     "vector": "vector (Qdrant Edge)",
     "lexical": "lexical (tantivy)",
     "docs": "docs get_units (SQLite)",
+    "sessions": "sessions (tantivy, whole sessions)",
+    "hybrid_l0": "hybrid, no session BM25 (before)",
     "hybrid": "hybrid (stores+fusion)",
 }
 TARGET_SIZE, TARGET_P50_MS, TARGET_P99_MS = 100_000, 10.0, 50.0
@@ -128,7 +132,7 @@ def _disk_mb(path: Path) -> float:
 def _build_and_time(cfg: Result, report: Reporter) -> Result:
     """Build one (size, layout) in a temporary data dir, then time each component."""
     from memstrata.ids import record_id
-    from memstrata.model import L0Unit, Scope
+    from memstrata.model import L0Unit, Message, Scope, Turn
     from memstrata.retrieval.hybrid import HybridRetriever, RetrievalParams
     from memstrata.store.qdrant_edge import QdrantEdgeVectorStore
     from memstrata.store.sqlite_docs import SqliteDocStore
@@ -150,7 +154,11 @@ def _build_and_time(cfg: Result, report: Reporter) -> Result:
         root = Path(tmp)
         vectors = QdrantEdgeVectorStore(root / "vectors", DIM)
         lexical = TantivyLexicalStore(root / "lexical")
+        session_lexical = TantivyLexicalStore(root / "session-lexical")
         docs = SqliteDocStore(root / "docs.sqlite3")
+        # Per session: its units' texts, written at the end as raw turns and as
+        # one session-level BM25 document (sessions span batches when spread).
+        session_texts: dict[tuple[Scope, str], list[str]] = collections.defaultdict(list)
         with progress() as bar:
             task = bar.add_task(f"build {size:,} units, {LAYOUTS[layout]}", total=size)
             for start in range(0, size, BATCH):
@@ -173,6 +181,8 @@ def _build_and_time(cfg: Result, report: Reporter) -> Result:
                     vecs = [VectorRecord(id=u.id, scope=u.scope, session_id=u.session_id,
                                          turn_index=u.turn_index, vector=v)
                             for u, v in zip(units, _unit_vectors(rng, n))]
+                for u in units:
+                    session_texts[(u.scope, u.session_id)].append(u.summary)
                 with timed(build, "docs"):
                     docs.put_units(units)
                 with timed(build, "lexical"):
@@ -183,6 +193,21 @@ def _build_and_time(cfg: Result, report: Reporter) -> Result:
                 if (start + n) % 100_000 == 0:  # logs only show the bar when it ends
                     report({**res, "build_s": dict(build), "built": start + n})
                     console.log(f"{start + n:,} units written")
+        items = list(session_texts.items())
+        for start in range(0, len(items), BATCH // UNITS_PER_SESSION):
+            chunk = items[start: start + BATCH // UNITS_PER_SESSION]
+            with timed(build, "docs"):
+                for (scope, sid), texts in chunk:
+                    docs.put_turns(scope, sid, [
+                        Turn(index=i, messages=[Message(role="user", content=t)])
+                        for i, t in enumerate(texts, start=1)])
+            with timed(build, "sessions"):
+                session_lexical.upsert([
+                    LexicalDoc(id=record_id(scope.tenant_id, scope.user_id, sid, "session", 0, 0),
+                               scope=scope, session_id=sid, turn_index=0,
+                               text="\n".join(texts))
+                    for (scope, sid), texts in chunk])
+        session_texts.clear()
         res["built"] = size
         report({**res, "build_s": dict(build)})
         console.log(f"flush: optimising the Qdrant Edge index over {size:,} points ...")
@@ -201,6 +226,7 @@ def _build_and_time(cfg: Result, report: Reporter) -> Result:
             "tantivy_segments": lexical._index.searcher().num_segments,
             "disk_mb": {"vector": round(_disk_mb(root / "vectors")),
                         "lexical": round(_disk_mb(root / "lexical")),
+                        "sessions": round(_disk_mb(root / "session-lexical")),
                         "docs": round(sum(_disk_mb(p) for p in root.glob("docs.sqlite3*")))},
         })
         console.log(f"built in {sum(build.values()) - build['optimize']:.0f}s: "
@@ -213,7 +239,10 @@ def _build_and_time(cfg: Result, report: Reporter) -> Result:
         qvec = dict(zip(texts, _unit_vectors(rng, nq + warm)))
         qscope = [scopes[int(t)] for t in rng.integers(0, n_tenants, nq + warm)]
         retriever = HybridRetriever(PrecomputedEmbedder(qvec), vectors, lexical, docs,
-                                    RetrievalParams())
+                                    RetrievalParams(), session_lexical=session_lexical)
+        # The same retriever without the session-level index: the previous default path.
+        before = HybridRetriever(PrecomputedEmbedder(qvec), vectors, lexical, docs,
+                                 RetrievalParams())
         limit = retriever.params.candidate_units
         cand: list[set[str]] = [set() for _ in texts]
 
@@ -226,12 +255,18 @@ def _build_and_time(cfg: Result, report: Reporter) -> Result:
         def docs_(i: int) -> None:
             docs.get_units(qscope[i], list(cand[i]))
 
+        def sessions(i: int) -> None:
+            session_lexical.search(qscope[i], texts[i], retriever.params.session_candidates)
+
+        def hybrid_l0(i: int) -> None:
+            before.search(qscope[i], [texts[i]])
+
         def hybrid(i: int) -> None:
             retriever.search(qscope[i], [texts[i]])
 
         lat: dict[str, Any] = {}
         for key, fn in (("vector", vector), ("lexical", lexical_), ("docs", docs_),
-                        ("hybrid", hybrid)):
+                        ("sessions", sessions), ("hybrid_l0", hybrid_l0), ("hybrid", hybrid)):
             samples = time_calls(fn, nq, warm, f"{COMPONENTS[key]} x{nq}")
             p50, p99 = percentiles_ms(samples)
             lat[key] = {"p50_ms": p50, "p99_ms": p99, "mean_ms": 1000 * float(np.mean(samples))}
@@ -239,7 +274,7 @@ def _build_and_time(cfg: Result, report: Reporter) -> Result:
             report(res)
         res["candidates_mean"] = float(np.mean([len(c) for c in cand[warm:]]))
         res["load_avg_end"] = load_average()
-        for store in (vectors, lexical, docs):
+        for store in (vectors, lexical, session_lexical, docs):
             store.close()
     return res
 
@@ -267,7 +302,8 @@ def _work(cfg: Result, report: Reporter) -> Result:
 def _plot(results: Sequence[Result], path: Path) -> None:
     plt = setup_matplotlib()
     fig, axes = plt.subplots(1, 2, figsize=(13, 5), sharey=True)
-    colors = dict(zip(COMPONENTS, ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728")))
+    colors = dict(zip(COMPONENTS, ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b",
+                                   "#d62728")))
     for ax, layout in zip(axes, LAYOUTS):
         rows = sorted((r for r in results if r["layout"] == layout and "latency" in r),
                       key=lambda r: r["size"])

@@ -118,6 +118,16 @@ class Settings(BaseSettings):
     units_per_hit: int = Field(5, ge=1, le=100)
     #: Units each index returns per query before fusion (enough for top_k_sessions = 20).
     candidate_units: int = Field(50, ge=1, le=10_000)
+    #: Share of the session score taken from BM25 over whole sessions (0 turns it off).
+    session_lexical_weight: float = Field(0.7, ge=0.0, le=1.0)
+    #: That share applies only when BM25's best L0 hit covers this much of the query ...
+    session_min_unit_coverage: float = Field(0.6, ge=0.0, le=1.0)
+    #: ... or the best session document covers this much of it.
+    session_min_session_coverage: float = Field(0.8, ge=0.0, le=1.0)
+    #: Sessions the session-level BM25 returns per query.
+    session_candidates: int = Field(50, ge=1, le=10_000)
+    #: Boost (times the best score) for candidate sessions dated in a period the query names.
+    date_boost: float = Field(0.5, ge=0.0, le=10.0)
 
     # -- writing ----------------------------------------------------------
     #: When appends are flushed (index optimisation, OpenSearch refresh): after every
@@ -188,6 +198,10 @@ class Settings(BaseSettings):
     @property
     def lexical_dir(self) -> Path:
         return self.data_dir / "lexical"
+
+    @property
+    def session_lexical_dir(self) -> Path:
+        return self.data_dir / "session-lexical"
 
     @property
     def docs_path(self) -> Path:

@@ -43,6 +43,7 @@ from memstrata.model import (
 )
 from memstrata.retrieval import indexing
 from memstrata.retrieval.hybrid import HybridRetriever, RetrievalParams
+from memstrata.retrieval.sessions import session_document
 from memstrata.roles import AppendReport, DeleteReceipt, MemoryStats
 from memstrata.store.types import DocStore, LexicalDoc, LexicalStore, VectorRecord, VectorStore
 
@@ -87,6 +88,8 @@ class _Pending:
     closed: bool
     units: list[L0Unit]
     turns_written: list[int]
+    #: Every turn of the session after this write (for its session-level BM25 document).
+    all_turns: list[Turn] = field(default_factory=list)
 
 
 def embedder_id(embedder: Embedder) -> str:
@@ -109,6 +112,7 @@ class Memory:
         meter: UsageMeter | None = None,
         *,
         read_only: bool = False,
+        session_lexical: LexicalStore | None = None,
     ) -> None:
         self.settings = settings
         #: Opened for reading only: writes raise :class:`ReadOnlyMemory`.
@@ -118,10 +122,13 @@ class Memory:
         self.vectors = vectors
         self.lexical = lexical
         self.docs = docs
+        #: BM25 over whole sessions (:mod:`memstrata.retrieval.sessions`); None: not kept.
+        self.session_lexical = session_lexical
         self.meter = meter or UsageMeter()
         self.layers = LazyLayers(docs, builder, cache=not read_only)
         self.retriever = HybridRetriever(
-            embedder, vectors, lexical, docs, RetrievalParams.from_settings(settings)
+            embedder, vectors, lexical, docs, RetrievalParams.from_settings(settings),
+            session_lexical=session_lexical,
         )
         #: Writes from several threads of one process go one at a time.
         self._write_lock = threading.RLock()
@@ -168,8 +175,14 @@ class Memory:
             opened.append(lexical)
             vectors = open_vector_store(settings, embedder.dim, read_only=read_only)
             opened.append(vectors)
+            sessions: LexicalStore | None = None
+            # A data dir written before the session index existed has none to read.
+            if not (read_only and settings.lexical_backend == "tantivy"
+                    and not settings.session_lexical_dir.is_dir()):
+                sessions = open_lexical_store(settings, read_only=read_only, sessions=True)
+                opened.append(sessions)
             memory = cls(settings, builder, embedder, vectors, lexical, docs, meter,
-                         read_only=read_only)
+                         read_only=read_only, session_lexical=sessions)
             memory.check_fingerprint(record=not read_only)
         except BaseException:
             for store in reversed(opened):
@@ -207,9 +220,14 @@ class Memory:
         if record and stored != now.as_dict():
             self.docs.put_layer(_META_SCOPE, _META_SESSION, _FINGERPRINT, "1", now.as_dict())
 
+    def _stores(self) -> list[VectorStore | LexicalStore | DocStore]:
+        """Every store this memory writes, in the order deletes go (docs last)."""
+        extra = [self.session_lexical] if self.session_lexical is not None else []
+        return [self.vectors, self.lexical, *extra, self.docs]
+
     def close(self) -> None:
         try:
-            for store in (self.vectors, self.lexical, self.docs):
+            for store in self._stores():
                 store.close()
         finally:
             while self._releases:
@@ -388,13 +406,15 @@ class Memory:
         # but did not change its summary) is neither re-embedded nor rewritten.
         stored_units = {u.id: u for u in self.docs.get_units(scope, [u.id for u in built])}
         units = [u for u in built if stored_units.get(u.id) != u]
-        return _Pending(meta, digest, plan, closed, units, sorted(changed))
+        return _Pending(meta, digest, plan, closed, units, sorted(changed), all_turns)
 
     def _commit(self, batch: Sequence[_Pending],
                 ingest: IngestReport | None = None) -> list[AppendReport]:
         """Embed and index the prepared units, then mark each session done."""
         units = [u for p in batch for u in p.units]
         self._index(units)
+        if self.session_lexical is not None and batch:
+            self.session_lexical.upsert([session_document(p.meta, p.all_turns) for p in batch])
         reports = []
         for p in batch:
             scope, sid = p.meta.scope, p.meta.session_id
@@ -443,7 +463,7 @@ class Memory:
         if self.read_only:
             return
         with self._write_lock:
-            for store in (self.docs, self.lexical, self.vectors):
+            for store in reversed(self._stores()):
                 store.flush()
             self._last_flush = time.monotonic()
 
@@ -477,6 +497,12 @@ class Memory:
                  lambda: self.vectors.delete(scope, session_id)),
                 ("lexical", lambda: self.lexical.count(scope),
                  lambda: self.lexical.delete(scope, session_id)),
+            ]
+            if self.session_lexical is not None:
+                whole = self.session_lexical
+                stores.append(("session_lexical", lambda: whole.count(scope),
+                               lambda: whole.delete(scope, session_id)))
+            stores += [
                 ("docs", lambda: self.docs.count_turns(scope),
                  lambda: self.docs.delete(scope, session_id)),
             ]
@@ -498,6 +524,8 @@ class Memory:
     def _delete(self, scope: Scope, session_id: str | None) -> None:
         self.vectors.delete(scope, session_id)
         self.lexical.delete(scope, session_id)
+        if self.session_lexical is not None:
+            self.session_lexical.delete(scope, session_id)
         self.docs.delete(scope, session_id)
 
     # -- reading --------------------------------------------------------------

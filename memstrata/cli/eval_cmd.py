@@ -73,16 +73,22 @@ def retrieval(
     plot: Annotated[Optional[Path], typer.Option(
         help="Recall-curve PNG (default: next to --output).")] = None,
     limit: Annotated[Optional[int], typer.Option(help="Only the first N questions.")] = None,
+    previous: Annotated[Optional[Path], typer.Option(
+        help="An earlier result file of the same dataset: pair this run's system with it.")]
+    = None,
 ) -> None:
     """Session and turn Recall@k and NDCG@k of the hybrid retriever and two raw-turn baselines.
 
     The dataset is ingested into a fresh temporary embedded store; retrieval
-    settings come from the usual MEMSTRATA_* variables.
+    settings come from the usual MEMSTRATA_* variables. ``--previous`` adds the
+    paired difference to an earlier run (another retriever setting), with its
+    bootstrap interval, as ``system_vs.previous``.
     """
     from memstrata.cli import _settings
-    from memstrata.eval.retrieval import evaluate, plot_curves
+    from memstrata.eval.retrieval import compare_runs, evaluate, plot_curves
 
     ks = parse_ks(k)
+    before = json.loads(previous.read_text()) if previous is not None else None
     data = load_eval_dataset(dataset, fmt, limit)
     settings = _settings(None)
     with Progress(TextColumn("{task.description:<10}"), BarColumn(), MofNCompleteColumn(),
@@ -95,6 +101,12 @@ def retrieval(
             bar.update(tasks[stage], completed=done)
 
         run = evaluate(data, ks, settings, progress=tick)
+    if before is not None:
+        try:
+            run.result["system_vs"]["previous"] = compare_runs(run.result, before, ks)
+        except ValueError as exc:
+            err.print(f"[red]--previous {escape(str(previous))}: {escape(str(exc))}[/red]")
+            raise typer.Exit(2) from None
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(run.result, indent=2) + "\n")
     plot_path = plot or output.with_suffix(".png")

@@ -234,6 +234,12 @@ def evaluate(
         "format": dataset.format,
         "questions": len(dataset.questions),
         "k": list(ks),
+        # Per question, so a later run can be paired with this one (compare_runs).
+        "per_question": {
+            q.qid: {"adversarial": q.adversarial,
+                    **{name: rows[i][1] for name, rows in scored.items()}}
+            for i, (q, _) in enumerate(scored["system"])
+        },
     }
     curves = {name: recall_curve(rows) for name, rows in answered.items()}
     return EvalRun(result=result, curves=curves)
@@ -255,10 +261,35 @@ def compare(
     return out
 
 
+def compare_runs(
+    ours: dict[str, Any], previous: dict[str, Any], ks: Sequence[int]
+) -> dict[str, dict[str, float | int]]:
+    """This run's system minus an earlier run's system, paired by question id.
+
+    Both result files must come from the same dataset (same question ids); the
+    earlier file needs ``per_question`` (written since this field exists).
+    """
+    mine, theirs = ours.get("per_question"), previous.get("per_question")
+    if not mine or not theirs:
+        raise ValueError("previous result: no per_question scores (re-run it with this version)")
+    if set(mine) != set(theirs):
+        raise ValueError("previous result: its questions differ from this run's (other dataset?)")
+    out: dict[str, dict[str, float | int]] = {}
+    names = [f"{m}@{k}" for m in ("session_recall", "turn_recall", "ndcg") for k in ks]
+    for name in names:
+        pairs = [(row["system"][name], theirs[qid]["system"][name])
+                 for qid, row in mine.items() if not row["adversarial"]
+                 and name in row["system"] and name in theirs[qid]["system"]]
+        if pairs:
+            out[name] = paired_difference([a for a, _ in pairs], [b for _, b in pairs])
+    return out
+
+
 def retriever_settings(settings: Settings) -> dict[str, Any]:
     """The retrieval knobs the system ran with, so a result file says what it measured."""
     keys = ("fusion", "dense_weight", "coverage_weighting", "rrf_k", "keyword_alpha",
-            "candidate_units", "llm_backend", "embed_backend")
+            "candidate_units", "session_lexical_weight", "session_min_unit_coverage",
+            "session_min_session_coverage", "date_boost", "llm_backend", "embed_backend")
     return {k: getattr(settings, k) for k in keys}
 
 

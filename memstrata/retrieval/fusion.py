@@ -22,6 +22,10 @@ then, for both:
 * :func:`best_per_session` -- a session scores as its best unit;
 * :func:`keyword_boost` -- an exact keyword-field match adds
   ``alpha * s_max * n_i`` where ``n_i`` is the (capped) match count;
+* :func:`blend_sessions` -- a session-level ranking (BM25 over whole
+  sessions) mixed into the session scores;
+* :func:`date_boost` -- sessions whose date fits a period the question names
+  get ``beta * s_max``;
 * :func:`max_fuse` -- several queries fuse by each session's best score;
 * :func:`top_k` -- deterministic ordering (score, then id).
 
@@ -156,6 +160,40 @@ def keyword_boost(
         sid: s + alpha * s_max * min(max(match_counts.get(sid, 0), 0), max_matches)
         for sid, s in session_scores.items()
     }
+
+
+def blend_sessions(
+    session_scores: Mapping[str, float],
+    session_list: Mapping[str, float],
+    weight: float,
+) -> dict[str, float]:
+    """``(1 - weight) * s + weight * s_max * n`` per session.
+
+    ``session_list`` holds normalised [0, 1] scores of a ranking of whole
+    sessions (:func:`dbsf`); ``s_max`` is the best score of ``session_scores``,
+    so the blend keeps their scale. A session found by only one side gets 0
+    from the other.
+    """
+    if not 0.0 <= weight <= 1.0:
+        raise ValueError(f"session weight must be within [0, 1], got {weight}")
+    if weight == 0.0 or not session_list:
+        return dict(session_scores)
+    s_max = max(session_scores.values(), default=1.0)
+    return {
+        sid: (1.0 - weight) * session_scores.get(sid, 0.0)
+        + weight * s_max * session_list.get(sid, 0.0)
+        for sid in {*session_scores, *session_list}
+    }
+
+
+def date_boost(
+    session_scores: Mapping[str, float], matching: Collection[str], beta: float
+) -> dict[str, float]:
+    """Add ``beta * s_max`` to each session in ``matching`` (its date fits the question)."""
+    if not session_scores or beta == 0.0 or not matching:
+        return dict(session_scores)
+    bonus = beta * max(session_scores.values())
+    return {sid: s + (bonus if sid in matching else 0.0) for sid, s in session_scores.items()}
 
 
 def max_fuse(per_query: Iterable[Mapping[str, float]]) -> dict[str, float]:

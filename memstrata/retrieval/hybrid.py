@@ -16,8 +16,26 @@ how much of the question BM25's best hit holds: a question whose words the
 best lexical hit mostly lacks ("How many countries have I visited?" against a
 unit about Kyoto) is left to the dense side. ``MEMSTRATA_FUSION=rrf
 MEMSTRATA_DENSE_WEIGHT=0.5 MEMSTRATA_COVERAGE_WEIGHTING=false`` is the
-appendix's retriever exactly. ``memstrata eval retrieval`` measures both; the
-README has the numbers.
+appendix's retriever when the two additions below are off too.
+
+Two additions, both measured with ``memstrata eval retrieval`` (the README and
+``bench/README.md`` have the numbers):
+
+* **Session-level BM25** (``MEMSTRATA_SESSION_LEXICAL_WEIGHT``, default 0.7): a
+  second BM25 index holds each whole session as one document
+  (:mod:`~memstrata.retrieval.sessions`); its normalised ranking is blended
+  into the session scores, so a session that holds the question's words
+  across several turns rises. It applies only when the lexical side is
+  trustworthy for the query: BM25's best L0 hit covers at least
+  ``session_min_unit_coverage`` of the query's content words, or the best
+  session document covers ``session_min_session_coverage`` of them.
+* **Date boost** (``MEMSTRATA_DATE_BOOST``, default 0.5): a question that names
+  a calendar period ("in October 2023") lifts the candidate sessions dated in
+  or just after it (:mod:`~memstrata.retrieval.dates`).
+
+The appendix's retriever exactly: ``MEMSTRATA_FUSION=rrf MEMSTRATA_DENSE_WEIGHT=0.5
+MEMSTRATA_COVERAGE_WEIGHTING=false MEMSTRATA_SESSION_LEXICAL_WEIGHT=0
+MEMSTRATA_DATE_BOOST=0``.
 """
 
 from __future__ import annotations
@@ -29,7 +47,8 @@ from typing import Literal
 from memstrata.config import Settings
 from memstrata.embed.types import Embedder
 from memstrata.model import L0Unit, Scope, SessionHit
-from memstrata.retrieval import fusion, indexing
+from memstrata.retrieval import dates, fusion, indexing
+from memstrata.retrieval.sessions import session_text
 from memstrata.store.types import DocStore, Hit, LexicalStore, VectorStore
 from memstrata.text.terms import content_stems, stems
 
@@ -51,6 +70,11 @@ class RetrievalParams:
     max_top_k: int = 1000
     units_per_hit: int = 5
     candidate_units: int = 50
+    session_lexical_weight: float = 0.7
+    session_min_unit_coverage: float = 0.6
+    session_min_session_coverage: float = 0.8
+    session_candidates: int = 50
+    date_boost: float = 0.5
     max_query_chars: int = 2000
     max_queries: int = 8
 
@@ -67,6 +91,11 @@ class RetrievalParams:
             max_top_k=s.max_top_k,
             units_per_hit=s.units_per_hit,
             candidate_units=s.candidate_units,
+            session_lexical_weight=s.session_lexical_weight,
+            session_min_unit_coverage=s.session_min_unit_coverage,
+            session_min_session_coverage=s.session_min_session_coverage,
+            session_candidates=s.session_candidates,
+            date_boost=s.date_boost,
             max_query_chars=s.max_query_chars,
             max_queries=s.max_queries,
         )
@@ -86,12 +115,15 @@ class HybridRetriever:
         lexical: LexicalStore,
         docs: DocStore,
         params: RetrievalParams | None = None,
+        session_lexical: LexicalStore | None = None,
     ) -> None:
         self.embedder = embedder
         self.vectors = vectors
         self.lexical = lexical
         self.docs = docs
         self.params = params or RetrievalParams()
+        #: BM25 over whole sessions (:mod:`memstrata.retrieval.sessions`); None: not used.
+        self.session_lexical = session_lexical
 
     def validate(self, queries: Sequence[str], top_k: int | None) -> list[str]:
         """Reject requests over the limits, naming the field (never truncate silently)."""
@@ -127,24 +159,31 @@ class HybridRetriever:
     ) -> "Ranking":
         p = self.params
         qvecs = self.embedder.embed_queries(qs)
-        hits: list[tuple[list[Hit], list[Hit]]] = []
+        hits: list[tuple[list[Hit], list[Hit], list[Hit]]] = []
         unit_session: dict[str, str] = {}
+        use_sessions = self.session_lexical is not None and p.session_lexical_weight > 0
         for q, qv in zip(qs, qvecs):
             lex = self.lexical.search(scope, q, p.candidate_units, session_ids)
             dense = self.vectors.search(scope, qv, p.candidate_units, session_ids)
+            whole = (self.session_lexical.search(scope, q, p.session_candidates, session_ids)
+                     if use_sessions and self.session_lexical is not None else [])
             for h in (*lex, *dense):
                 unit_session[h.unit_id] = h.session_id
-            hits.append((lex, dense))
+            hits.append((lex, dense, whole))
 
         units = {u.id: u for u in self.docs.get_units(scope, list(unit_session))}
         # Each unit's keyword field once, whatever the number of queries.
         unit_keywords = {uid: indexing.lexical_keywords(u) for uid, u in units.items()}
+        session_dates = {u.session_id: u.session_date for u in units.values()
+                         if u.session_date is not None}
         unit_best: dict[str, float] = {}
         boosted = []
         weights_used = []
-        for q, (lex, dense) in zip(qs, hits):
-            weights = self._weights(q, lex, units, unit_keywords)
-            weights_used.append(weights)
+        for q, (lex, dense, whole) in zip(qs, hits):
+            wanted = content_stems(q)
+            cov = self._coverage(wanted, lex, units, unit_keywords)
+            weights = (fusion.coverage_weights(p.dense_weight, cov) if p.coverage_weighting
+                       else p.weights)
             unit_scores = self._fuse(lex, dense, weights)
             for u, sc in unit_scores.items():
                 if sc > unit_best.get(u, float("-inf")):
@@ -157,9 +196,20 @@ class HybridRetriever:
                 )
                 for sid, uids in members.items()
             }
-            boosted.append(
-                fusion.keyword_boost(sessions, matches, p.keyword_alpha, p.keyword_max_matches)
-            )
+            scores = fusion.keyword_boost(sessions, matches, p.keyword_alpha,
+                                          p.keyword_max_matches)
+            w_sessions = self._session_weight(scope, wanted, cov, whole)
+            if w_sessions > 0.0:
+                scores = fusion.blend_sessions(
+                    scores, fusion.dbsf([(h.session_id, h.score) for h in whole]), w_sessions
+                )
+            periods = dates.named_periods(q) if p.date_boost > 0 else []
+            if periods:
+                fitting = {sid for sid, d in session_dates.items()
+                           if dates.fits_any(periods, d.date())}
+                scores = fusion.date_boost(scores, fitting, p.date_boost)
+            weights_used.append({**weights, "sessions": w_sessions})
+            boosted.append(scores)
         final = fusion.max_fuse(boosted)
         ranked_units = sorted(
             (units[u] for u in unit_best if u in units),
@@ -172,21 +222,37 @@ class HybridRetriever:
             weights=weights_used,
         )
 
-    def _weights(
-        self,
-        query: str,
+    @staticmethod
+    def _coverage(
+        wanted: set[str],
         lex: Sequence[Hit],
         units: dict[str, L0Unit],
         unit_keywords: dict[str, list[str]],
-    ) -> dict[str, float]:
-        """This query's fusion weights: fixed, or scaled by BM25's best-hit coverage."""
-        p = self.params
-        if not p.coverage_weighting:
-            return p.weights
+    ) -> float:
+        """Share of the query's content terms that BM25's best L0 hit holds."""
         top = units.get(lex[0].unit_id) if lex else None
         held = stems(" ".join([top.summary, *unit_keywords.get(top.id, ())])) if top else ()
         # No BM25 hit holds nothing (coverage 0), unless the query has no content words.
-        return fusion.coverage_weights(p.dense_weight, fusion.coverage(content_stems(query), held))
+        return fusion.coverage(wanted, held)
+
+    def _session_weight(
+        self, scope: Scope, wanted: set[str], unit_coverage: float, whole: Sequence[Hit]
+    ) -> float:
+        """The session-level BM25 list's share for this query (0 when it is not trusted).
+
+        Trusted when BM25's best L0 hit covers enough of the query, or else when
+        the best session document does (its raw turns are read only then).
+        """
+        p = self.params
+        if not whole or p.session_lexical_weight == 0.0:
+            return 0.0
+        if unit_coverage >= p.session_min_unit_coverage:
+            return p.session_lexical_weight
+        turns = self.docs.get_turns(scope, whole[0].session_id)
+        session_coverage = fusion.coverage(wanted, stems(session_text(turns)))
+        if session_coverage >= p.session_min_session_coverage:
+            return p.session_lexical_weight
+        return 0.0
 
     def _fuse(
         self, lex: Sequence[Hit], dense: Sequence[Hit], weights: dict[str, float]
@@ -237,5 +303,6 @@ class Ranking:
     sessions: list[tuple[str, float]]
     units: list[L0Unit]
     unit_scores: dict[str, float]
-    #: The fusion weights each query got (``lexical``, ``dense``), in query order.
+    #: The weights each query got (``lexical``, ``dense``, and ``sessions``: the
+    #: session-level BM25 share, 0 when unused), in query order.
     weights: list[dict[str, float]] = field(default_factory=list)

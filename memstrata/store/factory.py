@@ -65,8 +65,13 @@ def open_vector_store(settings: Settings, dim: int, *, read_only: bool = False) 
     )
 
 
-def open_lexical_store(settings: Settings, *, read_only: bool = False) -> LexicalStore:
-    """The configured BM25 store (``read_only``: no tantivy IndexWriter)."""
+def open_lexical_store(settings: Settings, *, read_only: bool = False,
+                       sessions: bool = False) -> LexicalStore:
+    """The configured BM25 store (``read_only``: no tantivy IndexWriter).
+
+    ``sessions`` opens the session-level index (one document per session) in
+    its own directory or OpenSearch index instead of the L0 one.
+    """
     if settings.lexical_backend == "opensearch":
         _require("opensearchpy", "opensearch", "'memstrata[opensearch]'")
         from memstrata.store.opensearch_lexical import OpenSearchLexicalStore
@@ -76,13 +81,15 @@ def open_lexical_store(settings: Settings, *, read_only: bool = False) -> Lexica
             prefix=settings.opensearch_index_prefix,
             user=settings.opensearch_user,
             password=_secret(settings.opensearch_password),
+            name="sessions" if sessions else "l0",
             timeout=settings.opensearch_timeout_s,
             max_retries=settings.opensearch_max_retries,
         )
     _require("tantivy", "tantivy", "tantivy")
     from memstrata.store.tantivy_store import TantivyLexicalStore
 
-    return TantivyLexicalStore(settings.lexical_dir, heap_size=settings.tantivy_heap_bytes,
+    path = settings.session_lexical_dir if sessions else settings.lexical_dir
+    return TantivyLexicalStore(path, heap_size=settings.tantivy_heap_bytes,
                                read_only=read_only,
                                commit_on_write=settings.tantivy_commit == "write")
 

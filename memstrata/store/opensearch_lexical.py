@@ -67,10 +67,12 @@ class OpenSearchLexicalStore(LexicalStore):
         password: str | None = None,
         timeout: float = DEFAULT_TIMEOUT_S,
         max_retries: int = 2,
+        name: str = "l0",
     ) -> None:
         if (url is None) == (client is None):
             raise StoreError(f"{BACKEND}: give exactly one of url or client")
-        self.index = f"{prefix}-l0"
+        #: ``name`` tells apart the L0 index and the session-level one.
+        self.index = f"{prefix}-{name}"
         self.timeout = timeout
         self._owns_client = client is None
         self._client = (

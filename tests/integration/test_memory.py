@@ -149,7 +149,7 @@ def test_rrf_fusion_and_fixed_weights_remain_available(tmp_path: Path, embedder:
     try:
         m.ingest(read_file(SAMPLE).sessions)
         r = m.retriever.rank(MAYA, ["half marathon zzyzx qwertyuiop"])
-        assert r.weights == [{"lexical": 0.5, "dense": 0.5}]
+        assert r.weights == [{"lexical": 0.5, "dense": 0.5, "sessions": 0.0}]
         # RRF scores are sums of w / (60 + rank): at most 2 * 0.5 / 61 before the boost.
         best_unit = max(r.unit_scores.values())
         assert best_unit <= 1 / 61 + 1e-12
@@ -176,3 +176,49 @@ def test_retrieval_and_store_knobs_come_from_settings(tmp_path: Path, embedder: 
         m.close()
     config = json.loads((settings.vector_dir / "edge_config.json").read_text())
     assert config["hnsw_config"]["m"] == 8
+
+
+def test_whole_sessions_get_their_own_bm25_document(tmp_path: Path, embedder: MiniLMEmbedder):
+    """One session-level document per session: written on ingest, used by the
+    retriever when BM25 covers the query, and gone with the session."""
+    settings = Settings(data_dir=tmp_path)
+    m = Memory(settings, ExtractiveBuilder(), embedder,
+               open_vector_store(settings, embedder.dim), open_lexical_store(settings),
+               open_doc_store(settings),
+               session_lexical=open_lexical_store(settings, sessions=True))
+    try:
+        sessions = read_file(SAMPLE).sessions
+        m.ingest(sessions)
+        assert m.session_lexical is not None
+        assert m.session_lexical.count(MAYA) == sum(1 for s in sessions if s.scope == MAYA)
+        # Words from two different turns of one session meet in its document.
+        whole = m.session_lexical.search(MAYA, "vegetarian Sintra", 5)
+        assert whole[0].session_id == "2024-03-02-trip"
+        covered = m.retriever.rank(MAYA, ["Berlin half marathon"])
+        assert covered.weights[0]["sessions"] == pytest.approx(m.retriever.params
+                                                               .session_lexical_weight)
+        vague = m.retriever.rank(MAYA, ["zzyzx qwertyuiop"])
+        assert vague.weights[0]["sessions"] == 0.0
+        # A question naming the day of a session lifts that session.
+        dated = m.retriever.rank(MAYA, ["What did we talk about on 2 March 2024?"])
+        assert dated.sessions[0][0] == "2024-03-02-trip"
+        receipt = m.delete(MAYA, "2024-03-02-trip")
+        assert receipt.complete and receipt.removed["session_lexical"] == 1
+        assert m.session_lexical.count(MAYA) == 2
+        assert m.ingest(sessions).sessions == 1  # the deleted one comes back, document too
+        assert m.session_lexical.count(MAYA) == 3
+    finally:
+        m.close()
+
+
+def test_a_data_dir_without_the_session_index_still_opens_read_only(tmp_path: Path):
+    import shutil
+
+    settings = Settings(data_dir=tmp_path)
+    with Memory.open(settings) as m:
+        m.ingest(read_file(SAMPLE).sessions)
+        assert m.session_lexical is not None
+    shutil.rmtree(settings.session_lexical_dir)  # as written before the index existed
+    with Memory.open(settings, read_only=True) as m:
+        assert m.session_lexical is None
+        assert m.search(MAYA, "Lisbon trip sister seafood")

@@ -5,6 +5,8 @@ import math
 import pytest
 
 from memstrata.retrieval.fusion import (
+    blend_sessions,
+    date_boost,
     best_per_session,
     coverage,
     coverage_weights,
@@ -131,3 +133,23 @@ def test_query_and_unit_terms_meet_through_the_index_stemmer():
     q = content_stems("How many different countries have I traveled to?")
     assert q == {"differ", "countri", "travel"}
     assert q <= stems("Travelling to different countries: she travels a lot.")
+
+
+def test_blend_sessions_mixes_a_whole_session_ranking_on_the_same_scale():
+    units = {"s1": 2.0, "s2": 1.0}
+    whole = {"s2": 1.0, "s3": 0.5}  # normalised session-level BM25
+    out = blend_sessions(units, whole, 0.5)
+    assert math.isclose(out["s1"], 1.0)  # 0.5 * 2.0, nothing from the session list
+    assert math.isclose(out["s2"], 0.5 * 1.0 + 0.5 * 2.0 * 1.0)  # s_max = 2.0
+    assert math.isclose(out["s3"], 0.5 * 2.0 * 0.5)  # found by the session list only
+    assert blend_sessions(units, whole, 0.0) == units
+    assert blend_sessions(units, {}, 0.7) == units
+    with pytest.raises(ValueError, match="session weight"):
+        blend_sessions(units, whole, 1.5)
+
+
+def test_date_boost_lifts_only_the_fitting_sessions():
+    out = date_boost({"a": 1.0, "b": 0.8}, {"b", "zzz"}, 0.5)
+    assert out == {"a": 1.0, "b": pytest.approx(0.8 + 0.5 * 1.0)}
+    assert date_boost({"a": 1.0}, {"a"}, 0.0) == {"a": 1.0}
+    assert date_boost({}, {"a"}, 0.5) == {}
