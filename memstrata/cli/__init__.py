@@ -209,6 +209,12 @@ def search(
             message = re.sub(r"^top_k:", "--top-k:", str(exc))
             err.print(f"[red]{escape(message)}[/red]")
             raise typer.Exit(2) from None
+    print_hits(hits, scope, query, as_json=as_json)
+
+
+def print_hits(hits: list, scope: object, query: list[str], *, as_json: bool,
+               via: str | None = None) -> None:
+    """Search results as JSON or a table (local and ``--remote`` search print alike)."""
     if as_json:
         json.dump([h.model_dump(mode="json") for h in hits], sys.stdout, indent=1)
         sys.stdout.write("\n")
@@ -216,7 +222,8 @@ def search(
     if not hits:
         console.print(f"no sessions found for {show_scope(scope)}")
         return
-    table = Table(title=f"{show_scope(scope)}: {' | '.join(query)}")
+    title = f"{show_scope(scope)}: {' | '.join(query)}" + (f" (via {via})" if via else "")
+    table = Table(title=title)
     for col in ("#", "session", "date", "score", "best matching turns"):
         table.add_column(col)
     for i, h in enumerate(hits, start=1):

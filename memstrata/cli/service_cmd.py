@@ -24,7 +24,8 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from memstrata.cli import DataDir, _open, _scope, _settings, app, console, err
+from memstrata.cli import (
+    DataDir, _open, _scope, _settings, app, console, err, print_hits, show_scope)
 
 SERVE_FILE = "serve.json"
 DEFAULT_KEYS_FILE = "service-keys.json"
@@ -214,21 +215,7 @@ def remote_search(remote: str, query: list[str], tenant: str, user: str, top_k: 
             hits = client.search(scope, query, top_k=top_k)
         except RemoteError as exc:
             _remote_failure(exc)
-    if as_json:
-        json.dump([h.model_dump(mode="json") for h in hits], sys.stdout, indent=1)
-        sys.stdout.write("\n")
-        return
-    if not hits:
-        console.print(f"no sessions found for {scope}")
-        return
-    table = Table(title=f"{scope}: {' | '.join(query)} (via {remote})")
-    for col in ("#", "session", "date", "score", "best matching turns"):
-        table.add_column(col)
-    for i, h in enumerate(hits, start=1):
-        date = h.session_date.strftime("%Y-%m-%d") if h.session_date else "-"
-        best = "\n".join(f"T{u.turn_index}: {u.summary}" for u in h.units[:2])
-        table.add_row(str(i), h.session_id, date, f"{h.score:.4f}", best)
-    console.print(table)
+    print_hits(hits, scope, query, as_json=as_json, via=remote)
 
 
 def remote_ask(remote: str, question: str, tenant: str, user: str, date: str | None,
@@ -268,12 +255,12 @@ def remote_sessions(remote: str, tenant: str, user: str) -> None:
                     for m in metas]
         except RemoteError as exc:
             _remote_failure(exc)
-    table = Table(title=f"{scope} (via {remote})")
+    table = Table(title=f"{show_scope(scope)} (via {remote})")
     for col in ("session", "date", "turns"):
         table.add_column(col)
     for row in rows:
         table.add_row(*row)
-    console.print(table if rows else f"no sessions for {scope}")
+    console.print(table if rows else f"no sessions for {show_scope(scope)}")
 
 
 def remote_show(remote: str, session_id: str, tenant: str, user: str, layers: str,
