@@ -94,5 +94,22 @@ def read_broker_file(data_dir: Path) -> str | None:
         info = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    brokers = info.get("brokers") if isinstance(info, dict) else None
+    if not isinstance(info, dict):
+        return None
+    pid = info.get("pid")
+    if isinstance(pid, int) and not _alive(pid):
+        return None  # left behind by a `memstrata up` that did not stop cleanly
+    brokers = info.get("brokers")
     return brokers if isinstance(brokers, str) and brokers else None
+
+
+def _alive(pid: int) -> bool:
+    import os
+
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
