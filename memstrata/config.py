@@ -100,6 +100,13 @@ class Settings(BaseSettings):
     #: Units each index returns per query before fusion (enough for top_k_sessions = 20).
     candidate_units: int = Field(50, ge=1, le=10_000)
 
+    # -- writing ----------------------------------------------------------
+    #: When appends are flushed (index optimisation, OpenSearch refresh): after every
+    #: ``call``, at the end of each ``batch`` (``ingest``, or whenever the caller
+    #: calls ``flush()``), or after ``time`` (at most every ``flush_interval_s``).
+    flush_policy: Literal["call", "batch", "time"] = "batch"
+    flush_interval_s: float = Field(5.0, gt=0, le=3600)
+
     # -- request limits ---------------------------------------------------
     max_query_chars: int = Field(2000, ge=1, le=100_000)
     max_queries: int = Field(8, ge=1, le=64)

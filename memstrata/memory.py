@@ -1,25 +1,38 @@
-"""The memory service: one object that ingests sessions and reads them back.
+"""The memory service: one object that writes conversations and reads them back.
 
 :class:`Memory` ties a layer builder, an encoder and the three stores
-together. The CLI, the stream processors, the Ray workers and the gRPC service
-all go through it, so every entry point ingests and reads the same way.
+together, and implements both roles of :mod:`memstrata.roles`: the CLI, the
+stream worker, the Ray workers and the gRPC service all go through it, so
+every entry point writes and reads the same way.
+
+Writing has one path. :meth:`Memory.append` stores turns (upsert by index),
+re-plans the session's windows and rebuilds and re-embeds only the windows
+whose span or content changed; records are upserted by deterministic id, never
+deleted first, so readers never lose a session while it grows. Batch
+:meth:`Memory.ingest` is the same path over whole sessions, so both give the
+same records.
 """
 
 from __future__ import annotations
 
+import functools
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from memstrata.config import Settings, load_settings
 from memstrata.embed.types import Embedder
-from memstrata.layers.l0 import build_l0
+from memstrata.fingerprint import IndexFingerprint
+from memstrata.layers.l0 import build_window
 from memstrata.layers.lazy import LazyLayers, SessionNotFound
+from memstrata.layers.plan import PLAN_KEY, PLAN_LAYER, SessionPlan, plan_session
 from memstrata.llm.types import LayerBuilder
 from memstrata.llm.usage import UsageMeter
 from memstrata.model import (
     KeyFacts,
     L0Unit,
+    Message,
     Scope,
     Session,
     SessionHit,
@@ -30,6 +43,7 @@ from memstrata.model import (
 )
 from memstrata.retrieval import indexing
 from memstrata.retrieval.hybrid import HybridRetriever, RetrievalParams
+from memstrata.roles import AppendReport, DeleteReceipt, MemoryStats
 from memstrata.store.types import DocStore, LexicalDoc, LexicalStore, VectorRecord, VectorStore
 
 __all__ = ["Memory", "IngestReport", "SessionNotFound"]
@@ -51,8 +65,26 @@ class IngestReport:
         return self.turns / self.seconds if self.seconds > 0 else 0.0
 
 
+@dataclass
+class _Pending:
+    """One session's write, prepared (turns stored, windows built) but not yet indexed."""
+
+    meta: SessionMeta
+    digest: str
+    plan: SessionPlan
+    closed: bool
+    units: list[L0Unit]
+    turns_written: list[int]
+
+
+def embedder_id(embedder: Embedder) -> str:
+    """The encoder's name plus its model, when it names one."""
+    model = getattr(embedder, "model_id", None) or getattr(embedder, "_model", None)
+    return f"{embedder.name}:{model}" if model else embedder.name
+
+
 class Memory:
-    """Ingest, search and read one deployment's memory."""
+    """Write, search and read one deployment's memory (a MemoryReader and a MemoryWriter)."""
 
     def __init__(
         self,
@@ -75,6 +107,10 @@ class Memory:
         self.retriever = HybridRetriever(
             embedder, vectors, lexical, docs, RetrievalParams.from_settings(settings)
         )
+        #: Writes from several threads of one process go one at a time.
+        self._write_lock = threading.RLock()
+        self._last_flush = time.monotonic()
+        self._releases: list[Callable[[], None]] = []
 
     @classmethod
     def open(cls, settings: Settings | None = None) -> "Memory":
@@ -91,15 +127,23 @@ class Memory:
         docs = open_doc_store(settings)
         try:
             lexical = open_lexical_store(settings)
-            vectors = open_vector_store(settings, embedder.dim)
-        except Exception:
+            try:
+                vectors = open_vector_store(settings, embedder.dim)
+            except BaseException:
+                lexical.close()
+                raise
+        except BaseException:
             docs.close()
             raise
         return cls(settings, builder, embedder, vectors, lexical, docs, meter)
 
     def close(self) -> None:
-        for store in (self.vectors, self.lexical, self.docs):
-            store.close()
+        try:
+            for store in (self.vectors, self.lexical, self.docs):
+                store.close()
+        finally:
+            while self._releases:
+                self._releases.pop()()
 
     def __enter__(self) -> "Memory":
         return self
@@ -107,7 +151,82 @@ class Memory:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    @functools.cached_property
+    def fingerprint(self) -> IndexFingerprint:
+        s = self.settings
+        return IndexFingerprint(
+            builder=self.builder.version,
+            window_turns=s.l0_window_turns,
+            window_overlap=s.l0_window_overlap,
+            window_max_chars=s.l0_max_window_chars,
+            embedder=embedder_id(self.embedder),
+            dim=self.embedder.dim,
+        )
+
+    def _digest(self, turns: Sequence[Turn]) -> str:
+        return f"{self.fingerprint.key}:{turns_digest(list(turns))}"
+
     # -- writing ------------------------------------------------------------
+    def append(self, meta: SessionMeta, turns: Sequence[Turn], *,
+               close: bool = False) -> AppendReport:
+        """Add or replace turns of a session (by index) and index what they touch.
+
+        A turn already stored with the same messages changes nothing; one whose
+        messages changed (a reply arrived) is replaced, and every window that
+        reads it is rebuilt. Flushing follows ``MEMSTRATA_FLUSH_POLICY``.
+        """
+        with self._write_lock:
+            stored = self.docs.get_turns(meta.scope, meta.session_id)
+            pending = self._prepare(meta, turns, stored, close=close)
+            report = self._commit([pending])[0] if pending else self._empty(meta)
+            self._maybe_flush()
+        return report
+
+    def append_messages(self, meta: SessionMeta, messages: Sequence[Message], *,
+                        close: bool = False) -> AppendReport:
+        """Add messages in arrival order, grouped into turns as ``group_turns`` does.
+
+        A user message opens a turn; any other message joins the session's last
+        turn (a session that opens with the assistant gets a turn of its own).
+        A message whose ``source_id`` the session already holds is a replay and
+        changes nothing.
+        """
+        with self._write_lock:
+            stored = self.docs.get_turns(meta.scope, meta.session_id)
+            by_index = {t.index: t for t in stored}
+            known = {sid for t in stored for sid in t.source_ids}
+            last = max(by_index, default=0)
+            touched: set[int] = set()
+            duplicates = 0
+            for m in messages:
+                if m.source_id is not None:
+                    if m.source_id in known:
+                        duplicates += 1
+                        continue
+                    known.add(m.source_id)
+                if m.role == "user" or last == 0:
+                    last += 1
+                    by_index[last] = Turn(index=last, messages=[m])
+                else:
+                    by_index[last] = Turn(index=last, messages=[*by_index[last].messages, m])
+                touched.add(last)
+            pending = self._prepare(meta, [by_index[i] for i in sorted(touched)], stored,
+                                    close=close)
+            report = self._commit([pending])[0] if pending else self._empty(meta)
+            report.duplicates = duplicates
+            self._maybe_flush()
+        return report
+
+    def close_session(self, scope: Scope, session_id: str) -> AppendReport:
+        """The session is finished: its last window is final (nothing provisional)."""
+        with self._write_lock:
+            meta = self.session(scope, session_id)
+            stored = self.docs.get_turns(scope, session_id)
+            pending = self._prepare(meta, [], stored, close=True)
+            report = self._commit([pending])[0] if pending else self._empty(meta)
+            self._maybe_flush()
+        return report
+
     def ingest(
         self,
         sessions: Iterable[Session],
@@ -115,81 +234,172 @@ class Memory:
         progress: Callable[[int], None] | None = None,
         batch_units: int = 256,
     ) -> IngestReport:
-        """Store raw turns and build, embed and index L0 for each session.
+        """Write whole sessions through the append path, then flush.
 
-        Idempotent: a session whose content and builder are unchanged since the
-        last ingest is skipped; a changed one is replaced as a whole. Writes go
-        raw turns first and the session's digest last, so an interrupted ingest
+        Idempotent: a session whose content and index fingerprint are unchanged
+        since the last ingest is skipped. A session that lost turns is replaced
+        as a whole; any other change rebuilds only the windows it touches. The
+        session's digest is written after its units, so an interrupted ingest
         redoes the session next time instead of leaving it half-indexed.
         ``progress`` is called with the number of turns just handled.
         """
         report = IngestReport()
         start = time.perf_counter()
-        pending: list[L0Unit] = []
-        done: list[tuple[SessionMeta, str]] = []
-        for session in sessions:
-            report.users.add(session.scope)
-            digest = f"{self.builder.version}:{turns_digest(session.turns)}"
-            if self.docs.session_digest(session.scope, session.session_id) == digest:
-                report.unchanged += 1
+        batch: list[_Pending] = []
+        size = 0
+        with self._write_lock:
+            for session in sessions:
+                scope, sid = session.scope, session.session_id
+                report.users.add(scope)
+                if self.docs.session_digest(scope, sid) == self._digest(session.turns):
+                    report.unchanged += 1
+                    if progress:
+                        progress(len(session.turns))
+                    continue
+                stored = self.docs.get_turns(scope, sid)
+                keep = {t.index for t in session.turns}
+                if any(t.index not in keep for t in stored):
+                    self._delete(scope, sid)  # it shrank: the old turns must go
+                    stored = []
+                pending = self._prepare(session.meta, session.turns, stored, close=True)
+                report.sessions += 1
+                report.turns += len(session.turns)
+                if pending is not None:
+                    batch.append(pending)
+                    size += len(pending.units)
+                    report.units += len(pending.units)
+                if size >= batch_units:
+                    self._commit(batch)
+                    batch, size = [], 0
                 if progress:
                     progress(len(session.turns))
-                continue
-            if self.docs.get_session(session.scope, session.session_id) is not None:
-                self._delete(session.scope, session.session_id)
-            self.docs.put_session(session.meta, digest=None)
-            self.docs.put_turns(session.scope, session.session_id, session.turns)
-            units = build_l0(
-                session.meta,
-                session.turns,
-                self.builder,
-                window_turns=self.settings.l0_window_turns,
-                overlap=self.settings.l0_window_overlap,
-                max_chars=self.settings.l0_max_window_chars,
-            )
-            pending.extend(units)
-            done.append((session.meta, digest))
-            report.sessions += 1
-            report.turns += len(session.turns)
-            report.units += len(units)
-            if len(pending) >= batch_units:
-                self._index(pending, done)
-                pending, done = [], []
-            if progress:
-                progress(len(session.turns))
-        self._index(pending, done)
-        self.flush()
+            self._commit(batch)
+            self.flush()
         report.seconds = time.perf_counter() - start
         return report
 
-    def _index(self, units: Sequence[L0Unit], done: Sequence[tuple[SessionMeta, str]]) -> None:
-        if units:
-            vectors = self.embedder.embed_documents([indexing.dense_text(u) for u in units])
-            self.docs.put_units(units)
-            self.lexical.upsert([
-                LexicalDoc(id=u.id, scope=u.scope, session_id=u.session_id,
-                           turn_index=u.turn_index, text=u.summary,
-                           keywords=indexing.lexical_keywords(u))
-                for u in units
-            ])
-            self.vectors.upsert([
-                VectorRecord(id=u.id, scope=u.scope, session_id=u.session_id,
-                             turn_index=u.turn_index, vector=v)
-                for u, v in zip(units, vectors)
-            ])
-        # Upserts are durable when they return (WAL / per-call commit), so the
-        # sessions can be marked done now; index optimisation waits for flush().
-        for meta, digest in done:
-            self.docs.put_session(meta, digest=digest)
+    def _prepare(self, meta: SessionMeta, turns: Sequence[Turn], stored: Sequence[Turn], *,
+                 close: bool) -> _Pending | None:
+        """Store changed turns and build the windows they touch; None when nothing changed."""
+        scope, sid = meta.scope, meta.session_id
+        merged = {t.index: t for t in stored}
+        changed: dict[int, Turn] = {}
+        for t in turns:
+            if merged.get(t.index) != t:
+                changed[t.index] = t
+        merged.update(changed)
+        all_turns = [merged[i] for i in sorted(merged)]
+        old_meta = self.docs.get_session(scope, sid)
+        state = self.docs.get_layer(scope, sid, PLAN_LAYER, PLAN_KEY) if old_meta else None
+        was_closed = bool(state and state.get("closed"))
+        closed = close or (was_closed and not changed)
+        fp = self.fingerprint.key
+        plan = plan_session(meta, all_turns, size=self.settings.l0_window_turns,
+                            overlap=self.settings.l0_window_overlap,
+                            max_chars=self.settings.l0_max_window_chars,
+                            fingerprint=fp, stored=state, closed=closed)
+        digest = self._digest(all_turns)
+        if (not changed and not plan.stale and old_meta == meta and closed == was_closed
+                and self.docs.session_digest(scope, sid) == digest):
+            return None
+        self.docs.put_session(meta, digest=None)  # not done until the units are indexed
+        self.docs.put_turns(scope, sid, list(changed.values()))
+        built = [u for w in plan.stale for u in build_window(meta, all_turns, w.span,
+                                                              self.builder)]
+        # A unit that came out as it was stored (a later turn joined its window
+        # but did not change its summary) is neither re-embedded nor rewritten.
+        stored_units = {u.id: u for u in self.docs.get_units(scope, [u.id for u in built])}
+        units = [u for u in built if stored_units.get(u.id) != u]
+        return _Pending(meta, digest, plan, closed, units, sorted(changed))
+
+    def _commit(self, batch: Sequence[_Pending]) -> list[AppendReport]:
+        """Embed and index the prepared units, then mark each session done."""
+        units = [u for p in batch for u in p.units]
+        self._index(units)
+        reports = []
+        for p in batch:
+            scope, sid = p.meta.scope, p.meta.session_id
+            # Durable once the upserts return, so the plan and digest can follow.
+            self.docs.put_layer(scope, sid, PLAN_LAYER, PLAN_KEY,
+                                p.plan.payload(self.fingerprint.key, p.closed))
+            self.docs.put_session(p.meta, digest=p.digest)
+            written = [u.turn_index for u in p.units]
+            reports.append(AppendReport(
+                scope=scope, session_id=sid, turns_written=p.turns_written,
+                units_written=written,
+                provisional=[i for i in written if i in p.plan.provisional],
+                unit_ids=[u.id for u in p.units], embedded=len(p.units)))
+        return reports
+
+    @staticmethod
+    def _empty(meta: SessionMeta) -> AppendReport:
+        return AppendReport(scope=meta.scope, session_id=meta.session_id)
+
+    def _index(self, units: Sequence[L0Unit]) -> None:
+        if not units:
+            return
+        vectors = self.embedder.embed_documents([indexing.dense_text(u) for u in units])
+        self.docs.put_units(units)
+        self.lexical.upsert([
+            LexicalDoc(id=u.id, scope=u.scope, session_id=u.session_id,
+                       turn_index=u.turn_index, text=u.summary,
+                       keywords=indexing.lexical_keywords(u))
+            for u in units
+        ])
+        self.vectors.upsert([
+            VectorRecord(id=u.id, scope=u.scope, session_id=u.session_id,
+                         turn_index=u.turn_index, vector=v)
+            for u, v in zip(units, vectors)
+        ])
 
     def flush(self) -> None:
         """Make all writes visible and build search indexes (can take a while at scale)."""
-        for store in (self.docs, self.lexical, self.vectors):
-            store.flush()
+        with self._write_lock:
+            for store in (self.docs, self.lexical, self.vectors):
+                store.flush()
+            self._last_flush = time.monotonic()
 
-    def delete(self, scope: Scope, session_id: str | None = None) -> None:
-        """Forget one session, or everything of one user."""
-        self._delete(scope, session_id)
+    def _maybe_flush(self) -> None:
+        policy = self.settings.flush_policy
+        if policy == "call" or (
+            policy == "time"
+            and time.monotonic() - self._last_flush >= self.settings.flush_interval_s
+        ):
+            self.flush()
+
+    def delete(self, scope: Scope, session_id: str | None = None) -> DeleteReceipt:
+        """Forget one session, or everything of one user, in every store.
+
+        The sessions' digests are cleared first, so a delete that fails part way
+        leaves sessions that a re-ingest rebuilds (never skips) and that a
+        second delete finishes; the receipt says which stores failed.
+        """
+        receipt = DeleteReceipt(scope=scope, session_id=session_id)
+        with self._write_lock:
+            if session_id is None:
+                metas = self.docs.list_sessions(scope)
+            else:
+                one = self.docs.get_session(scope, session_id)
+                metas = [one] if one else []
+            for meta in metas:
+                self.docs.put_session(meta, digest=None)
+            stores: list[tuple[str, Callable[[], int], Callable[[], None]]] = [
+                ("vectors", lambda: self.vectors.count(scope),
+                 lambda: self.vectors.delete(scope, session_id)),
+                ("lexical", lambda: self.lexical.count(scope),
+                 lambda: self.lexical.delete(scope, session_id)),
+                ("docs", lambda: self.docs.count_turns(scope),
+                 lambda: self.docs.delete(scope, session_id)),
+            ]
+            for name, count, delete in stores:
+                try:
+                    before = count()
+                    delete()
+                    receipt.removed[name] = before - count()
+                except Exception as exc:  # reported; a retry finishes the job
+                    receipt.errors[name] = f"{type(exc).__name__}: {exc}"
+            receipt.complete = not receipt.errors
+        return receipt
 
     def _delete(self, scope: Scope, session_id: str | None) -> None:
         self.vectors.delete(scope, session_id)
@@ -232,3 +442,9 @@ class Memory:
         """L3: verbatim turns (all, or only the given indices)."""
         self.session(scope, session_id)
         return self.docs.get_turns(scope, session_id, None if turns is None else set(turns))
+
+    def stats(self, tenant_id: str | None = None) -> MemoryStats:
+        """Counts for one tenant, or for everything."""
+        counts = self.docs.stats(tenant_id)
+        layers = {k: v for k, v in counts.pop("layers", {}).items() if k != PLAN_LAYER}
+        return MemoryStats(tenant_id=tenant_id, cached_layers=layers, **counts)

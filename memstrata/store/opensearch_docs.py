@@ -314,6 +314,30 @@ class OpenSearchDocStore(DocStore):
             )
         return int(res["count"])
 
+    def stats(self, tenant_id: str | None = None) -> dict[str, Any]:
+        flt = [] if tenant_id is None else [{"term": {"tenant_id": tenant_id}}]
+        query = {"bool": {"filter": flt}}
+
+        def count(kind: str) -> int:
+            res = self._client.count(index=self.indices[kind], body={"query": query},
+                                     request_timeout=self.timeout)
+            return int(res["count"])
+
+        with guard(BACKEND, f"stats {tenant_id or 'all'}"):
+            users = self._client.search(index=self.indices["sessions"], body={
+                "size": 0, "query": query,
+                "aggs": {"users": {"composite": {"size": 10_000, "sources": [
+                    {"t": {"terms": {"field": "tenant_id"}}},
+                    {"u": {"terms": {"field": "user_id"}}}]}}}},
+                request_timeout=self.timeout)["aggregations"]["users"]["buckets"]
+            layers = self._client.search(index=self.indices["layers"], body={
+                "size": 0, "query": query,
+                "aggs": {"layers": {"terms": {"field": "layer", "size": 100}}}},
+                request_timeout=self.timeout)["aggregations"]["layers"]["buckets"]
+            return {"users": len(users), "sessions": count("sessions"),
+                    "turns": count("turns"), "units": count("units"),
+                    "layers": {b["key"]: int(b["doc_count"]) for b in layers}}
+
     def close(self) -> None:
         if self._owns_client:
             with guard(BACKEND, "close"):

@@ -266,6 +266,22 @@ class SqliteDocStore(DocStore):
             )
         return int(rows[0][0])
 
+    def stats(self, tenant_id: str | None = None) -> dict[str, Any]:
+        where, params = ("WHERE tenant_id=?", (tenant_id,)) if tenant_id is not None else ("", ())
+        op = f"stats {tenant_id or 'all'}"
+
+        def one(sql: str) -> int:
+            return int(self._rows(op, sql, params)[0][0])
+
+        users = one(f"SELECT COUNT(*) FROM (SELECT DISTINCT tenant_id, user_id FROM sessions "
+                    f"{where})")
+        layers = dict(self._rows(op, f"SELECT layer, COUNT(*) FROM layers {where} "
+                                     f"GROUP BY layer", params))
+        return {"users": users, "sessions": one(f"SELECT COUNT(*) FROM sessions {where}"),
+                "turns": one(f"SELECT COUNT(*) FROM turns {where}"),
+                "units": one(f"SELECT COUNT(*) FROM units {where}"),
+                "layers": {str(k): int(v) for k, v in layers.items()}}
+
     def close(self) -> None:
         with self._lock:
             if self._closed:

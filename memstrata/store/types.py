@@ -199,3 +199,8 @@ class DocStore(_Closable):
     @abstractmethod
     def count_turns(self, scope: Scope | None = None) -> int:
         """Number of stored raw turns in the scope (or in the whole store)."""
+
+    def stats(self, tenant_id: str | None = None) -> dict[str, Any]:
+        """Counts of one tenant (or of everything): ``users``, ``sessions``, ``turns``,
+        ``units`` and ``layers`` (cached payloads by layer name)."""
+        raise NotImplementedError(f"{self.name}: stats")

@@ -24,11 +24,6 @@ MAYA = Scope(tenant_id="acme", user_id="maya")
 OTHER_MAYA = Scope(tenant_id="globex", user_id="maya")
 
 
-@pytest.fixture(scope="module")
-def embedder() -> MiniLMEmbedder:
-    return MiniLMEmbedder()
-
-
 def open_memory(data_dir: Path, embedder: MiniLMEmbedder) -> Memory:
     settings = Settings(data_dir=data_dir)
     return Memory(settings, ExtractiveBuilder(), embedder, open_vector_store(settings, embedder.dim),

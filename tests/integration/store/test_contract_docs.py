@@ -204,3 +204,20 @@ def test_reopen_keeps_everything(doc_backend: Backend[DocStore]) -> None:
     assert _has_session(again, ALICE, "s1") == [True] * 5
     assert again.session_digest(ALICE, "s1") == "d"
     assert again.count_turns() == 2
+
+
+def test_stats_count_per_tenant_and_overall(doc_store: DocStore) -> None:
+    other = Scope(tenant_id="globex", user_id="alice")
+    for scope, sid in ((ALICE, "s1"), (ALICE, "s2"), (BOB, "s1"), (other, "s1")):
+        doc_store.put_session(meta(scope, sid))
+        doc_store.put_turns(scope, sid, [turn(1), turn(2)])
+        doc_store.put_units([unit(scope, sid, 1)])
+    doc_store.put_layer(ALICE, "s1", "L1", "b1", {"items": []})
+    doc_store.put_layer(ALICE, "s2", "L1", "b1", {"items": []})
+    doc_store.put_layer(other, "s1", "L2", "b1", {"items": []})
+    acme = doc_store.stats(ALICE.tenant_id)
+    assert acme == {"users": 2, "sessions": 3, "turns": 6, "units": 3, "layers": {"L1": 2}}
+    everything = doc_store.stats()
+    assert (everything["users"], everything["sessions"], everything["turns"]) == (3, 4, 8)
+    assert everything["layers"] == {"L1": 2, "L2": 1}
+    assert doc_store.stats("nobody")["sessions"] == 0
