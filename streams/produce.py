@@ -8,6 +8,7 @@ sent in file order per session, keyed ``tenant/user/session``.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -143,33 +144,38 @@ class ProduceReport:
 async def produce_sessions(
     producer: StreamProducer, sessions: list[Session], *, rate: float | None = None,
     close: bool = True, progress: Callable[[int], None] | None = None,
-    stamp: bool = True,
+    stamp: bool = True, interleave: bool = False,
 ) -> ProduceReport:
     """Send every session's messages in order, then (by default) close each session.
 
     ``rate`` caps messages per second overall; ``stamp`` sets each event's
-    ``ts`` at send time (so freshness is measured from the send).
+    ``ts`` at send time (so freshness is measured from the send);
+    ``interleave`` sends one message of each session in turn (live traffic of
+    many users at once) instead of session after session.
     """
-    report = ProduceReport()
+    report = ProduceReport(sessions=len(sessions))
     start = time.monotonic()
     pending: list[asyncio.Future[object]] = []
     sent = 0
-    for session in sessions:
-        for ev in session_events(session):
-            if rate:
-                delay = start + sent / rate - time.monotonic()
-                if delay > 0:
-                    await asyncio.sleep(delay)
-            if stamp:
-                ev = ev.model_copy(update={"ts": utcnow()})
-            pending.append(await producer.send_turn(ev))
-            sent += 1
-            if len(pending) >= 500:
-                await asyncio.gather(*pending)
-                if progress:
-                    progress(len(pending))
-                pending = []
-        report.sessions += 1
+    per_session = [session_events(s) for s in sessions]
+    if interleave:
+        order = [ev for row in itertools.zip_longest(*per_session) for ev in row if ev]
+    else:
+        order = [ev for evs in per_session for ev in evs]
+    for ev in order:
+        if rate:
+            delay = start + sent / rate - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
+        if stamp:
+            ev = ev.model_copy(update={"ts": utcnow()})
+        pending.append(await producer.send_turn(ev))
+        sent += 1
+        if len(pending) >= 500:
+            await asyncio.gather(*pending)
+            if progress:
+                progress(len(pending))
+            pending = []
     if pending:
         await asyncio.gather(*pending)
         if progress:
