@@ -60,6 +60,36 @@ class StreamApp:
         os._exit(70)
 
 
+async def read_range(brokers: str, topic: str,
+                     ranges: dict[int, tuple[int, int]]) -> list[Record]:
+    """Records of ``topic`` with ``start <= offset < stop`` per partition, in offset order."""
+    from aiokafka import AIOKafkaConsumer, TopicPartition
+
+    consumer = AIOKafkaConsumer(bootstrap_servers=brokers, enable_auto_commit=False)
+    await consumer.start()
+    try:
+        tps = {TopicPartition(topic, p): (a, b) for p, (a, b) in ranges.items() if b > a}
+        consumer.assign(list(tps))
+        for tp, (start, _) in tps.items():
+            consumer.seek(tp, start)
+        out: list[Record] = []
+        todo = dict(tps)
+        while todo:
+            batch = await consumer.getmany(*todo, timeout_ms=1000)
+            for tp, msgs in batch.items():
+                stop = tps[tp][1]
+                out += [Record(m.topic, m.partition, m.offset, m.key, m.value)
+                        for m in msgs if m.offset < stop]
+                if msgs and msgs[-1].offset >= stop - 1:
+                    todo.pop(tp, None)
+            for tp in list(todo):
+                if await consumer.position(tp) >= tps[tp][1]:
+                    todo.pop(tp)
+        return sorted(out, key=lambda r: (r.partition, r.offset))
+    finally:
+        await consumer.stop()
+
+
 def build_app(
     writer: MemoryWriter,
     brokers: str,
@@ -127,9 +157,12 @@ def build_app(
                 return int(off) + 1  # faust stores the last processed offset
         return None
 
+    async def replay(ranges: dict[int, tuple[int, int]]) -> list[Record]:
+        return await read_range(brokers, topics.TURNS, ranges)
+
     progress = TurnProgress(committed)
     processor = Processor(writer, stream, metrics=metrics, sessions=sessions,
-                          progress=progress, owned=owned)
+                          progress=progress, owned=owned, replay=replay)
     runtime = StreamApp(app=app, processor=processor, metrics=metrics, brokers=brokers)
 
     async def send(topic: str, value: bytes, key: bytes | None) -> None:

@@ -39,7 +39,7 @@ from streams.events import (
 from streams.metrics import StreamMetrics
 from streams.settings import StreamSettings
 
-__all__ = ["Outbox", "Processor", "Record", "TurnProgress"]
+__all__ = ["Outbox", "Processor", "Record", "Replay", "TurnProgress"]
 
 log = logging.getLogger("memstrata.stream")
 T = TypeVar("T")
@@ -65,6 +65,10 @@ class Outbox:
 
     l0: list[L0Event] = field(default_factory=list)
     dead: list[DeadLetter] = field(default_factory=list)
+
+
+#: Reads the turns topic again: {partition: (from offset, to offset)} -> records in order.
+Replay = Callable[[dict[int, tuple[int, int]]], Awaitable[list[Record]]]
 
 
 class TurnProgress:
@@ -115,6 +119,7 @@ class Processor:
         sessions: MutableMapping[str, Any] | None = None,
         progress: TurnProgress | None = None,
         owned: Callable[[int], bool] | None = None,
+        replay: Replay | None = None,
         retries: int | None = None,
     ) -> None:
         self.writer = writer
@@ -125,7 +130,11 @@ class Processor:
         self.sessions: MutableMapping[str, Any] = {} if sessions is None else sessions
         self.progress = progress or TurnProgress()
         self.owned = owned or (lambda p: True)
+        self.replay = replay
         self.retries = retries
+        #: Held while a batch is stored and its offsets noted, and while a delete
+        #: and its replay run: a delete sees exactly which turns are stored.
+        self._order = asyncio.Lock()
         self.writer_thread = ThreadPoolExecutor(1, thread_name_prefix="memstrata-writer")
 
     def close(self) -> None:
@@ -149,11 +158,16 @@ class Processor:
     # -- turns ------------------------------------------------------------
     async def handle_turns(self, records: Sequence[Record]) -> Outbox:
         """Store a batch of turn records; returns what to publish."""
+        async with self._order:
+            return await self._store_turns(records)
+
+    async def _store_turns(self, records: Sequence[Record], replay: bool = False) -> Outbox:
         out = Outbox()
         groups: OrderedDict[tuple[Scope, str], tuple[SessionMeta, list[Message]]] = OrderedDict()
         stamps: list[float] = []
         for rec in records:
-            self.metrics.events_in.labels(rec.topic).inc()
+            if not replay:
+                self.metrics.events_in.labels(rec.topic).inc()
             try:
                 ev = decode_turn(rec.value, self.limits, rec.key)
             except Invalid as bad:
@@ -184,7 +198,7 @@ class Processor:
                                      if _record_session(rec) == (scope, sid)]
             self.metrics.l0_build_seconds.observe(time.perf_counter() - started)
             now = time.time()
-            for ts in stamps:
+            for ts in stamps if not replay else ():
                 self.metrics.freshness_seconds.observe(max(0.0, now - ts))
             for rep in reports:
                 out.l0 += self._noted(rep, "append", now)
@@ -234,7 +248,13 @@ class Processor:
                                                      self.limits.control_wait_s):
             log.warning("%s for %s/%s applied after waiting %.0fs for turns %s", ev.type,
                         ev.scope, ev.session_id, self.limits.control_wait_s, ev.after)
-        out.l0 += await self.apply(ev)
+        try:
+            out.l0 += await self.apply(ev)
+        except TRANSIENT:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the writer refused this event: DLQ it
+            out.dead.append(self._dead(Invalid("rejected", f"{type(exc).__name__}: {exc}"), rec))
+            return out
         self.metrics.control_applied.labels(ev.type).inc()
         return out
 
@@ -246,15 +266,41 @@ class Processor:
             rep = await self._write(lambda: self._close(scope, sid))
             return self._noted(rep, "close", time.time()) if rep is not None else []
         sid_or_none = ev.session_id if ev.type == "delete_session" else None
-        await self._write(lambda: self._delete(scope, sid_or_none))
-        prefix = _session_key(scope, sid_or_none or "")
-        for key in [k for k, v in list(self.sessions.items()) if _same(v, scope, sid_or_none)
-                    or k == prefix]:
-            self.sessions.pop(key, None)
-        return []
+        async with self._order:
+            await self._write(lambda: self._delete(scope, sid_or_none))
+            prefix = _session_key(scope, sid_or_none or "")
+            for key in [k for k, v in list(self.sessions.items())
+                        if _same(v, scope, sid_or_none) or k == prefix]:
+                self.sessions.pop(key, None)
+            return await self._replay_after(ev, scope, sid_or_none)
+
+    async def _replay_after(self, ev: ControlEvent, scope: Scope,
+                            session_id: str | None) -> list[L0Event]:
+        """Re-store turns the delete must not touch: stored already, but produced after it.
+
+        Turns and controls are two topics, so the worker may have stored turns
+        that follow the delete (offset >= ``after``) before it read the delete.
+        Ordering is by offset: those turns are new data, so they are read again
+        from the broker and written back.
+        """
+        if self.replay is None or not ev.after:
+            return []
+        ranges = {p: (o, self.progress.done[p]) for p, o in ev.after.items()
+                  if self.owned(p) and self.progress.done.get(p, 0) > o}
+        if not ranges:
+            return []
+        records = [r for r in await self.replay(ranges) if _belongs(r, scope, session_id)]
+        if not records:
+            return []
+        log.info("%s %s: re-storing %d turns produced after it", ev.type, scope, len(records))
+        return (await self._store_turns(records, replay=True)).l0
 
     def _close(self, scope: Scope, session_id: str) -> AppendReport | None:
-        rep = self.writer.close_session(scope, session_id)
+        try:
+            rep = self.writer.close_session(scope, session_id)
+        except LookupError:  # SessionNotFound: never had turns, or deleted since
+            log.info("close_session for unknown session %s/%s ignored", scope, session_id)
+            return None
         self.writer.flush()
         return rep
 
@@ -295,6 +341,11 @@ def _same(state: Any, scope: Scope, session_id: str | None) -> bool:
     if (state.get("tenant_id"), state.get("user_id")) != (scope.tenant_id, scope.user_id):
         return False
     return session_id is None or state.get("session_id") == session_id
+
+
+def _belongs(rec: Record, scope: Scope, session_id: str | None) -> bool:
+    got = _record_session(rec)
+    return got is not None and got[0] == scope and session_id in (None, got[1])
 
 
 def _record_session(rec: Record) -> tuple[Scope, str] | None:

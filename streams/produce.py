@@ -59,6 +59,7 @@ class StreamProducer:
             bootstrap_servers=brokers, acks=1, enable_idempotence=False, linger_ms=5,
             request_timeout_ms=int(request_timeout_s * 1000))
         self.sent_after: dict[int, int] = {}
+        self._inflight: list[asyncio.Future[object]] = []
 
     async def start(self) -> "StreamProducer":
         await self._producer.start()
@@ -76,12 +77,16 @@ class StreamProducer:
     async def send_turn(self, ev: TurnEvent) -> "asyncio.Future[object]":
         """Queue one turn event; await the returned future for the broker's ack."""
         fut = await self._producer.send(topics.TURNS, ev.to_bytes(), key=ev.key)
-        fut.add_done_callback(self._note_offset)
+        self._inflight.append(fut)
+        if len(self._inflight) > 10_000:
+            await self._settle()
         return fut
 
-    def _note_offset(self, fut: "asyncio.Future[object]") -> None:
-        if not fut.cancelled() and fut.exception() is None:
-            md = fut.result()
+    async def _settle(self) -> None:
+        """Wait for every turn sent so far and note the offset after each partition's last."""
+        inflight, self._inflight = self._inflight, []
+        for fut in inflight:
+            md = await fut
             p, o = md.partition, md.offset  # type: ignore[attr-defined]
             self.sent_after[p] = max(self.sent_after.get(p, 0), o + 1)
 
@@ -115,6 +120,7 @@ class StreamProducer:
     async def control(self, type_: str, scope: Scope, session_id: str | None = None) -> None:
         """Send close_session / delete_session / delete_user after the turns already sent."""
         await self._producer.flush()
+        await self._settle()
         if type_ == "delete_user":
             after = await self.end_offsets()
             after = {p: max(o, self.sent_after.get(p, 0)) for p, o in after.items()}

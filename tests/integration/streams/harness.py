@@ -139,3 +139,29 @@ def snapshot(memory: Any, scopes: Iterable[Scope]) -> dict[str, Any]:
             "raw_turns": memory.docs.count_turns(scope),
         }
     return out
+
+
+async def _read_topic(brokers: str, topic: str) -> list[Any]:
+    from aiokafka import AIOKafkaConsumer, TopicPartition
+
+    consumer = AIOKafkaConsumer(bootstrap_servers=brokers, enable_auto_commit=False)
+    await consumer.start()
+    try:
+        await consumer.topics()
+        tps = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())]
+        consumer.assign(tps)
+        ends = await consumer.end_offsets(tps)
+        await consumer.seek_to_beginning(*tps)
+        out: list[Any] = []
+        while [tp for tp in tps if await consumer.position(tp) < ends[tp]]:
+            batch = await consumer.getmany(timeout_ms=500)
+            for msgs in batch.values():
+                out.extend(msgs)
+        return out
+    finally:
+        await consumer.stop()
+
+
+def read_topic(brokers: str, topic: str) -> list[Any]:
+    """Every record of ``topic`` from the beginning (aiokafka ConsumerRecords)."""
+    return asyncio.run(_read_topic(brokers, topic))

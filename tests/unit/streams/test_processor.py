@@ -124,3 +124,24 @@ def test_delete_user_forgets_the_cached_sessions() -> None:
     run(p.handle_turns(records(turn("a", 1), turn("b", 1))))
     run(p.handle_control(control("delete_user", None, {})))
     assert dict(p.sessions) == {}
+
+
+def test_turns_stored_before_a_delete_but_produced_after_it_are_written_back() -> None:
+    """Two topics: the worker may store a1#3 (offset 2) before it reads the delete (after=2)."""
+    later = records(turn("a", 1), turn("a", 2, "assistant"), turn("a", 3))
+
+    async def replay(ranges: dict[int, tuple[int, int]]) -> list[Record]:
+        assert ranges == {0: (2, 3)}
+        return [r for r in later if ranges[0][0] <= r.offset < ranges[0][1]]
+
+    async def scenario() -> RecordingWriterDouble:
+        w = RecordingWriterDouble()
+        p = Processor(w, StreamSettings(control_wait_s=5), replay=replay)
+        await p.handle_turns(later)
+        out = await p.handle_control(control("delete_session", "a", {0: 2}))
+        assert [n.session_id for n in out.l0] == ["a"]
+        return w
+
+    w = run(scenario())
+    assert [m.source_id for m in w.messages[(MAYA, "a")]] == ["a#3"]
+    assert [c[0] for c in w.calls] == ["append", "delete", "append"]
