@@ -141,23 +141,30 @@ def snapshot(memory: Any, scopes: Iterable[Scope]) -> dict[str, Any]:
     return out
 
 
-async def _read_topic(brokers: str, topic: str) -> list[Any]:
+async def _read_topic(brokers: str, topic: str, timeout_s: float = 20.0) -> list[Any]:
     from aiokafka import AIOKafkaConsumer, TopicPartition
 
-    consumer = AIOKafkaConsumer(bootstrap_servers=brokers, enable_auto_commit=False)
+    consumer = AIOKafkaConsumer(bootstrap_servers=brokers, enable_auto_commit=False,
+                                auto_offset_reset="earliest")
     await consumer.start()
     try:
         await consumer.topics()
         tps = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())]
         consumer.assign(tps)
         ends = await consumer.end_offsets(tps)
-        await consumer.seek_to_beginning(*tps)
-        out: list[Any] = []
-        while [tp for tp in tps if await consumer.position(tp) < ends[tp]]:
+        starts = await consumer.beginning_offsets(tps)
+        for tp in tps:
+            consumer.seek(tp, starts[tp])
+        got: dict[Any, list[Any]] = {tp: [] for tp in tps}
+        deadline = time.monotonic() + timeout_s
+        while any(len(got[tp]) < ends[tp] - starts[tp] for tp in tps):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{topic}: read {[len(v) for v in got.values()]} records, "
+                                     f"expected {[ends[tp] - starts[tp] for tp in tps]}")
             batch = await consumer.getmany(timeout_ms=500)
-            for msgs in batch.values():
-                out.extend(msgs)
-        return out
+            for tp, msgs in batch.items():
+                got[tp].extend(m for m in msgs if m.offset < ends[tp])
+        return [m for tp in tps for m in got[tp]]
     finally:
         await consumer.stop()
 

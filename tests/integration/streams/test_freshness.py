@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from memstrata.config import Settings
 from memstrata.model import Scope
 from memstrata.store.factory import open_doc_store, open_lexical_store
 from streams import topics
-from streams.broker import EmbeddedBroker
+from streams.broker import EmbeddedBroker, free_port
 from streams.events import L0Event, TurnEvent, utcnow
 from streams.produce import StreamProducer
 from tests.integration.streams.harness import WorkerProc, read_topic, wait_until
@@ -31,6 +32,17 @@ def turn(sid: str, n: int, text: str) -> TurnEvent:
     return TurnEvent(tenant_id=ZOE.tenant_id, user_id=ZOE.user_id, session_id=sid,
                      message_id=f"{sid}#{n}", role="user" if n % 2 else "assistant",
                      content=text, ts=utcnow())  # type: ignore[arg-type]
+
+
+def _metrics(port: int) -> dict[str, float]:
+    """The worker's /metrics as {sample with labels: value}."""
+    body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    out = {}
+    for line in body.splitlines():
+        if line and not line.startswith("#"):
+            name, value = line.rsplit(" ", 1)
+            out[name] = float(value)
+    return out
 
 
 def send(brokers: str, *events: TurnEvent, close: str | None = None) -> None:
@@ -52,8 +64,10 @@ def test_provisional_unit_is_fresh_then_replaced(broker: EmbeddedBroker, group: 
     settings = Settings(data_dir=tmp_path / "reader", lexical_backend="opensearch",
                         doc_backend="opensearch", opensearch_url=osmem_url,
                         opensearch_index_prefix="fresh")
+    port = free_port()
     worker = WorkerProc(broker.address, tmp_path / "worker", group, logs,
-                        MEMSTRATA_STREAM_FRESHNESS_S=str(FRESHNESS_S), **shared).start()
+                        MEMSTRATA_STREAM_FRESHNESS_S=str(FRESHNESS_S),
+                        MEMSTRATA_STREAM_METRICS_PORT=str(port), **shared).start()
     lexical, docs = open_lexical_store(settings), open_doc_store(settings)
     try:
         # Warm-up: the worker has joined its group and loaded its encoder.
@@ -80,14 +94,26 @@ def test_provisional_unit_is_fresh_then_replaced(broker: EmbeddedBroker, group: 
         hits = lexical.search(ZOE, "tortoise Humbert", 10)
         assert len({h.unit_id for h in hits}) == len(hits)
 
-        notes = [L0Event.model_validate_json(r.value)
-                 for r in read_topic(broker.address, topics.L0)
-                 if r.key == b"t-fresh/zoe/s1"]
+        l0 = read_topic(broker.address, topics.L0)
+        notes = [L0Event.model_validate_json(r.value) for r in l0 if r.key == b"t-fresh/zoe/s1"]
+        assert notes, [(r.partition, r.offset, r.key) for r in l0]
         assert notes[0].turns == [1] and notes[0].provisional == [1]
         assert first.id in notes[0].unit_ids
         final = [n for n in notes if first.id in n.unit_ids and 1 not in n.provisional]
         assert final, notes  # turn 1 was rebuilt as final under the same id
         assert all(not n.provisional for n in notes if n.cause == "close")
+
+        time.sleep(5.5)  # the lag gauge is refreshed every 5 s
+        metrics = _metrics(port)
+        assert metrics['memstrata_stream_events_in_total{topic="memstrata.turns.v1"}'] == 8
+        assert metrics['memstrata_stream_events_in_total{topic="memstrata.control.v1"}'] == 1
+        assert metrics["memstrata_stream_freshness_seconds_count"] == 8
+        assert metrics["memstrata_stream_turns_indexed_total"] >= 5
+        assert metrics["memstrata_stream_provisional_replaced_total"] >= 1
+        assert metrics['memstrata_stream_units_indexed_total{kind="final"}'] >= 4
+        assert metrics["memstrata_stream_l0_build_seconds_count"] >= 2
+        lags = {k: v for k, v in metrics.items() if k.startswith("memstrata_stream_consumer_lag")}
+        assert len(lags) == 8 and not any(lags.values())  # 4 turns + 4 control partitions
     finally:
         worker.stop()
         lexical.close()
