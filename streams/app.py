@@ -90,6 +90,23 @@ async def read_range(brokers: str, topic: str,
         await consumer.stop()
 
 
+async def committed_offsets(brokers: str, group: str, topic: str,
+                            partitions: list[int]) -> dict[int, int]:
+    """The group's committed offsets (next offset to read) for some partitions of a topic."""
+    from aiokafka import TopicPartition
+    from aiokafka.admin import AIOKafkaAdminClient
+
+    admin = AIOKafkaAdminClient(bootstrap_servers=brokers)
+    await admin.start()
+    try:
+        got = await admin.list_consumer_group_offsets(
+            group, partitions=[TopicPartition(topic, p) for p in partitions])
+        return {tp.partition: meta.offset for tp, meta in got.items()
+                if meta is not None and meta.offset >= 0}
+    finally:
+        await admin.close()
+
+
 def build_app(
     writer: MemoryWriter,
     brokers: str,
@@ -147,15 +164,8 @@ def build_app(
             return True
         return any(tp.topic == topics.TURNS and tp.partition == partition for tp in assigned)
 
-    def committed(partition: int) -> int | None:
-        try:
-            offsets = app.consumer._committed_offset  # noqa: SLF001 - faust keeps no public view
-        except Exception:  # noqa: BLE001
-            return None
-        for tp, off in list(offsets.items()):
-            if tp.topic == topics.TURNS and tp.partition == partition and off is not None:
-                return int(off) + 1  # faust stores the last processed offset
-        return None
+    async def committed(partitions: list[int]) -> dict[int, int]:
+        return await committed_offsets(brokers, stream.app_id, topics.TURNS, partitions)
 
     async def replay(ranges: dict[int, tuple[int, int]]) -> list[Record]:
         return await read_range(brokers, topics.TURNS, ranges)

@@ -72,15 +72,24 @@ Replay = Callable[[dict[int, tuple[int, int]]], Awaitable[list[Record]]]
 
 
 class TurnProgress:
-    """Offsets of the turns topic stored so far, per partition; control events wait on it."""
+    """Offsets of the turns topic stored so far, per partition; control events wait on it.
 
-    def __init__(self, committed: Callable[[int], int | None] | None = None) -> None:
+    What this worker stored is noted as it happens. What another worker stored
+    before a rebalance handed the partition over is in the group's committed
+    offsets (committed only after the stores had the data), which
+    ``committed`` fetches from the broker.
+    """
+
+    def __init__(self,
+                 committed: Callable[[list[int]], Awaitable[dict[int, int]]] | None = None,
+                 ) -> None:
         self.done: dict[int, int] = {}
-        self._committed = committed or (lambda p: None)
+        self.floor: dict[int, int] = {}
+        self._committed = committed
         self._changed = asyncio.Condition()
 
     def reached(self, partition: int, offset: int) -> bool:
-        have = max(self.done.get(partition, 0), self._committed(partition) or 0)
+        have = max(self.done.get(partition, 0), self.floor.get(partition, 0))
         return have >= offset
 
     async def advance(self, partition: int, next_offset: int) -> None:
@@ -90,17 +99,30 @@ class TurnProgress:
             self._changed.notify_all()
 
     async def wait(self, after: dict[int, int], owned: Callable[[int], bool],
-                   timeout_s: float) -> bool:
+                   timeout_s: float, poll_s: float = 1.0) -> bool:
         """Wait until every owned partition in ``after`` is stored up to its offset."""
-        def ok() -> bool:
-            return all(self.reached(p, o) for p, o in after.items() if owned(p))
+        def missing() -> list[int]:
+            return [p for p, o in after.items() if owned(p) and not self.reached(p, o)]
 
-        async with self._changed:
-            try:
-                await asyncio.wait_for(self._changed.wait_for(ok), timeout_s)
-                return True
-            except TimeoutError:
+        deadline = time.monotonic() + timeout_s
+        while missing():
+            if self._committed is not None:
+                try:
+                    for p, o in (await self._committed(missing())).items():
+                        self.floor[p] = max(self.floor.get(p, 0), o)
+                except Exception as exc:  # noqa: BLE001 - the broker is busy: wait and retry
+                    log.debug("cannot read committed offsets: %s", exc)
+                if not missing():
+                    break
+            left = deadline - time.monotonic()
+            if left <= 0:
                 return False
+            async with self._changed:
+                try:
+                    await asyncio.wait_for(self._changed.wait(), min(poll_s, left))
+                except TimeoutError:
+                    pass
+        return True
 
 
 def _session_key(scope: Scope, session_id: str) -> str:
@@ -244,6 +266,8 @@ class Processor:
         except Invalid as bad:
             out.dead.append(self._dead(bad, rec))
             return out
+        log.info("%s %s/%s after %s (stored: %s)", ev.type, ev.scope, ev.session_id, ev.after,
+                 self.progress.done)
         if ev.after and not await self.progress.wait(ev.after, self.owned,
                                                      self.limits.control_wait_s):
             log.warning("%s for %s/%s applied after waiting %.0fs for turns %s", ev.type,

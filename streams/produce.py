@@ -127,7 +127,10 @@ class StreamProducer:
         else:
             key = event_key(scope.tenant_id, scope.user_id, session_id)
             p = await self.partition_of(key)
-            after = {p: self.sent_after[p]} if p in self.sent_after else {}
+            if p not in self.sent_after:  # turns sent by someone else: follow all of them
+                ends = await self.end_offsets()
+                self.sent_after = {q: max(o, self.sent_after.get(q, 0)) for q, o in ends.items()}
+            after = {p: self.sent_after[p]}
         ev = ControlEvent(type=type_, tenant_id=scope.tenant_id,  # type: ignore[arg-type]
                           user_id=scope.user_id, session_id=session_id, ts=utcnow(), after=after)
         await self._producer.send_and_wait(topics.CONTROL, ev.to_bytes(), key=ev.key)

@@ -81,7 +81,8 @@ class StreamRuntime:
             if self.on_ready:
                 self.on_ready(brokers)
             try:
-                run_worker(app, drain_timeout_s=self.stream.drain_timeout_s if broker else 0.0)
+                run_worker(app, drain_timeout_s=self.stream.drain_timeout_s if broker else 0.0,
+                           loglevel=self.stream.log_level)
             except SystemExit as exc:
                 if exc.code not in (0, None):
                     raise

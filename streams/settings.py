@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -45,6 +46,8 @@ class StreamSettings(BaseSettings):
     app_id: str = Field("memstrata-stream", pattern=r"^[A-Za-z0-9._\-]+$")
     #: Port of the Prometheus /metrics endpoint (0: do not serve).
     metrics_port: int = Field(0, ge=0, le=65535)
+    #: Log level of the worker (Faust and memstrata.stream).
+    log_level: Literal["debug", "info", "warning", "error"] = "warning"
     #: ``memstrata up`` waits at most this long for the worker to drain its topics on stop.
     drain_timeout_s: float = Field(60.0, ge=0, le=3600)
 
