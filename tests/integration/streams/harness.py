@@ -69,7 +69,7 @@ class WorkerProc:
         self.starts += 1
         log = (self.log_dir / f"worker-{self.group}-{self.starts}.log").open("wb")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.integration.streams.worker_proc"], cwd=ROOT,
+            [sys.executable, "-m", "streams", "worker"], cwd=ROOT,
             env=self.env, stdout=log, stderr=subprocess.STDOUT)
         log.close()
         return self
