@@ -8,6 +8,7 @@ reported with the variable that holds it.
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 from typing import Any, Literal
@@ -78,6 +79,17 @@ class Settings(BaseSettings):
     opensearch_user: str | None = None
     opensearch_password: SecretStr | None = None
     opensearch_index_prefix: str = Field("memstrata", pattern=r"^[a-z0-9][a-z0-9_\-]*$")
+    #: Seconds one OpenSearch request may take, and retries when it cannot connect.
+    opensearch_timeout_s: float = Field(10.0, gt=0, le=600)
+    opensearch_max_retries: int = Field(2, ge=0, le=10)
+    #: Qdrant Edge graph: m / ef_construct are Qdrant's defaults; scopes under the
+    #: full-scan threshold (KB of vectors, ~6k points at dim 384) are scanned exactly.
+    qdrant_edge_hnsw_m: int = Field(16, ge=4, le=128)
+    qdrant_edge_hnsw_ef_construct: int = Field(100, ge=4, le=2000)
+    qdrant_edge_full_scan_threshold_kb: int = Field(10_000, ge=0, le=10_000_000)
+    qdrant_edge_hnsw_ef: int | None = Field(None, ge=1, le=10_000)
+    #: Memory tantivy's IndexWriter may buffer before it writes a segment.
+    tantivy_heap_bytes: int = Field(64_000_000, ge=15_000_000, le=4_000_000_000)
 
     # -- layers (APDMem Table 5) ------------------------------------------
     l0_window_turns: int = Field(4, ge=1, le=32)
@@ -97,6 +109,10 @@ class Settings(BaseSettings):
     keyword_alpha: float = Field(0.1, ge=0.0, le=10.0)
     keyword_max_matches: int = Field(3, ge=0, le=100)
     top_k_sessions: int = Field(20, ge=1, le=1000)
+    #: The largest top_k a search may ask for.
+    max_top_k: int = Field(1000, ge=1, le=100_000)
+    #: Matching L0 units returned with each session hit.
+    units_per_hit: int = Field(5, ge=1, le=100)
     #: Units each index returns per query before fusion (enough for top_k_sessions = 20).
     candidate_units: int = Field(50, ge=1, le=10_000)
 
@@ -113,6 +129,11 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _check_combinations(self) -> "Settings":
+        if self.top_k_sessions > self.max_top_k:
+            raise ValueError(
+                f"MEMSTRATA_TOP_K_SESSIONS ({self.top_k_sessions}) must not exceed "
+                f"MEMSTRATA_MAX_TOP_K ({self.max_top_k})"
+            )
         if self.l0_window_overlap >= self.l0_window_turns:
             raise ValueError(
                 f"MEMSTRATA_L0_WINDOW_OVERLAP ({self.l0_window_overlap}) must be smaller than "
@@ -146,7 +167,10 @@ class Settings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
-        path = os.environ.get(ENV_PREFIX + "CONFIG_FILE")
+        # ``Settings(config_file=...)`` and MEMSTRATA_CONFIG_FILE name the same
+        # file; the argument wins, as arguments do over variables.
+        given = getattr(init_settings, "init_kwargs", {}).get("config_file")
+        path = str(given) if given else os.environ.get(ENV_PREFIX + "CONFIG_FILE")
         if path:
             if not Path(path).is_file():
                 raise ConfigError(f"MEMSTRATA_CONFIG_FILE: no such file: {path}")
@@ -167,20 +191,87 @@ class Settings(BaseSettings):
         return self.data_dir / "docs.sqlite3"
 
 
-#: Sub-namespaces of MEMSTRATA_* that belong to other settings classes
-#: (the controller's MEMSTRATA_CONTROLLER_*, for instance).
-OTHER_NAMESPACES: tuple[str, ...] = ("CONTROLLER_",)
+# -- namespaces owned by other settings classes ------------------------------
+#: Entry-point group through which services register their settings classes.
+NAMESPACE_GROUP = "memstrata.settings"
+
+#: Namespaces of memstrata itself that live in their own classes (loaded lazily,
+#: and also registered through the entry point, so either route finds them).
+_BUILTIN_NAMESPACES = {"controller": "memstrata.controller.config:ControllerSettings"}
+
+_registered: dict[str, type[BaseSettings]] = {}
+
+
+def register_namespace(cls: type[BaseSettings]) -> type[BaseSettings]:
+    """Accept ``cls``'s ``MEMSTRATA_<NS>_*`` variables (usable as a class decorator).
+
+    The entry point is the normal route; this is for code that builds a
+    settings class at run time (and for tests).
+    """
+    _registered[_prefix_of(cls)] = cls
+    return cls
+
+
+def _prefix_of(cls: type[BaseSettings]) -> str:
+    prefix = str(cls.model_config.get("env_prefix") or "").upper()
+    if not prefix.startswith(ENV_PREFIX) or prefix == ENV_PREFIX:
+        raise ConfigError(f"{cls.__qualname__}: env_prefix must be MEMSTRATA_<NAMESPACE>_, "
+                          f"got {prefix!r}")
+    return prefix
+
+
+def _load(target: str) -> type[BaseSettings]:
+    import importlib
+
+    module, _, name = target.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def settings_namespaces() -> tuple[dict[str, type[BaseSettings]], dict[str, str]]:
+    """Every settings class that owns a ``MEMSTRATA_<NS>_`` namespace, by prefix.
+
+    A service registers its class in its ``pyproject.toml``::
+
+        [project.entry-points."memstrata.settings"]
+        stream = "streams.settings:StreamSettings"
+
+    The class is a pydantic-settings ``BaseSettings`` whose ``env_prefix`` is
+    its namespace (``MEMSTRATA_STREAM_``, ``MEMSTRATA_KAFKA_``...); its module
+    should import little, since every start-up loads it to check variables.
+    Core config never names the services: once installed, their variables
+    are accepted and unknown names in their namespace are refused like ours.
+    Returns the classes and, for entry points that failed to load, why.
+    """
+    found, failed = _plugin_namespaces()
+    return {**found, **_registered}, dict(failed)
+
+
+@functools.lru_cache(maxsize=1)
+def _plugin_namespaces() -> tuple[dict[str, type[BaseSettings]], dict[str, str]]:
+    from importlib.metadata import entry_points
+
+    found: dict[str, type[BaseSettings]] = {}
+    failed: dict[str, str] = {}
+    targets = dict(_BUILTIN_NAMESPACES)
+    for ep in entry_points(group=NAMESPACE_GROUP):
+        targets[ep.name] = ep.value
+    for name, target in targets.items():
+        try:
+            cls = _load(target)
+            found.setdefault(_prefix_of(cls), cls)
+        except Exception as exc:  # a broken plug-in must not hide our own errors
+            failed[name] = f"{target}: {type(exc).__name__}: {exc}"
+    return found, failed
 
 
 def unknown_variables(environ: dict[str, str] | None = None) -> list[str]:
     """MEMSTRATA_* variables that no settings class reads (typos, stale names)."""
     env = os.environ if environ is None else environ
     known = {ENV_PREFIX + name.upper() for name in Settings.model_fields}
-    return sorted(
-        k for k in env
-        if k.upper().startswith(ENV_PREFIX) and k.upper() not in known
-        and not k.upper()[len(ENV_PREFIX):].startswith(OTHER_NAMESPACES)
-    )
+    namespaces, _ = settings_namespaces()
+    for prefix, cls in namespaces.items():
+        known |= {prefix + name.upper() for name in cls.model_fields}
+    return sorted(k for k in env if k.upper().startswith(ENV_PREFIX) and k.upper() not in known)
 
 
 def load_settings(**overrides: Any) -> Settings:
@@ -191,8 +282,11 @@ def load_settings(**overrides: Any) -> Settings:
     """
     stray = unknown_variables()
     if stray:
-        raise ConfigError("invalid configuration:\n  " + "\n  ".join(
-            f"{name}: not a memstrata setting (see `memstrata config`)" for name in stray))
+        _, failed = settings_namespaces()
+        lines = [f"{name}: not a memstrata setting (see `memstrata config`)" for name in stray]
+        lines += [f"settings namespace {name!r} failed to load ({why})"
+                  for name, why in failed.items()]
+        raise ConfigError("invalid configuration:\n  " + "\n  ".join(lines))
     try:
         return Settings(**overrides)
     except ValidationError as exc:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from memstrata.config import Settings, load_settings
 from memstrata.embed.types import Embedder
-from memstrata.fingerprint import IndexFingerprint
+from memstrata.fingerprint import IndexFingerprint, IndexMismatch
 from memstrata.layers.l0 import build_window
 from memstrata.layers.lazy import LazyLayers, SessionNotFound
 from memstrata.layers.plan import PLAN_KEY, PLAN_LAYER, SessionPlan, plan_session
@@ -46,7 +46,16 @@ from memstrata.retrieval.hybrid import HybridRetriever, RetrievalParams
 from memstrata.roles import AppendReport, DeleteReceipt, MemoryStats
 from memstrata.store.types import DocStore, LexicalDoc, LexicalStore, VectorRecord, VectorStore
 
-__all__ = ["Memory", "IngestReport", "SessionNotFound"]
+__all__ = ["IndexMismatch", "IngestReport", "Memory", "ReadOnlyMemory", "SessionNotFound"]
+
+#: Deployment-wide records live in the doc store under a scope no real id can
+#: spell ('#' is not allowed in ids), so they never meet a tenant's data.
+_META_SCOPE = Scope.model_construct(tenant_id="#memstrata", user_id="#index")
+_META_SESSION, _FINGERPRINT = "#index", "fingerprint"
+
+
+class ReadOnlyMemory(RuntimeError):
+    """A write was attempted on a Memory opened with ``read_only=True``."""
 
 
 @dataclass
@@ -57,6 +66,9 @@ class IngestReport:
     turns: int = 0
     units: int = 0
     unchanged: int = 0
+    #: Sessions of this call whose records are complete and marked done (an
+    #: interrupted ingest redoes the others when run again).
+    committed: int = 0
     seconds: float = 0.0
     users: set[Scope] = field(default_factory=set)
 
@@ -95,15 +107,19 @@ class Memory:
         lexical: LexicalStore,
         docs: DocStore,
         meter: UsageMeter | None = None,
+        *,
+        read_only: bool = False,
     ) -> None:
         self.settings = settings
+        #: Opened for reading only: writes raise :class:`ReadOnlyMemory`.
+        self.read_only = read_only
         self.builder = builder
         self.embedder = embedder
         self.vectors = vectors
         self.lexical = lexical
         self.docs = docs
         self.meter = meter or UsageMeter()
-        self.layers = LazyLayers(docs, builder)
+        self.layers = LazyLayers(docs, builder, cache=not read_only)
         self.retriever = HybridRetriever(
             embedder, vectors, lexical, docs, RetrievalParams.from_settings(settings)
         )
@@ -113,29 +129,79 @@ class Memory:
         self._releases: list[Callable[[], None]] = []
 
     @classmethod
-    def open(cls, settings: Settings | None = None) -> "Memory":
-        """Open the stores and models that ``settings`` names."""
+    def open(cls, settings: Settings | None = None, *, read_only: bool = False) -> "Memory":
+        """Open the stores and models that ``settings`` names.
+
+        Embedded stores admit one process: a writer takes the data dir's lock
+        file, and another process gets :class:`~memstrata.roles.DataDirLocked`
+        naming the holder. ``read_only`` opens tantivy without an IndexWriter
+        and SQLite with ``mode=ro``, so reads work while another process writes;
+        but Qdrant Edge locks its files even to read, so with it a read-only open
+        needs the lock too (and gets ``DataDirLocked`` while a writer runs). A
+        failed open releases everything it took.
+        """
         from memstrata.embed.factory import open_embedder
         from memstrata.llm.factory import open_builder
-        from memstrata.store.factory import open_doc_store, open_lexical_store, open_vector_store
+        from memstrata.store.factory import (
+            embedded_backends,
+            open_doc_store,
+            open_lexical_store,
+            open_vector_store,
+        )
+        from memstrata.store.lock import DataDirLock
 
         settings = settings or load_settings()
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
-        meter = UsageMeter()
-        embedder = open_embedder(settings)
-        builder = open_builder(settings, meter=meter)
-        docs = open_doc_store(settings)
+        embedded = embedded_backends(settings)
+        lock: DataDirLock | None = None
+        if embedded and (not read_only or "qdrant-edge" in embedded):
+            lock = DataDirLock(settings.data_dir, purpose="read" if read_only else "write")
+            lock.acquire()
+        opened: list[VectorStore | LexicalStore | DocStore] = []
         try:
-            lexical = open_lexical_store(settings)
-            try:
-                vectors = open_vector_store(settings, embedder.dim)
-            except BaseException:
-                lexical.close()
-                raise
+            meter = UsageMeter()
+            embedder = open_embedder(settings)
+            builder = open_builder(settings, meter=meter)
+            docs = open_doc_store(settings, read_only=read_only)
+            opened.append(docs)
+            lexical = open_lexical_store(settings, read_only=read_only)
+            opened.append(lexical)
+            vectors = open_vector_store(settings, embedder.dim, read_only=read_only)
+            opened.append(vectors)
+            memory = cls(settings, builder, embedder, vectors, lexical, docs, meter,
+                         read_only=read_only)
+            memory.check_fingerprint(record=not read_only)
         except BaseException:
-            docs.close()
+            for store in reversed(opened):
+                try:
+                    store.close()
+                except Exception:  # the original error is the one to report
+                    pass
+            if lock is not None:
+                lock.release()
             raise
-        return cls(settings, builder, embedder, vectors, lexical, docs, meter)
+        if lock is not None:
+            memory._releases.append(lock.release)
+        return memory
+
+    def check_fingerprint(self, *, record: bool = True) -> None:
+        """Refuse stores indexed by another encoder; remember this index's fingerprint.
+
+        Builder and window changes need no refusal: every session's digest
+        carries the fingerprint, so ingesting a session again rebuilds it.
+        """
+        now = self.fingerprint
+        stored = self.docs.get_layer(_META_SCOPE, _META_SESSION, _FINGERPRINT, "1")
+        if stored is not None and (stored.get("embedder"), stored.get("dim")) != now.encoder:
+            changes = "; ".join(c for c in now.changes(stored) if c.startswith(("embedder",
+                                                                                 "dim")))
+            raise IndexMismatch(
+                f"the data dir {self.settings.data_dir} was indexed with another encoder "
+                f"({changes}). Vectors of two encoders cannot share an index: restore the old "
+                f"setting, or re-index into a new data dir: "
+                f"MEMSTRATA_DATA_DIR=<new dir> memstrata ingest <your files>"
+            )
+        if record and stored != now.as_dict():
+            self.docs.put_layer(_META_SCOPE, _META_SESSION, _FINGERPRINT, "1", now.as_dict())
 
     def close(self) -> None:
         try:
@@ -175,6 +241,7 @@ class Memory:
         messages changed (a reply arrived) is replaced, and every window that
         reads it is rebuilt. Flushing follows ``MEMSTRATA_FLUSH_POLICY``.
         """
+        self._writable()
         with self._write_lock:
             stored = self.docs.get_turns(meta.scope, meta.session_id)
             pending = self._prepare(meta, turns, stored, close=close)
@@ -191,6 +258,7 @@ class Memory:
         A message whose ``source_id`` the session already holds is a replay and
         changes nothing.
         """
+        self._writable()
         with self._write_lock:
             stored = self.docs.get_turns(meta.scope, meta.session_id)
             by_index = {t.index: t for t in stored}
@@ -219,6 +287,7 @@ class Memory:
 
     def close_session(self, scope: Scope, session_id: str) -> AppendReport:
         """The session is finished: its last window is final (nothing provisional)."""
+        self._writable()
         with self._write_lock:
             meta = self.session(scope, session_id)
             stored = self.docs.get_turns(scope, session_id)
@@ -233,6 +302,7 @@ class Memory:
         *,
         progress: Callable[[int], None] | None = None,
         batch_units: int = 256,
+        report: IngestReport | None = None,
     ) -> IngestReport:
         """Write whole sessions through the append path, then flush.
 
@@ -241,9 +311,11 @@ class Memory:
         as a whole; any other change rebuilds only the windows it touches. The
         session's digest is written after its units, so an interrupted ingest
         redoes the session next time instead of leaving it half-indexed.
-        ``progress`` is called with the number of turns just handled.
+        ``progress`` is called with the number of turns just handled. Pass a
+        ``report`` to keep the counts of an ingest that is interrupted part way.
         """
-        report = IngestReport()
+        self._writable()
+        report = report if report is not None else IngestReport()
         start = time.perf_counter()
         batch: list[_Pending] = []
         size = 0
@@ -268,12 +340,14 @@ class Memory:
                     batch.append(pending)
                     size += len(pending.units)
                     report.units += len(pending.units)
+                else:
+                    report.committed += 1
                 if size >= batch_units:
-                    self._commit(batch)
+                    self._commit(batch, report)
                     batch, size = [], 0
                 if progress:
                     progress(len(session.turns))
-            self._commit(batch)
+            self._commit(batch, report)
             self.flush()
         report.seconds = time.perf_counter() - start
         return report
@@ -312,7 +386,8 @@ class Memory:
         units = [u for u in built if stored_units.get(u.id) != u]
         return _Pending(meta, digest, plan, closed, units, sorted(changed))
 
-    def _commit(self, batch: Sequence[_Pending]) -> list[AppendReport]:
+    def _commit(self, batch: Sequence[_Pending],
+                ingest: IngestReport | None = None) -> list[AppendReport]:
         """Embed and index the prepared units, then mark each session done."""
         units = [u for p in batch for u in p.units]
         self._index(units)
@@ -323,6 +398,8 @@ class Memory:
             self.docs.put_layer(scope, sid, PLAN_LAYER, PLAN_KEY,
                                 p.plan.payload(self.fingerprint.key, p.closed))
             self.docs.put_session(p.meta, digest=p.digest)
+            if ingest is not None:
+                ingest.committed += 1
             written = [u.turn_index for u in p.units]
             reports.append(AppendReport(
                 scope=scope, session_id=sid, turns_written=p.turns_written,
@@ -330,6 +407,11 @@ class Memory:
                 provisional=[i for i in written if i in p.plan.provisional],
                 unit_ids=[u.id for u in p.units], embedded=len(p.units)))
         return reports
+
+    def _writable(self) -> None:
+        if self.read_only:
+            raise ReadOnlyMemory("this memory was opened read-only; open it without "
+                                 "read_only to write")
 
     @staticmethod
     def _empty(meta: SessionMeta) -> AppendReport:
@@ -354,6 +436,8 @@ class Memory:
 
     def flush(self) -> None:
         """Make all writes visible and build search indexes (can take a while at scale)."""
+        if self.read_only:
+            return
         with self._write_lock:
             for store in (self.docs, self.lexical, self.vectors):
                 store.flush()
@@ -374,6 +458,7 @@ class Memory:
         leaves sessions that a re-ingest rebuilds (never skips) and that a
         second delete finishes; the receipt says which stores failed.
         """
+        self._writable()
         receipt = DeleteReceipt(scope=scope, session_id=session_id)
         with self._write_lock:
             if session_id is None:
@@ -391,7 +476,12 @@ class Memory:
                 ("docs", lambda: self.docs.count_turns(scope),
                  lambda: self.docs.delete(scope, session_id)),
             ]
+            # The doc store goes last: until it is done the sessions stay listed
+            # (digest cleared), so the user can see them and delete again.
             for name, count, delete in stores:
+                if receipt.errors:
+                    receipt.errors[name] = "not attempted: an earlier store failed"
+                    continue
                 try:
                     before = count()
                     delete()
@@ -446,5 +536,6 @@ class Memory:
     def stats(self, tenant_id: str | None = None) -> MemoryStats:
         """Counts for one tenant, or for everything."""
         counts = self.docs.stats(tenant_id)
-        layers = {k: v for k, v in counts.pop("layers", {}).items() if k != PLAN_LAYER}
+        layers = {k: v for k, v in counts.pop("layers", {}).items()
+                  if k not in (PLAN_LAYER, _FINGERPRINT)}
         return MemoryStats(tenant_id=tenant_id, cached_layers=layers, **counts)

@@ -49,12 +49,12 @@ def _settings(data_dir: Path | None) -> Settings:
         raise typer.Exit(2) from None
 
 
-def _open(data_dir: Path | None):  # -> Memory (imported lazily: keeps --help fast)
+def _open(data_dir: Path | None, *, read_only: bool = False):  # -> Memory (lazy: fast --help)
     from memstrata.memory import Memory
 
     settings = _settings(data_dir)
     try:
-        return Memory.open(settings)
+        return Memory.open(settings, read_only=read_only)
     except Exception as exc:  # a backend that cannot start is a usage problem here
         err.print(f"[red]cannot open memory: {escape(str(exc))}[/red]")
         raise typer.Exit(2) from None
@@ -85,30 +85,43 @@ def ingest(
     max_issues: Annotated[int, typer.Option(help="How many skipped records to list.")] = 20,
 ) -> None:
     """Read a file of conversations into memory (re-ingesting the same file adds nothing)."""
-    from memstrata.ingest.formats import FormatError, read_file
+    from memstrata.ingest.formats import FormatError, open_source
+    from memstrata.memory import IngestReport
 
     try:
-        parsed = read_file(file, fmt, tenant_id=tenant)
+        source = open_source(file, fmt, tenant_id=tenant)
     except FormatError as exc:
         err.print(f"[red]{escape(str(exc))}[/red]")
         raise typer.Exit(2) from None
-    for issue in parsed.issues[:max_issues]:
+    for issue in source.issues[:max_issues]:
         err.print(f"[yellow]skipped[/yellow] {escape(str(issue))}", soft_wrap=True)
-    if len(parsed.issues) > max_issues:
-        err.print(f"[yellow]... and {len(parsed.issues) - max_issues} more skipped records[/yellow]")
+    if source.issue_count > max_issues:
+        err.print(f"[yellow]... and {source.issue_count - max_issues} more skipped records"
+                  f"[/yellow]")
+    report = IngestReport()
     with _open(data_dir) as memory:
-        with Progress(
-            TextColumn("[bold]ingest[/bold]"), BarColumn(), MofNCompleteColumn(),
-            TextColumn("turns"), TimeElapsedColumn(), TimeRemainingColumn(),
-            console=err, transient=False,
-        ) as bar:
-            task = bar.add_task("ingest", total=parsed.turns)
-            report = memory.ingest(parsed.sessions, progress=lambda n: bar.advance(task, n))
+        try:
+            with Progress(
+                TextColumn("[bold]ingest[/bold]"), BarColumn(), MofNCompleteColumn(),
+                TextColumn("turns"), TimeElapsedColumn(), TimeRemainingColumn(),
+                console=err, transient=False,
+            ) as bar:
+                task = bar.add_task("ingest", total=source.turns)
+                memory.ingest(source.sessions(), progress=lambda n: bar.advance(task, n),
+                              report=report)
+        except KeyboardInterrupt:
+            done = report.committed + report.unchanged
+            err.print(
+                f"[yellow]interrupted:[/yellow] {done} of {source.session_count} sessions are "
+                f"committed ({report.committed} written now, {report.unchanged} already there); "
+                f"the sessions in progress are marked unfinished. Run the same command again "
+                f"to finish the job: committed sessions are skipped.", soft_wrap=True)
+            raise typer.Exit(130) from None
     users = sorted(str(s) for s in report.users)
     console.print(
-        f"{parsed.format}: {len(parsed.sessions)} sessions read, {report.sessions} ingested "
+        f"{source.format}: {source.session_count} sessions read, {report.sessions} ingested "
         f"({report.turns} turns, {report.units} L0 units), {report.unchanged} unchanged, "
-        f"{len(parsed.issues)} skipped records; {report.turns_per_second:.1f} turns/s",
+        f"{source.issue_count} skipped records; {report.turns_per_second:.1f} turns/s",
         soft_wrap=True,
     )
     shown = ", ".join(users[:10]) + (f" ... ({len(users)} in all)" if len(users) > 10 else "")
@@ -128,7 +141,7 @@ def search(
     from memstrata.retrieval.hybrid import QueryError
 
     scope = _scope(tenant, user)
-    with _open(data_dir) as memory:
+    with _open(data_dir, read_only=True) as memory:
         try:
             hits = memory.search(scope, query, top_k=top_k)
         except QueryError as exc:
@@ -202,7 +215,7 @@ def sessions(
 ) -> None:
     """List a user's sessions, oldest first."""
     scope = _scope(tenant, user)
-    with _open(data_dir) as memory:
+    with _open(data_dir, read_only=True) as memory:
         metas = memory.sessions(scope)
         table = Table(title=str(scope))
         for col in ("session", "date", "turns"):

@@ -9,6 +9,7 @@ and returns the answer with its sources, the full trace and its summary.
 
 from __future__ import annotations
 
+import threading
 import time
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
@@ -51,7 +52,11 @@ def open_chat_client(memory: Memory) -> "ChatClient | None":
 
 
 class Controller:
-    """Answers questions from one memory; safe to reuse for many questions (one at a time)."""
+    """Answers questions from one memory; safe to call from several threads at once.
+
+    Each :meth:`answer` keeps its state in its own objects; the only shared
+    state, the participants cache, is guarded by a lock.
+    """
 
     def __init__(self, memory: Memory, settings: ControllerSettings | None = None,
                  chat: "ChatClient | None" = None, prices: PriceTable | None = None) -> None:
@@ -63,6 +68,7 @@ class Controller:
         self.chat = chat if self.settings.policy != "rules" else None
         self.prices = prices or self.settings.prices()
         self._speakers: dict[tuple[Scope, str, int], tuple[str, ...]] = {}
+        self._speakers_lock = threading.Lock()
         self.notes: NotesSynthesizer
         self.generator: AnswerGenerator
         if self.chat is not None:
@@ -144,12 +150,17 @@ class Controller:
         latest = max(metas, key=lambda m: (m.session_date is not None, m.session_date,
                                            m.session_id))
         key = (scope, latest.session_id, len(metas))
-        if key not in self._speakers:
-            turns = self.memory.raw(scope, latest.session_id)
+        with self._speakers_lock:
+            hit = self._speakers.get(key)
+        if hit is not None:
+            return hit
+        turns = self.memory.raw(scope, latest.session_id)  # outside the lock: I/O
+        found = tuple(dict.fromkeys(m.who for t in turns for m in t.messages))
+        with self._speakers_lock:
             if len(self._speakers) > 10_000:
                 self._speakers.clear()
-            self._speakers[key] = tuple(dict.fromkeys(m.who for t in turns for m in t.messages))
-        return self._speakers[key]
+            self._speakers[key] = found
+        return found
 
     def _source(self, scope: Scope, line: EvidenceLine, trace: Trace) -> SourceRef:
         ids = list(line.source_ids)

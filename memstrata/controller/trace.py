@@ -62,9 +62,10 @@ class TraceSummary(BaseModel):
     ms_total: float = 0.0
     ms_llm: float = 0.0
     ms_memory: float = 0.0
-    #: CPU time of the process, in all and inside memory reads: unlike wall time it
-    #: does not grow when other processes compete for the cores. (Answering is
-    #: single-threaded outside the memory calls, so the difference is the controller's.)
+    #: CPU time of the answering thread, in all and inside memory reads: unlike wall
+    #: time it does not grow when other processes (or other questions answered on
+    #: other threads) compete for the cores. Work the encoder hands to its own
+    #: thread pool is not counted.
     cpu_ms_total: float = 0.0
     cpu_ms_memory: float = 0.0
 
@@ -98,7 +99,7 @@ class Trace:
     ms_memory: float = 0.0
     cpu_ms_memory: float = 0.0
     started: float = field(default_factory=time.perf_counter)
-    cpu_started: float = field(default_factory=time.process_time)
+    cpu_started: float = field(default_factory=time.thread_time)
     finished: float | None = None
     cpu_finished: float | None = None
 
@@ -123,20 +124,20 @@ class Trace:
     @contextmanager
     def memory_time(self) -> Iterator[None]:
         """Time spent inside Memory reads and searches."""
-        t0, c0 = time.perf_counter(), time.process_time()
+        t0, c0 = time.perf_counter(), time.thread_time()
         try:
             yield
         finally:
             self.ms_memory += (time.perf_counter() - t0) * 1000
-            self.cpu_ms_memory += (time.process_time() - c0) * 1000
+            self.cpu_ms_memory += (time.thread_time() - c0) * 1000
 
     def finish(self) -> None:
         self.finished = time.perf_counter()
-        self.cpu_finished = time.process_time()
+        self.cpu_finished = time.thread_time()
 
     @property
     def cpu_ms_total(self) -> float:
-        end = self.cpu_finished if self.cpu_finished is not None else time.process_time()
+        end = self.cpu_finished if self.cpu_finished is not None else time.thread_time()
         return (end - self.cpu_started) * 1000
 
     @property

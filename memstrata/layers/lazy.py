@@ -38,10 +38,15 @@ class SessionNotFound(KeyError):
 class LazyLayers:
     """Reads L1/L2 through the cache, building them on a miss."""
 
-    def __init__(self, docs: DocStore, builder: LayerBuilder) -> None:
+    def __init__(self, docs: DocStore, builder: LayerBuilder, *, cache: bool = True) -> None:
         self.docs = docs
         self.builder = builder
-        self._locks: dict[tuple[str, ...], threading.Lock] = {}
+        #: False for a read-only memory: layers are built on each read, never stored.
+        self.cache = cache
+        #: One lock per key being built right now, with how many threads use it;
+        #: dropped when the last one leaves, so the table never outgrows the
+        #: builds in flight.
+        self._locks: dict[tuple[str, ...], tuple[threading.Lock, int]] = {}
         self._guard = threading.Lock()
         #: How many times a layer was actually built (not served from cache).
         self.builds = 0
@@ -49,9 +54,24 @@ class LazyLayers:
     @contextmanager
     def _single_flight(self, key: tuple[str, ...]) -> Iterator[None]:
         with self._guard:
-            lock = self._locks.setdefault(key, threading.Lock())
-        with lock:
-            yield
+            lock, users = self._locks.get(key, (threading.Lock(), 0))
+            self._locks[key] = (lock, users + 1)
+        try:
+            with lock:
+                yield
+        finally:
+            with self._guard:
+                lock, users = self._locks[key]
+                if users == 1:
+                    del self._locks[key]
+                else:
+                    self._locks[key] = (lock, users - 1)
+
+    @property
+    def in_flight(self) -> int:
+        """Keys being built (or waited on) right now."""
+        with self._guard:
+            return len(self._locks)
 
     def _session(self, scope: Scope, session_id: str) -> tuple[SessionMeta, list[Turn]]:
         meta = self.docs.get_session(scope, session_id)
@@ -85,8 +105,9 @@ class LazyLayers:
             if items is not None:
                 return meta, items, True
             built = [x.model_dump() for x in build(meta, turns)]
-            self.docs.put_layer(scope, session_id, layer, version,
-                                {"digest": digest, "items": built})
+            if self.cache:
+                self.docs.put_layer(scope, session_id, layer, version,
+                                    {"digest": digest, "items": built})
             self.builds += 1
             return meta, built, False
 

@@ -332,7 +332,16 @@ class OpenAIBuilder(LayerBuilder):
 
     @property
     def version(self) -> str:
-        return f"openai:{self._client.model_for('builder')}:{prompts.PROMPT_VERSION}"
+        # Every setting that changes the output is in the version (it keys the
+        # L1/L2 cache and is part of the index fingerprint); defaults add nothing.
+        parts = ["openai", self._client.model_for("builder"), prompts.PROMPT_VERSION]
+        if self._max_words != 30:
+            parts.append(f"w{self._max_words}")
+        if self._window_chars != 6000:
+            parts.append(f"c{self._window_chars}")
+        if self._input_chars != 12000:
+            parts.append(f"i{self._input_chars}")
+        return ":".join(parts)
 
     def summarize_window(self, window: Window) -> list[TurnSummary]:
         by_index = {t.index: t for t in window.turns}

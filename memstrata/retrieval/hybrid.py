@@ -48,6 +48,8 @@ class RetrievalParams:
     keyword_alpha: float = 0.1
     keyword_max_matches: int = 3
     top_k: int = 20
+    max_top_k: int = 1000
+    units_per_hit: int = 5
     candidate_units: int = 50
     max_query_chars: int = 2000
     max_queries: int = 8
@@ -62,6 +64,8 @@ class RetrievalParams:
             keyword_alpha=s.keyword_alpha,
             keyword_max_matches=s.keyword_max_matches,
             top_k=s.top_k_sessions,
+            max_top_k=s.max_top_k,
+            units_per_hit=s.units_per_hit,
             candidate_units=s.candidate_units,
             max_query_chars=s.max_query_chars,
             max_queries=s.max_queries,
@@ -101,8 +105,9 @@ class HybridRetriever:
                 raise QueryError(
                     f"queries[{i}]: {len(q)} characters, limit is {p.max_query_chars}"
                 )
-        if top_k is not None and not 1 <= top_k <= 1000:
-            raise QueryError(f"top_k: must be between 1 and 1000, got {top_k}")
+        cap = self.params.max_top_k
+        if top_k is not None and not 1 <= top_k <= cap:
+            raise QueryError(f"top_k: must be between 1 and {cap}, got {top_k}")
         cleaned = [q.strip() for q in queries if q.strip()]
         if not cleaned:
             raise QueryError("queries: all queries are empty")
@@ -220,7 +225,7 @@ class HybridRetriever:
                 session_id=sid,
                 score=score,
                 session_date=best[0].session_date if best else None,
-                units=best[:5],
+                units=best[: self.params.units_per_hit],
             ))
         return hits
 

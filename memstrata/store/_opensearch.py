@@ -20,10 +20,11 @@ def make_client(
     user: str | None = None,
     password: str | None = None,
     timeout: float = DEFAULT_TIMEOUT_S,
+    max_retries: int = 2,
 ) -> OpenSearch:
     """A client with every request bounded by ``timeout`` (retried only if it cannot connect)."""
     auth = (user, password or "") if user else None
-    return OpenSearch(hosts=[url], http_auth=auth, timeout=timeout, max_retries=2)
+    return OpenSearch(hosts=[url], http_auth=auth, timeout=timeout, max_retries=max_retries)
 
 
 def ensure_index(client: OpenSearch, name: str, body: dict[str, Any], timeout: float) -> None:

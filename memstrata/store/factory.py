@@ -14,6 +14,15 @@ from pydantic import SecretStr
 from memstrata.config import Settings
 from memstrata.store.types import DocStore, LexicalStore, StoreError, VectorStore
 
+#: Backends whose files live in the data dir and admit one process.
+EMBEDDED = {"qdrant-edge", "tantivy", "sqlite"}
+
+
+def embedded_backends(settings: Settings) -> list[str]:
+    """The configured backends that keep their data in ``settings.data_dir``."""
+    chosen = (settings.vector_backend, settings.lexical_backend, settings.doc_backend)
+    return [b for b in chosen if b in EMBEDDED]
+
 
 def _require(module: str, backend: str, install: str) -> None:
     """Fail with an actionable message if ``module`` (a backend's client library) is missing."""
@@ -30,7 +39,7 @@ def _secret(value: SecretStr | None) -> str | None:
     return None if value is None else value.get_secret_value()
 
 
-def open_vector_store(settings: Settings, dim: int) -> VectorStore:
+def open_vector_store(settings: Settings, dim: int, *, read_only: bool = False) -> VectorStore:
     """The configured vector store for ``dim``-dimensional embeddings."""
     if settings.vector_backend == "qdrant":
         _require("qdrant_client", "qdrant", "'memstrata[qdrant]'")
@@ -45,11 +54,19 @@ def open_vector_store(settings: Settings, dim: int) -> VectorStore:
     _require("qdrant_edge", "qdrant-edge", "qdrant-edge-py")
     from memstrata.store.qdrant_edge import QdrantEdgeVectorStore
 
-    return QdrantEdgeVectorStore(settings.vector_dir, dim)
+    return QdrantEdgeVectorStore(
+        settings.vector_dir,
+        dim,
+        read_only=read_only,
+        hnsw_m=settings.qdrant_edge_hnsw_m,
+        hnsw_ef_construct=settings.qdrant_edge_hnsw_ef_construct,
+        full_scan_threshold_kb=settings.qdrant_edge_full_scan_threshold_kb,
+        hnsw_ef=settings.qdrant_edge_hnsw_ef,
+    )
 
 
-def open_lexical_store(settings: Settings) -> LexicalStore:
-    """The configured BM25 store."""
+def open_lexical_store(settings: Settings, *, read_only: bool = False) -> LexicalStore:
+    """The configured BM25 store (``read_only``: no tantivy IndexWriter)."""
     if settings.lexical_backend == "opensearch":
         _require("opensearchpy", "opensearch", "'memstrata[opensearch]'")
         from memstrata.store.opensearch_lexical import OpenSearchLexicalStore
@@ -59,15 +76,18 @@ def open_lexical_store(settings: Settings) -> LexicalStore:
             prefix=settings.opensearch_index_prefix,
             user=settings.opensearch_user,
             password=_secret(settings.opensearch_password),
+            timeout=settings.opensearch_timeout_s,
+            max_retries=settings.opensearch_max_retries,
         )
     _require("tantivy", "tantivy", "tantivy")
     from memstrata.store.tantivy_store import TantivyLexicalStore
 
-    return TantivyLexicalStore(settings.lexical_dir)
+    return TantivyLexicalStore(settings.lexical_dir, heap_size=settings.tantivy_heap_bytes,
+                               read_only=read_only)
 
 
-def open_doc_store(settings: Settings) -> DocStore:
-    """The configured document store."""
+def open_doc_store(settings: Settings, *, read_only: bool = False) -> DocStore:
+    """The configured document store (``read_only``: SQLite opened with mode=ro)."""
     if settings.doc_backend == "opensearch":
         _require("opensearchpy", "opensearch", "'memstrata[opensearch]'")
         from memstrata.store.opensearch_docs import OpenSearchDocStore
@@ -77,7 +97,9 @@ def open_doc_store(settings: Settings) -> DocStore:
             prefix=settings.opensearch_index_prefix,
             user=settings.opensearch_user,
             password=_secret(settings.opensearch_password),
+            timeout=settings.opensearch_timeout_s,
+            max_retries=settings.opensearch_max_retries,
         )
     from memstrata.store.sqlite_docs import SqliteDocStore
 
-    return SqliteDocStore(settings.docs_path)
+    return SqliteDocStore(settings.docs_path, read_only=read_only)

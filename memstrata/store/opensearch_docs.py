@@ -77,6 +77,7 @@ class OpenSearchDocStore(DocStore):
         user: str | None = None,
         password: str | None = None,
         timeout: float = DEFAULT_TIMEOUT_S,
+        max_retries: int = 2,
         page_size: int = 1000,
     ) -> None:
         if (url is None) == (client is None):
@@ -88,7 +89,8 @@ class OpenSearchDocStore(DocStore):
         self._client = (
             client
             if client is not None
-            else make_client(url or "", user=user, password=password, timeout=timeout)
+            else make_client(url or "", user=user, password=password, timeout=timeout,
+                             max_retries=max_retries)
         )
         for kind, extra in _MAPPINGS.items():
             with guard(BACKEND, f"create index {self.indices[kind]}"):

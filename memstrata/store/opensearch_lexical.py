@@ -66,6 +66,7 @@ class OpenSearchLexicalStore(LexicalStore):
         user: str | None = None,
         password: str | None = None,
         timeout: float = DEFAULT_TIMEOUT_S,
+        max_retries: int = 2,
     ) -> None:
         if (url is None) == (client is None):
             raise StoreError(f"{BACKEND}: give exactly one of url or client")
@@ -75,7 +76,8 @@ class OpenSearchLexicalStore(LexicalStore):
         self._client = (
             client
             if client is not None
-            else make_client(url or "", user=user, password=password, timeout=timeout)
+            else make_client(url or "", user=user, password=password, timeout=timeout,
+                             max_retries=max_retries)
         )
         with guard(BACKEND, f"create index {self.index}"):
             ensure_index(self._client, self.index, MAPPING, timeout)

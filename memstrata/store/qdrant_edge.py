@@ -68,10 +68,17 @@ class QdrantEdgeVectorStore(VectorStore):
         *,
         hnsw_ef: int | None = None,
         optimize_on_flush: bool = True,
+        read_only: bool = False,
+        hnsw_m: int = _HNSW_M,
+        hnsw_ef_construct: int = _HNSW_EF_CONSTRUCT,
+        full_scan_threshold_kb: int = _FULL_SCAN_THRESHOLD_KB,
     ) -> None:
         if dim < 1:
             raise StoreError(f"{BACKEND}: dim must be positive, got {dim}")
         self.path = Path(path)
+        #: Refuses writes. Qdrant Edge still locks its WAL, so even a reader
+        #: needs the shard to itself (the data dir lock sees to that).
+        self.read_only = read_only
         self.dim = dim
         self._optimize_on_flush = optimize_on_flush
         self._params = qe.SearchParams(hnsw_ef=hnsw_ef) if hnsw_ef else None
@@ -80,12 +87,14 @@ class QdrantEdgeVectorStore(VectorStore):
         config = qe.EdgeConfig(
             vectors=qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine),
             hnsw_config=qe.HnswIndexConfig(
-                m=_HNSW_M,
-                ef_construct=_HNSW_EF_CONSTRUCT,
-                full_scan_threshold=_FULL_SCAN_THRESHOLD_KB,
+                m=hnsw_m,
+                ef_construct=hnsw_ef_construct,
+                full_scan_threshold=full_scan_threshold_kb,
             ),
         )
         with guard(BACKEND, f"open shard at {self.path}"):
+            if read_only and not _has_shard(self.path):
+                raise StoreError(f"{BACKEND}: no shard at {self.path} (nothing ingested yet?)")
             if _has_shard(self.path):
                 # Passing the config makes the engine reject a different vector size.
                 self._shard = qe.EdgeShard.load(str(self.path), config)
@@ -93,7 +102,8 @@ class QdrantEdgeVectorStore(VectorStore):
                 self.path.mkdir(parents=True, exist_ok=True)
                 self._shard = qe.EdgeShard.create(str(self.path), config)
             try:
-                self._ensure_indexes()
+                if not read_only:
+                    self._ensure_indexes()
             except BaseException:
                 self._shard.close()
                 raise
@@ -129,7 +139,7 @@ class QdrantEdgeVectorStore(VectorStore):
             for r in records
         ]
         with self._lock, guard(BACKEND, f"upsert {len(points)} points"):
-            self._open()
+            self._writable()
             for start in range(0, len(points), _BATCH):
                 batch = points[start : start + _BATCH]
                 self._shard.update(qe.UpdateOperation.upsert_points(batch))
@@ -139,7 +149,7 @@ class QdrantEdgeVectorStore(VectorStore):
         if session_id is not None:
             must.append(qe.FieldCondition(key="session_id", match=qe.MatchValue(session_id)))
         with self._lock, guard(BACKEND, f"delete {scope}/{session_id or '*'}"):
-            self._open()
+            self._writable()
             self._shard.update(qe.UpdateOperation.delete_points_by_filter(qe.Filter(must=must)))
 
     # -- reads ------------------------------------------------------------
@@ -192,6 +202,8 @@ class QdrantEdgeVectorStore(VectorStore):
 
     def flush(self) -> None:
         """Persist pending writes, then (by default) index what grew past the threshold."""
+        if self.read_only:
+            return
         with self._lock, guard(BACKEND, "flush"):
             self._open()
             self._shard.flush()
@@ -204,9 +216,15 @@ class QdrantEdgeVectorStore(VectorStore):
                 return
             self._closed = True
             with guard(BACKEND, "close"):
-                self._shard.flush()
+                if not self.read_only:
+                    self._shard.flush()
                 self._shard.close()
 
     def _open(self) -> None:
         if self._closed:
             raise StoreError(f"{BACKEND}: store at {self.path} is closed")
+
+    def _writable(self) -> None:
+        self._open()
+        if self.read_only:
+            raise StoreError(f"{BACKEND}: store at {self.path} is open read-only")

@@ -2,8 +2,10 @@
 
 Records are JSON blobs keyed by scope columns, so the schema does not chase
 the pydantic models; only what is filtered or sorted on gets a column.
-One connection is shared by all threads behind a lock (SQLite serialises
-writers anyway); WAL keeps readers in other processes unblocked.
+Writes go through one connection behind a lock (SQLite serialises writers
+anyway); every reading thread gets its own connection, so in WAL mode reads
+neither wait for each other nor for a write in progress. ``read_only`` opens
+the file with ``mode=ro`` and no writer connection at all.
 """
 
 from __future__ import annotations
@@ -63,18 +65,45 @@ class SqliteDocStore(DocStore):
 
     name = BACKEND
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, read_only: bool = False) -> None:
         self.path = Path(path)
-        self._lock = threading.RLock()
+        self.read_only = read_only
+        self._lock = threading.RLock()  # the writer connection, and the list of readers
+        self._local = threading.local()
+        self._readers: list[sqlite3.Connection] = []
+        self._conn: sqlite3.Connection | None = None
+        self._closed = False
         with guard(BACKEND, f"open {self.path}"):
+            if read_only:
+                if not self.path.is_file():
+                    raise StoreError(f"{BACKEND}: no database at {self.path} "
+                                     f"(nothing ingested yet?)")
+                self._reader()  # fail now, not on the first read
+                return
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._conn = sqlite3.connect(
-                str(self.path), check_same_thread=False, isolation_level=None, timeout=30.0
-            )
+            self._conn = self._connect()
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.executescript(_SCHEMA)
-        self._closed = False
+
+    def _connect(self) -> sqlite3.Connection:
+        target = f"file:{self.path}?mode=ro" if self.read_only else str(self.path)
+        return sqlite3.connect(target, uri=self.read_only, check_same_thread=False,
+                               isolation_level=None, timeout=30.0)
+
+    def _reader(self) -> sqlite3.Connection:
+        """This thread's read connection (opened on its first read)."""
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._connect()
+            conn.execute("PRAGMA query_only=ON")
+            with self._lock:
+                if self._closed:
+                    conn.close()
+                    raise StoreError(f"{BACKEND}: {self.path} is closed")
+                self._readers.append(conn)
+            self._local.conn = conn
+        return conn
 
     @contextmanager
     def _tx(self, operation: str) -> Iterator[sqlite3.Connection]:
@@ -82,19 +111,22 @@ class SqliteDocStore(DocStore):
         with self._lock, guard(BACKEND, operation):
             if self._closed:
                 raise StoreError(f"{BACKEND}: {self.path} is closed")
-            self._conn.execute("BEGIN IMMEDIATE")
+            if self._conn is None:
+                raise StoreError(f"{BACKEND}: {self.path} is open read-only")
+            conn = self._conn
+            conn.execute("BEGIN IMMEDIATE")
             try:
-                yield self._conn
+                yield conn
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                conn.execute("ROLLBACK")
                 raise
-            self._conn.execute("COMMIT")
+            conn.execute("COMMIT")
 
     def _rows(self, operation: str, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
-        with self._lock, guard(BACKEND, operation):
+        with guard(BACKEND, operation):
             if self._closed:
                 raise StoreError(f"{BACKEND}: {self.path} is closed")
-            return self._conn.execute(sql, params).fetchall()
+            return self._reader().execute(sql, params).fetchall()
 
     # -- sessions and raw turns -------------------------------------------
     def put_session(self, meta: SessionMeta, digest: str | None = None) -> None:
@@ -288,7 +320,9 @@ class SqliteDocStore(DocStore):
                 return
             self._closed = True
             with guard(BACKEND, "close"):
-                self._conn.close()
+                for conn in [*self._readers, *([self._conn] if self._conn else [])]:
+                    conn.close()
+                self._readers.clear()
 
 
 def _meta(scope: Scope, row: tuple[Any, ...]) -> SessionMeta:

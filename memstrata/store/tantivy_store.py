@@ -41,23 +41,39 @@ class TantivyLexicalStore(LexicalStore):
 
     Every :meth:`upsert` and :meth:`delete` commits once and reloads the reader,
     so writes are visible to the next search without a separate flush.
+
+    ``read_only`` opens no IndexWriter (so it never contends for tantivy's
+    writer lock): searches see each commit of the writing process as it lands.
     """
 
     name = BACKEND
 
-    def __init__(self, path: str | Path, *, heap_size: int = 64_000_000) -> None:
+    def __init__(self, path: str | Path, *, heap_size: int = 64_000_000,
+                 read_only: bool = False) -> None:
         self.path = Path(path)
+        self.read_only = read_only
         self._lock = threading.Lock()  # one writer; commits and reloads are serialised
         self._closed = False
+        self._writer: tv.IndexWriter | None = None
         with guard(BACKEND, f"open index at {self.path}"):
+            if read_only and not self.path.is_dir():
+                raise StoreError(f"{BACKEND}: no index at {self.path} (nothing ingested yet?)")
             self.path.mkdir(parents=True, exist_ok=True)
             self._schema = _schema()
             self._index = tv.Index(self._schema, path=str(self.path), reuse=True)
-            # We reload explicitly after each commit; the file watcher would lag.
-            self._index.config_reader(reload_policy="manual")
-        with guard(BACKEND, f"open writer at {self.path} (is another process using it?)"):
-            self._writer = self._index.writer(heap_size=heap_size, num_threads=1)
+            # A writer reloads explicitly after each commit (the file watcher would
+            # lag); a reader follows the writer's commits.
+            self._index.config_reader(reload_policy="OnCommit" if read_only else "manual")
+        if not read_only:
+            with guard(BACKEND, f"open writer at {self.path} (is another process using it?)"):
+                self._writer = self._index.writer(heap_size=heap_size, num_threads=1)
         self._analyzer = stem_analyzer()
+
+    def _w(self) -> tv.IndexWriter:
+        self._check_open()
+        if self._writer is None:
+            raise StoreError(f"{BACKEND}: index at {self.path} is open read-only")
+        return self._writer
 
     # -- writes -----------------------------------------------------------
     def upsert(self, docs: Sequence[LexicalDoc]) -> None:
@@ -65,17 +81,16 @@ class TantivyLexicalStore(LexicalStore):
         if not docs:
             return
         with self._lock, guard(BACKEND, f"upsert {len(docs)} documents"):
-            self._check_open()
+            writer = self._w()
             for d in docs:
-                self._writer.delete_documents_by_term("id", d.id)
-                self._writer.add_document(self._document(d))
+                writer.delete_documents_by_term("id", d.id)
+                writer.add_document(self._document(d))
             self._commit()
 
     def delete(self, scope: Scope, session_id: str | None = None) -> None:
         query = self._scope_query(scope, None if session_id is None else [session_id])
         with self._lock, guard(BACKEND, f"delete {scope}/{session_id or '*'}"):
-            self._check_open()
-            self._writer.delete_documents_by_query(query)
+            self._w().delete_documents_by_query(query)
             self._commit()
 
     @staticmethod
@@ -93,7 +108,7 @@ class TantivyLexicalStore(LexicalStore):
         return doc
 
     def _commit(self) -> None:
-        self._writer.commit()
+        self._w().commit()
         self._index.reload()
 
     # -- reads ------------------------------------------------------------
@@ -182,9 +197,11 @@ class TantivyLexicalStore(LexicalStore):
             if self._closed:
                 return
             self._closed = True
+            if self._writer is None:
+                return
             with guard(BACKEND, "close"):
                 self._writer.wait_merging_threads()  # consumes the writer and frees its lock
-                del self._writer
+                self._writer = None
 
     def _check_open(self) -> None:
         if self._closed:

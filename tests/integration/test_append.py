@@ -137,3 +137,20 @@ def test_stats_count_what_is_stored(tmp_path: Path, embedder):
         assert (s.users, s.sessions, s.turns, s.units) == (1, 2, len(turns) + 2, len(turns) + 2)
         assert s.cached_layers == {"L1": 1}
         assert m.stats("nobody").sessions == 0 and m.stats().sessions == 2
+
+
+@pytest.mark.parametrize(("policy", "expected"), [("call", 3), ("batch", 0), ("time", 1)])
+def test_appends_flush_as_the_policy_says(tmp_path: Path, embedder, monkeypatch, policy,
+                                          expected):
+    turns = group_turns(messages(3, seed=6))[:3]
+    with open_memory(tmp_path, embedder, flush_policy=policy, flush_interval_s=3600) as m:
+        flushes: list[float] = []
+        real = m.flush
+        monkeypatch.setattr(m, "flush", lambda: (flushes.append(1), real())[1])
+        if policy == "time":
+            m._last_flush -= 3601  # the interval has passed once, then not again
+        for t in turns:
+            m.append(meta(), [t])
+        assert len(flushes) == expected
+        m.ingest([Session(meta=meta("s2"), turns=turns)])
+        assert len(flushes) == expected + 1  # a batch ingest always ends in one flush

@@ -11,12 +11,9 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from memstrata.controller import prompts
 from memstrata.controller.config import ControllerSettings
 from memstrata.controller.run import Controller
-from memstrata.embed.minilm import MiniLMEmbedder
 from memstrata.eval.judge import judge
 from memstrata.model import Layer
 from tests.support.conversation import ASKED_ON, MAYA, open_memory
@@ -24,11 +21,6 @@ from tests.support.fake_openai import FakeOpenAIServer, tool_call
 
 MODELS = {"llm_model_controller": "ctl-m", "llm_model_synthesizer": "syn-m",
           "llm_model_generator": "gen-m", "llm_model_builder": "bld-m"}
-
-
-@pytest.fixture(scope="module")
-def embedder() -> MiniLMEmbedder:
-    return MiniLMEmbedder()
 
 
 def test_controller_notes_answer_and_judge_request_shapes(tmp_path, embedder):

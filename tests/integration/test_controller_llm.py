@@ -25,7 +25,6 @@ from openai.types.chat.chat_completion_message_tool_call import (
 from memstrata.controller import prompts
 from memstrata.controller.config import ControllerSettings
 from memstrata.controller.run import Controller
-from memstrata.embed.minilm import MiniLMEmbedder
 from memstrata.llm.openai_compat import ChatReply
 from memstrata.llm.usage import ModelPrice, PriceTable
 from memstrata.memory import Memory
@@ -117,8 +116,8 @@ PRICES = PriceTable(models={
 
 
 @pytest.fixture(scope="module")
-def memory(tmp_path_factory: pytest.TempPathFactory):
-    m = open_memory(tmp_path_factory.mktemp("llm"), MiniLMEmbedder())
+def memory(tmp_path_factory: pytest.TempPathFactory, embedder):
+    m = open_memory(tmp_path_factory.mktemp("llm"), embedder)
     yield m
     m.close()
 

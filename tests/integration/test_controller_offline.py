@@ -14,7 +14,6 @@ import pytest
 
 from memstrata.controller.config import ControllerSettings
 from memstrata.controller.run import Controller
-from memstrata.embed.minilm import MiniLMEmbedder
 from memstrata.memory import Memory
 from memstrata.model import Layer, Scope
 from tests.support.conversation import ASKED_ON, MAYA, open_memory
@@ -23,8 +22,8 @@ READS = ("read_facts", "read_turns", "read_raw")
 
 
 @pytest.fixture(scope="module")
-def memory(tmp_path_factory: pytest.TempPathFactory):
-    m = open_memory(tmp_path_factory.mktemp("offline"), MiniLMEmbedder())
+def memory(tmp_path_factory: pytest.TempPathFactory, embedder):
+    m = open_memory(tmp_path_factory.mktemp("offline"), embedder)
     yield m
     m.close()
 

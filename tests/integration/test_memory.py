@@ -156,3 +156,23 @@ def test_rrf_fusion_and_fixed_weights_remain_available(tmp_path: Path, embedder:
         assert r.sessions[0][0] == "2024-04-10-running"
     finally:
         m.close()
+
+
+def test_retrieval_and_store_knobs_come_from_settings(tmp_path: Path, embedder: MiniLMEmbedder):
+    import json
+
+    settings = Settings(data_dir=tmp_path, max_top_k=3, top_k_sessions=2, units_per_hit=1,
+                        qdrant_edge_hnsw_m=8,
+                        tantivy_heap_bytes=20_000_000)
+    m = Memory(settings, ExtractiveBuilder(), embedder,
+               open_vector_store(settings, embedder.dim), open_lexical_store(settings),
+               open_doc_store(settings))
+    try:
+        m.ingest(read_file(SAMPLE).sessions)
+        with pytest.raises(QueryError, match="top_k: must be between 1 and 3, got 4"):
+            m.search(MAYA, "Lisbon", top_k=4)
+        assert all(len(h.units) <= 1 for h in m.search(MAYA, "Lisbon trip sister seafood"))
+    finally:
+        m.close()
+    config = json.loads((settings.vector_dir / "edge_config.json").read_text())
+    assert config["hnsw_config"]["m"] == 8

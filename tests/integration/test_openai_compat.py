@@ -238,6 +238,10 @@ def make_builder(server: FakeOpenAIServer, tmp_path: Path, **overrides: Any) -> 
 
 def test_builder_version_names_model_and_prompt(server: FakeOpenAIServer, tmp_path: Path) -> None:
     assert make_builder(server, tmp_path).version == "openai:builder-m:p1"
+    # The summary and input limits change the output, so they change the version.
+    changed = make_builder(server, tmp_path, l0_max_summary_words=20, l1_max_input_chars=5000,
+                           l0_max_window_chars=3000)
+    assert changed.version == "openai:builder-m:p1:w20:c3000:i5000"
 
 
 def test_l0_parse_enforces_limits_and_drops_bad_turns(server: FakeOpenAIServer,

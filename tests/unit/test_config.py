@@ -72,3 +72,95 @@ def test_secrets_are_not_echoed(monkeypatch: pytest.MonkeyPatch):
         load_settings()
     assert "sk-very-secret" not in str(exc.value)
     assert "MEMSTRATA_LLM_TIMEOUT_S" in str(exc.value)
+
+
+def test_config_file_argument_and_variable_name_the_same_file(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    from memstrata.config import Settings
+
+    monkeypatch.delenv("MEMSTRATA_CONFIG_FILE", raising=False)
+    f = tmp_path / "m.toml"
+    f.write_text("rrf_k = 11\n")
+    by_arg = Settings(config_file=f)
+    monkeypatch.setenv("MEMSTRATA_CONFIG_FILE", str(f))
+    by_env = Settings()
+    assert by_arg.rrf_k == by_env.rrf_k == 11
+    assert by_arg.config_file == by_env.config_file == f
+
+
+def _forget_plugins():
+    from memstrata import config
+
+    config._plugin_namespaces.cache_clear()
+
+
+def test_the_controller_namespace_is_checked_field_by_field(monkeypatch: pytest.MonkeyPatch):
+    from memstrata.config import unknown_variables
+
+    env = {"MEMSTRATA_CONTROLLER_MAX_STEPS": "5", "MEMSTRATA_CONTROLLER_MAX_STEPZ": "5",
+           "MEMSTRATA_KAFKA_BROKERS": "x"}
+    assert unknown_variables(env) == ["MEMSTRATA_CONTROLLER_MAX_STEPZ", "MEMSTRATA_KAFKA_BROKERS"]
+
+
+def test_a_service_registers_its_namespace_through_the_entry_point(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    """A real (if tiny) installed distribution on sys.path declares the entry point."""
+    from memstrata.config import load_settings, settings_namespaces, unknown_variables
+
+    (tmp_path / "toy_stream_settings.py").write_text(
+        "from pydantic_settings import BaseSettings, SettingsConfigDict\n"
+        "class StreamSettings(BaseSettings):\n"
+        "    model_config = SettingsConfigDict(env_prefix='MEMSTRATA_STREAM_')\n"
+        "    topic: str = 'turns'\n"
+        "    batch_size: int = 100\n")
+    dist = tmp_path / "toy_stream-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-stream\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text(
+        "[memstrata.settings]\nstream = toy_stream_settings:StreamSettings\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    _forget_plugins()
+    try:
+        namespaces, failed = settings_namespaces()
+        assert "MEMSTRATA_STREAM_" in namespaces and "MEMSTRATA_CONTROLLER_" in namespaces
+        assert failed == {}
+        env = {"MEMSTRATA_STREAM_TOPIC": "t", "MEMSTRATA_STREAM_TOPICS": "t"}
+        assert unknown_variables(env) == ["MEMSTRATA_STREAM_TOPICS"]
+        monkeypatch.setenv("MEMSTRATA_STREAM_BATCH_SIZE", "10")
+        load_settings()  # accepted
+        monkeypatch.setenv("MEMSTRATA_WORKERS_COUNT", "2")
+        with pytest.raises(ConfigError, match="MEMSTRATA_WORKERS_COUNT: not a memstrata setting"):
+            load_settings()
+    finally:
+        _forget_plugins()
+
+
+def test_a_broken_registration_is_reported_not_fatal(monkeypatch: pytest.MonkeyPatch,
+                                                    tmp_path: Path):
+    from memstrata.config import load_settings
+
+    dist = tmp_path / "toy_broken-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-broken\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[memstrata.settings]\nbroken = no_such_mod:X\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    _forget_plugins()
+    try:
+        load_settings()  # nothing unknown set: a broken plug-in costs nothing
+        monkeypatch.setenv("MEMSTRATA_BROKEN_X", "1")
+        with pytest.raises(ConfigError, match="namespace 'broken' failed to load"):
+            load_settings()
+    finally:
+        _forget_plugins()
+
+
+def test_hard_coded_knobs_are_settings_with_the_old_defaults(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.delenv("MEMSTRATA_CONFIG_FILE", raising=False)
+    s = load_settings()
+    assert (s.qdrant_edge_hnsw_m, s.qdrant_edge_hnsw_ef_construct,
+            s.qdrant_edge_full_scan_threshold_kb, s.tantivy_heap_bytes) == (16, 100, 10_000,
+                                                                            64_000_000)
+    assert (s.opensearch_timeout_s, s.opensearch_max_retries, s.max_top_k,
+            s.units_per_hit) == (10.0, 2, 1000, 5)
+    with pytest.raises(ConfigError, match="MEMSTRATA_TOP_K_SESSIONS"):
+        load_settings(top_k_sessions=50, max_top_k=10)

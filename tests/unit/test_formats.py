@@ -107,3 +107,63 @@ def test_format_errors(tmp_path):
         detect_format(p)
     with pytest.raises(FormatError, match="--format"):
         read_file(p, "csv")
+
+
+def _event(i: int, role: str, content: str, session: str = "s1") -> dict:
+    return {"tenant_id": "acme", "user_id": "maya", "session_id": session, "role": role,
+            "content": content, "message_id": f"{session}#{i}"}
+
+
+def test_a_skipped_user_message_takes_its_whole_turn_with_it(tmp_path):
+    too_long = "x" * 100_001
+    lines = [_event(1, "user", "Hello there"), _event(2, "assistant", "Hi!"),
+             _event(3, "user", too_long), _event(4, "assistant", "Ok"),
+             _event(5, "assistant", "Anything else?"), _event(6, "user", "Yes, one more"),
+             _event(7, "assistant", "Sure")]
+    p = tmp_path / "t.jsonl"
+    p.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    parsed = read_file(p)
+    (s,) = parsed.sessions
+    assert [[m.content for m in t.messages] for t in s.turns] == [
+        ["Hello there", "Hi!"], ["Yes, one more", "Sure"]]
+    msgs = [str(i) for i in parsed.issues]
+    assert msgs[0].startswith("line 3: field 'content'")
+    assert msgs[1:] == [f"line {n}: dropped with its turn: the user message at line 3 was "
+                        f"skipped" for n in (4, 5)]
+
+
+def test_the_turn_guard_applies_to_longmemeval_and_locomo(tmp_path):
+    lme = [{"question_id": "q1", "haystack_session_ids": ["h1"], "haystack_dates": [None],
+            "haystack_sessions": [[{"role": "user", "content": "x" * 100_001},
+                                   {"role": "assistant", "content": "Ok"},
+                                   {"role": "user", "content": "Next question"}]]}]
+    p = tmp_path / "lme.json"
+    p.write_text(json.dumps(lme))
+    parsed = read_file(p, "longmemeval")
+    assert [[m.content for m in t.messages] for t in parsed.sessions[0].turns] == [
+        ["Next question"]]
+    assert "dropped with its turn" in str(parsed.issues[1])
+    conv = json.loads(json.dumps(LOCOMO))
+    conv[0]["conversation"]["session_1"][0]["text"] = "y" * 100_001
+    p = tmp_path / "locomo.json"
+    p.write_text(json.dumps(conv))
+    parsed = read_file(p, "locomo")
+    assert [t.source_ids for t in parsed.sessions[0].turns] == [["D1:3"]]
+    assert str(parsed.issues[1]).startswith("record 0 (conv-x) session_1[1]: dropped with its turn")
+
+
+def test_jsonl_streams_sessions_grouped_as_if_read_whole(tmp_path):
+    from memstrata.ingest.formats import open_source
+
+    lines = [_event(1, "user", "a1", "A"), _event(1, "user", "b1", "B"),
+             _event(2, "assistant", "a2", "A"), "{broken", _event(2, "assistant", "b2", "B"),
+             _event(3, "user", "a3", "A")]
+    p = tmp_path / "mixed.jsonl"
+    p.write_text("\n".join(x if isinstance(x, str) else json.dumps(x) for x in lines) + "\n")
+    source = open_source(p)
+    assert (source.session_count, source.turns, source.issue_count) == (2, 3, 1)
+    got = [(s.session_id, [[m.content for m in t.messages] for t in s.turns])
+           for s in source.sessions()]
+    assert got == [("A", [["a1", "a2"], ["a3"]]), ("B", [["b1", "b2"]])]
+    # A second pass reads the same sessions again.
+    assert [s.session_id for s in source.sessions()] == ["A", "B"]
