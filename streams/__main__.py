@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import sys
 
-from memstrata.config import Settings
+from memstrata.config import ConfigError, load_settings, register_namespace
 from streams.runtime import StreamRuntime
 from streams.settings import KafkaSettings, StreamSettings
 
@@ -20,7 +20,14 @@ def main(argv: list[str]) -> int:
         print("usage: python -m streams worker", file=sys.stderr)
         return 2
     logging.basicConfig(level=logging.WARNING)
-    StreamRuntime(Settings(), stream=StreamSettings(), kafka=KafkaSettings()).run(
+    register_namespace(StreamSettings)
+    register_namespace(KafkaSettings)
+    try:
+        settings = load_settings()
+    except ConfigError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    StreamRuntime(settings, stream=StreamSettings(), kafka=KafkaSettings()).run(
         embedded_broker=False)
     return 0
 

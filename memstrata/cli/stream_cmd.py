@@ -28,11 +28,15 @@ def _stream_settings() -> tuple[Any, Any]:
     try:
         from pydantic import ValidationError
 
+        from memstrata.config import register_namespace
         from streams.settings import KafkaSettings, StreamSettings
     except ImportError:
         err.print("[red]the streaming commands need the kafka extra: "
                   "pip install 'memstrata[kafka]'[/red]")
         raise typer.Exit(2) from None
+    # Also declared as entry points; registering here covers a source checkout too.
+    register_namespace(StreamSettings)
+    register_namespace(KafkaSettings)
     try:
         return StreamSettings(), KafkaSettings()
     except ValidationError as exc:
