@@ -380,14 +380,19 @@ def _record_session(rec: Record) -> tuple[Scope, str] | None:
     return ev.scope, ev.session_id
 
 
-Publish = Callable[[str, bytes, bytes | None], Awaitable[None]]
+#: Queues one record for sending; the returned awaitable resolves once the broker has it.
+Publish = Callable[[str, bytes, bytes | None], Awaitable[Awaitable[object]]]
 
 
 async def publish(out: Outbox, send: Publish) -> None:
-    """Send an outbox: dead letters keyed like the original, L0 notices by session."""
+    """Send an outbox and wait for the broker: dead letters keyed like the original,
+    L0 notices by session."""
+    pending = []
     for dead in out.dead:
         key = None if dead.key_b64 is None else base64.b64decode(dead.key_b64)
-        await send(topics.DLQ, dead.to_bytes(), key)
+        pending.append(await send(topics.DLQ, dead.to_bytes(), key))
     for note in out.l0:
         key = f"{note.tenant_id}/{note.user_id}/{note.session_id}".encode()
-        await send(topics.L0, note.to_bytes(), key)
+        pending.append(await send(topics.L0, note.to_bytes(), key))
+    for fut in pending:
+        await fut

@@ -71,7 +71,7 @@ class StreamRuntime:
             memory = (self.open_memory or _open_memory)(self.settings)
             metrics = StreamMetrics.create()
             if self.stream.metrics_port:
-                metrics.serve(self.stream.metrics_port)
+                metrics.serve(self.stream.metrics_port, self.stream.metrics_addr)
             app = build_app(memory, brokers, stream=self.stream, kafka=self.kafka,
                             work_dir=data_dir / "stream-worker", services=self.services,
                             service_arg=memory, metrics=metrics)

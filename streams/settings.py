@@ -46,6 +46,8 @@ class StreamSettings(BaseSettings):
     app_id: str = Field("memstrata-stream", pattern=r"^[A-Za-z0-9._\-]+$")
     #: Port of the Prometheus /metrics endpoint (0: do not serve).
     metrics_port: int = Field(0, ge=0, le=65535)
+    #: Address the /metrics endpoint binds (0.0.0.0 in a container).
+    metrics_addr: str = "127.0.0.1"
     #: Log level of the worker (Faust and memstrata.stream).
     log_level: Literal["debug", "info", "warning", "error"] = "warning"
     #: ``memstrata up`` waits at most this long for the worker to drain its topics on stop.
