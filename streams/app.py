@@ -198,9 +198,11 @@ def build_app(
 
     @app.agent(control_topic, name="memstrata-control")
     async def control_agent(stream_: Any) -> None:
-        async for event in stream_.events():
+        # Closes come in bursts (a file ends many sessions): apply them in order, flush once.
+        within = max(0.02, min(0.2, stream.freshness_s / 4))
+        async for events in stream_.take_events(stream.batch_max, within=within):
             try:
-                await deliver(await processor.handle_control(record(event)))
+                await deliver(await processor.handle_controls([record(e) for e in events]))
             except asyncio.CancelledError:
                 raise
             except BaseException as exc:  # noqa: BLE001

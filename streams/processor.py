@@ -218,7 +218,10 @@ class Processor:
                         out.dead += [self._dead(Invalid("rejected", f"{type(one).__name__}: "
                                                         f"{one}"), rec) for rec in records
                                      if _record_session(rec) == (scope, sid)]
-            self.metrics.l0_build_seconds.observe(time.perf_counter() - started)
+            took = time.perf_counter() - started
+            self.metrics.l0_build_seconds.observe(took)
+            log.info("batch: %d records, %d sessions, stored in %.2fs", len(records),
+                     len(groups), took)
             now = time.time()
             for ts in stamps if not replay else ():
                 self.metrics.freshness_seconds.observe(max(0.0, now - ts))
@@ -229,7 +232,13 @@ class Processor:
         return out
 
     def _append_all(self, groups: list[tuple[SessionMeta, list[Message]]]) -> list[AppendReport]:
-        reports = [self.writer.append_messages(meta, msgs) for meta, msgs in groups]
+        # One embedding call and one upsert per store for the whole batch where the
+        # writer offers it (Memory.append_batch); else session by session.
+        batch = getattr(self.writer, "append_batch", None)
+        if batch is not None:
+            reports = list(batch(groups))
+        else:
+            reports = [self.writer.append_messages(meta, msgs) for meta, msgs in groups]
         self.writer.flush()
         return reports
 
@@ -259,14 +268,26 @@ class Processor:
     # -- control ----------------------------------------------------------
     async def handle_control(self, rec: Record) -> Outbox:
         """Apply one control event once the turns it follows are stored."""
+        return await self.handle_controls([rec])
+
+    async def handle_controls(self, records: Sequence[Record]) -> Outbox:
+        """Apply control events in order, then flush once (closes come in bursts)."""
         out = Outbox()
+        applied = 0
+        for rec in records:
+            applied += await self._control(rec, out)
+        if applied:
+            await self._write(self.writer.flush)
+        return out
+
+    async def _control(self, rec: Record, out: Outbox) -> bool:
         self.metrics.events_in.labels(rec.topic).inc()
         try:
             ev = decode_control(rec.value, self.limits, rec.key)
         except Invalid as bad:
             out.dead.append(self._dead(bad, rec))
-            return out
-        log.info("%s %s/%s after %s (stored: %s)", ev.type, ev.scope, ev.session_id, ev.after,
+            return False
+        log.debug("%s %s/%s after %s (stored: %s)", ev.type, ev.scope, ev.session_id, ev.after,
                  self.progress.done)
         if ev.after and not await self.progress.wait(ev.after, self.owned,
                                                      self.limits.control_wait_s):
@@ -278,9 +299,9 @@ class Processor:
             raise
         except Exception as exc:  # noqa: BLE001 - the writer refused this event: DLQ it
             out.dead.append(self._dead(Invalid("rejected", f"{type(exc).__name__}: {exc}"), rec))
-            return out
+            return False
         self.metrics.control_applied.labels(ev.type).inc()
-        return out
+        return True
 
     async def apply(self, ev: ControlEvent) -> list[L0Event]:
         scope = ev.scope
@@ -325,7 +346,6 @@ class Processor:
         except LookupError:  # SessionNotFound: never had turns, or deleted since
             log.info("close_session for unknown session %s/%s ignored", scope, session_id)
             return None
-        self.writer.flush()
         return rep
 
     def _delete(self, scope: Scope, session_id: str | None) -> None:
@@ -333,7 +353,6 @@ class Processor:
         if not getattr(receipt, "complete", True):
             raise OSError(f"delete of {scope} {session_id or '(all)'} incomplete: "
                           f"{getattr(receipt, 'errors', {})}")
-        self.writer.flush()
 
     # -- idle sessions ------------------------------------------------------
     async def close_idle(self, now: float | None = None) -> list[L0Event]:
@@ -349,6 +368,8 @@ class Processor:
             if rep is not None:
                 out += self._noted(rep, "close", now)
             self.metrics.control_applied.labels("idle_close").inc()
+        if out:
+            await self._write(self.writer.flush)
         return out
 
     # -- dead letters -------------------------------------------------------
