@@ -98,7 +98,6 @@ async def _produce(brokers: str, sessions: list[Any], rate: float | None) -> dic
 def _freshness(brokers: str, sent: dict[tuple, float]) -> list[float]:
     from streams import topics
     from streams.events import L0Event
-    from streams.worker import wait_drained  # noqa: F401 - same package, keeps imports together
 
     first_seen: dict[tuple, float] = {}
     for rec in _read_all(brokers, topics.L0):
@@ -121,10 +120,11 @@ def _read_all(brokers: str, topic: str) -> list[Any]:
             tps = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
             consumer.assign(tps)
             ends = await consumer.end_offsets(tps)
+            starts = await consumer.beginning_offsets(tps)
             await consumer.seek_to_beginning(*tps)
+            total = sum(ends.values()) - sum(starts.values())
             out: list[Any] = []
-            while sum(len([m for m in out if m.partition == tp.partition]) for tp in tps) < \
-                    sum(ends.values()):
+            while len(out) < total:
                 for msgs in (await consumer.getmany(timeout_ms=500)).values():
                     out.extend(msgs)
             return out
