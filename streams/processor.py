@@ -98,12 +98,21 @@ class TurnProgress:
                 self.done[partition] = next_offset
             self._changed.notify_all()
 
+    def _have(self, partition: int) -> int:
+        return max(self.done.get(partition, 0), self.floor.get(partition, 0))
+
     async def wait(self, after: dict[int, int], owned: Callable[[int], bool],
                    timeout_s: float, poll_s: float = 1.0) -> bool:
-        """Wait until every owned partition in ``after`` is stored up to its offset."""
+        """Wait until every owned partition in ``after`` is stored up to its offset.
+
+        A partition that lags but moves is waited for as long as it takes;
+        ``timeout_s`` only bounds a stall (no progress at all for that long),
+        after which False is returned and the caller goes ahead.
+        """
         def missing() -> list[int]:
             return [p for p, o in after.items() if owned(p) and not self.reached(p, o)]
 
+        seen = {p: self._have(p) for p in after}
         deadline = time.monotonic() + timeout_s
         while missing():
             if self._committed is not None:
@@ -114,6 +123,10 @@ class TurnProgress:
                     log.debug("cannot read committed offsets: %s", exc)
                 if not missing():
                     break
+            now = {p: self._have(p) for p in after}
+            if any(now[p] > seen[p] for p in after):
+                seen = now
+                deadline = time.monotonic() + timeout_s
             left = deadline - time.monotonic()
             if left <= 0:
                 return False
@@ -291,8 +304,9 @@ class Processor:
                  self.progress.done)
         if ev.after and not await self.progress.wait(ev.after, self.owned,
                                                      self.limits.control_wait_s):
-            log.warning("%s for %s/%s applied after waiting %.0fs for turns %s", ev.type,
-                        ev.scope, ev.session_id, self.limits.control_wait_s, ev.after)
+            log.warning("%s for %s/%s applied although its turns %s are not all stored: "
+                        "no progress for %.0fs", ev.type, ev.scope, ev.session_id, ev.after,
+                        self.limits.control_wait_s)
         try:
             out.l0 += await self.apply(ev)
         except TRANSIENT:

@@ -40,7 +40,8 @@ class StreamSettings(BaseSettings):
     max_speaker_chars: int = Field(128, ge=1, le=1024)
     #: Most labels an event may carry (each key and value <= 128 chars).
     max_labels: int = Field(16, ge=0, le=256)
-    #: How long a control event waits for the turns it follows before it is applied anyway.
+    #: A control event waits for the turns it follows while they are being stored; if
+    #: they make no progress for this long (a stalled or bogus offset) it is applied anyway.
     control_wait_s: float = Field(30.0, ge=0, le=3600)
     #: Faust application id (consumer group and table changelog names derive from it).
     app_id: str = Field("memstrata-stream", pattern=r"^[A-Za-z0-9._\-]+$")

@@ -145,3 +145,23 @@ def test_turns_stored_before_a_delete_but_produced_after_it_are_written_back() -
     w = run(scenario())
     assert [m.source_id for m in w.messages[(MAYA, "a")]] == ["a#3"]
     assert [c[0] for c in w.calls] == ["append", "delete", "append"]
+
+
+def test_a_lagging_partition_is_waited_for_while_it_moves() -> None:
+    from streams.processor import TurnProgress
+
+    async def scenario() -> tuple[bool, bool]:
+        progress = TurnProgress()
+
+        async def feed() -> None:
+            for off in range(1, 8):
+                await asyncio.sleep(0.1)
+                await progress.advance(0, off)
+
+        feeder = asyncio.create_task(feed())
+        moving = await progress.wait({0: 7}, lambda p: True, timeout_s=0.3, poll_s=0.05)
+        await feeder
+        stalled = await progress.wait({0: 99}, lambda p: True, timeout_s=0.2, poll_s=0.05)
+        return moving, stalled
+
+    assert run(scenario()) == (True, False)  # 0.7 s of progress > 0.3 s timeout: still waited
