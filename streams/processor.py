@@ -415,19 +415,15 @@ def _record_session(rec: Record) -> tuple[Scope, str] | None:
     return ev.scope, ev.session_id
 
 
-#: Queues one record for sending; the returned awaitable resolves once the broker has it.
-Publish = Callable[[str, bytes, bytes | None], Awaitable[Awaitable[object]]]
+#: Sends one record and returns once the broker has it.
+Publish = Callable[[str, bytes, bytes | None], Awaitable[None]]
 
 
 async def publish(out: Outbox, send: Publish) -> None:
-    """Send an outbox and wait for the broker: dead letters keyed like the original,
-    L0 notices by session."""
-    pending = []
+    """Send an outbox: dead letters keyed like the original, L0 notices by session."""
     for dead in out.dead:
         key = None if dead.key_b64 is None else base64.b64decode(dead.key_b64)
-        pending.append(await send(topics.DLQ, dead.to_bytes(), key))
+        await send(topics.DLQ, dead.to_bytes(), key)
     for note in out.l0:
         key = f"{note.tenant_id}/{note.user_id}/{note.session_id}".encode()
-        pending.append(await send(topics.L0, note.to_bytes(), key))
-    for fut in pending:
-        await fut
+        await send(topics.L0, note.to_bytes(), key)

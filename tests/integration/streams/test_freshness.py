@@ -105,9 +105,10 @@ def test_provisional_unit_is_fresh_then_replaced(broker: EmbeddedBroker, group: 
 
         time.sleep(5.5)  # the lag gauge is refreshed every 5 s
         metrics = _metrics(port)
-        assert metrics['memstrata_stream_events_in_total{topic="memstrata.turns.v1"}'] == 8
-        assert metrics['memstrata_stream_events_in_total{topic="memstrata.control.v1"}'] == 1
-        assert metrics["memstrata_stream_freshness_seconds_count"] == 8
+        # At least once: a record read again after a group rejoin is counted again.
+        assert metrics['memstrata_stream_events_in_total{topic="memstrata.turns.v1"}'] >= 8
+        assert metrics['memstrata_stream_events_in_total{topic="memstrata.control.v1"}'] >= 1
+        assert metrics["memstrata_stream_freshness_seconds_count"] >= 8
         assert metrics["memstrata_stream_turns_indexed_total"] >= 5
         assert metrics["memstrata_stream_provisional_replaced_total"] >= 1
         assert metrics['memstrata_stream_units_indexed_total{kind="final"}'] >= 4
