@@ -90,6 +90,9 @@ class Settings(BaseSettings):
     qdrant_edge_hnsw_ef: int | None = Field(None, ge=1, le=10_000)
     #: Memory tantivy's IndexWriter may buffer before it writes a segment.
     tantivy_heap_bytes: int = Field(64_000_000, ge=15_000_000, le=4_000_000_000)
+    #: ``write``: every upsert is committed and searchable at once; ``flush``: upserts
+    #: become searchable at the next flush (much cheaper turn-at-a-time appends).
+    tantivy_commit: Literal["write", "flush"] = "write"
 
     # -- layers (APDMem Table 5) ------------------------------------------
     l0_window_turns: int = Field(4, ge=1, le=32)

@@ -127,6 +127,7 @@ class Memory:
         self._write_lock = threading.RLock()
         self._last_flush = time.monotonic()
         self._releases: list[Callable[[], None]] = []
+        self.changed_settings: list[str] = []
 
     @classmethod
     def open(cls, settings: Settings | None = None, *, read_only: bool = False) -> "Memory":
@@ -200,6 +201,9 @@ class Memory:
                 f"setting, or re-index into a new data dir: "
                 f"MEMSTRATA_DATA_DIR=<new dir> memstrata ingest <your files>"
             )
+        #: What changed since the data dir was last written (builder or window
+        #: settings): sessions indexed before are rebuilt when ingested again.
+        self.changed_settings = now.changes(stored) if stored is not None else []
         if record and stored != now.as_dict():
             self.docs.put_layer(_META_SCOPE, _META_SESSION, _FINGERPRINT, "1", now.as_dict())
 

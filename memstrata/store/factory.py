@@ -83,7 +83,8 @@ def open_lexical_store(settings: Settings, *, read_only: bool = False) -> Lexica
     from memstrata.store.tantivy_store import TantivyLexicalStore
 
     return TantivyLexicalStore(settings.lexical_dir, heap_size=settings.tantivy_heap_bytes,
-                               read_only=read_only)
+                               read_only=read_only,
+                               commit_on_write=settings.tantivy_commit == "write")
 
 
 def open_doc_store(settings: Settings, *, read_only: bool = False) -> DocStore:

@@ -154,3 +154,17 @@ def test_appends_flush_as_the_policy_says(tmp_path: Path, embedder, monkeypatch,
         assert len(flushes) == expected
         m.ingest([Session(meta=meta("s2"), turns=turns)])
         assert len(flushes) == expected + 1  # a batch ingest always ends in one flush
+
+
+def test_tantivy_can_leave_commits_to_flush(tmp_path: Path, embedder):
+    turns = group_turns(messages(4, seed=8))
+    with open_memory(tmp_path, embedder, tantivy_commit="flush") as m:
+        for t in turns:
+            m.append(meta(), [t])
+        assert m.lexical.count(ALICE) == 0 and m.vectors.count(ALICE) == len(turns)
+        m.flush()
+        assert m.lexical.count(ALICE) == len(turns)
+        m.append(meta("s2"), turns[:1])
+    # Closing commits what is still waiting.
+    with open_memory(tmp_path, embedder) as m:
+        assert m.lexical.count(ALICE) == len(turns) + 1

@@ -77,7 +77,12 @@ def test_changing_the_window_settings_rebuilds_on_ingest(tmp_path: Path, embedde
     with open_memory(tmp_path, embedder) as m:
         m.ingest(sessions)
         assert m.ingest(sessions).unchanged == len(sessions)
+    with open_memory(tmp_path, embedder) as m:
+        m.check_fingerprint()
+        assert m.changed_settings == []
     with open_memory(tmp_path, embedder, l0_window_turns=2) as m:
+        m.check_fingerprint(record=False)
+        assert m.changed_settings == ["window_turns: 4 -> 2 (MEMSTRATA_L0_WINDOW_TURNS)"]
         report = m.ingest(sessions)
         assert report.unchanged == 0 and report.sessions == len(sessions)
         assert m.ingest(sessions).unchanged == len(sessions)
