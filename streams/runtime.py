@@ -68,7 +68,13 @@ class StreamRuntime:
                 brokers = self.kafka.resolve_brokers(data_dir)
             asyncio.run(ensure_topics(brokers, topics.specs(self.kafka.partitions,
                                                             self.kafka.replication)))
-            memory = (self.open_memory or _open_memory)(self.settings)
+            settings = self.settings
+            if "tantivy_commit" not in settings.model_fields_set and \
+                    "MEMSTRATA_TANTIVY_COMMIT" not in os.environ:
+                # The worker flushes after every batch, before it commits offsets:
+                # tantivy can commit then too instead of on every write.
+                settings = settings.model_copy(update={"tantivy_commit": "flush"})
+            memory = (self.open_memory or _open_memory)(settings)
             metrics = StreamMetrics.create()
             if self.stream.metrics_port:
                 metrics.serve(self.stream.metrics_port, self.stream.metrics_addr)
