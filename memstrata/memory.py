@@ -283,29 +283,40 @@ class Memory:
         self._writable()
         with self._write_lock:
             stored = self.docs.get_turns(meta.scope, meta.session_id)
-            by_index = {t.index: t for t in stored}
-            known = {sid for t in stored for sid in t.source_ids}
-            last = max(by_index, default=0)
-            touched: set[int] = set()
-            duplicates = 0
-            for m in messages:
-                if m.source_id is not None:
-                    if m.source_id in known:
-                        duplicates += 1
-                        continue
-                    known.add(m.source_id)
-                if m.role == "user" or last == 0:
-                    last += 1
-                    by_index[last] = Turn(index=last, messages=[m])
-                else:
-                    by_index[last] = Turn(index=last, messages=[*by_index[last].messages, m])
-                touched.add(last)
-            pending = self._prepare(meta, [by_index[i] for i in sorted(touched)], stored,
-                                    close=close)
+            turns, duplicates = _merge_messages(stored, messages)
+            pending = self._prepare(meta, turns, stored, close=close)
             report = self._commit([pending])[0] if pending else self._empty(meta)
             report.duplicates = duplicates
             self._maybe_flush()
         return report
+
+    def append_batch(self, items: Sequence[tuple[SessionMeta, Sequence[Message]]]
+                     ) -> list[AppendReport]:
+        """:meth:`append_messages` for several sessions in one write, one report each.
+
+        Every session's changed windows are built first, then embedded in one
+        encoder call and upserted once per store (what the stream worker does
+        with a batch of events). Each session may appear once per call.
+        """
+        self._writable()
+        keys = [(meta.scope, meta.session_id) for meta, _ in items]
+        if len(set(keys)) != len(keys):
+            raise ValueError("append_batch: a session appears more than once in one call")
+        with self._write_lock:
+            prepared = []
+            for meta, messages in items:
+                stored = self.docs.get_turns(meta.scope, meta.session_id)
+                turns, duplicates = _merge_messages(stored, messages)
+                prepared.append((meta, self._prepare(meta, turns, stored, close=False),
+                                 duplicates))
+            committed = iter(self._commit([p for _, p, _ in prepared if p is not None]))
+            reports = []
+            for meta, pending, duplicates in prepared:
+                report = next(committed) if pending is not None else self._empty(meta)
+                report.duplicates = duplicates
+                reports.append(report)
+            self._maybe_flush()
+        return reports
 
     def close_session(self, scope: Scope, session_id: str) -> AppendReport:
         """The session is finished: its last window is final (nothing provisional)."""
@@ -571,3 +582,31 @@ class Memory:
         layers = {k: v for k, v in counts.pop("layers", {}).items()
                   if k not in (PLAN_LAYER, _FINGERPRINT)}
         return MemoryStats(tenant_id=tenant_id, cached_layers=layers, **counts)
+
+
+def _merge_messages(stored: Sequence[Turn], messages: Sequence[Message]
+                    ) -> tuple[list[Turn], int]:
+    """New messages onto stored turns as ``group_turns`` groups them: (touched turns, replays).
+
+    A user message opens a turn; any other message joins the last turn (a
+    session that opens with the assistant gets a turn of its own). A message
+    whose ``source_id`` the session already holds is a replay and is skipped.
+    """
+    by_index = {t.index: t for t in stored}
+    known = {sid for t in stored for sid in t.source_ids}
+    last = max(by_index, default=0)
+    touched: set[int] = set()
+    duplicates = 0
+    for m in messages:
+        if m.source_id is not None:
+            if m.source_id in known:
+                duplicates += 1
+                continue
+            known.add(m.source_id)
+        if m.role == "user" or last == 0:
+            last += 1
+            by_index[last] = Turn(index=last, messages=[m])
+        else:
+            by_index[last] = Turn(index=last, messages=[*by_index[last].messages, m])
+        touched.add(last)
+    return [by_index[i] for i in sorted(touched)], duplicates

@@ -1,0 +1,234 @@
+"""Streaming ingest through the broker against ``Memory.ingest`` directly, in one run.
+
+1. Direct: ``Memory.ingest`` of the dataset into a fresh data dir (turns/s).
+2. Kafka, as fast as possible: an embedded tansu broker, one stream worker
+   process (``python -m streams worker``, extractive builder, embedded
+   stores), the dataset produced as turn events (sessions closed at the end);
+   turns/s from the first send until the consumer group has committed
+   everything, i.e. the stores hold it all.
+3. Kafka at 80% of the rate measured in 2, a fresh copy of the dataset under
+   another tenant: freshness per turn = the time the worker published the
+   turn's first L0 notice (after the flush: searchable) minus the send time of
+   the turn's first message; p50 and p99.
+
+Targets: Kafka >= 70% of direct; freshness p99 < 5 s at 80% of the maximum rate.
+
+    python -m bench.stream_ingest [DATASET] [--sessions N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench._common import ROOT, console, load_average, print_table, verdict
+
+DEFAULT_DATASET = ROOT.parent / "shared" / "datasets" / "locomo" / "locomo_dev.json"
+TARGET_RATIO = 0.70
+TARGET_P99_S = 5.0
+GROUP = "memstrata-bench"
+
+
+def _turns(sessions: list[Any]) -> int:
+    return sum(len(s.turns) for s in sessions)
+
+
+def _messages(sessions: list[Any]) -> int:
+    return sum(len(t.messages) for s in sessions for t in s.turns)
+
+
+def _retenant(sessions: list[Any], tenant: str) -> list[Any]:
+    out = []
+    for s in sessions:
+        scope = s.scope.model_copy(update={"tenant_id": tenant})
+        out.append(s.model_copy(update={"meta": s.meta.model_copy(update={"scope": scope})}))
+    return out
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (all its threads) so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def direct(sessions: list[Any], data_dir: Path) -> tuple[float, float]:
+    """(turns per wall second, turns per CPU second) of Memory.ingest, encoder warmed first."""
+    from memstrata.config import Settings
+    from memstrata.memory import Memory
+
+    with Memory.open(Settings(data_dir=data_dir)) as memory:
+        memory.embedder.embed_documents(["warm up the encoder"] * 8)
+        start, cpu = time.perf_counter(), cpu_seconds(os.getpid())
+        report = memory.ingest(sessions)
+        seconds, cpu = time.perf_counter() - start, cpu_seconds(os.getpid()) - cpu
+    return report.turns / seconds, report.turns / cpu
+
+
+async def _produce(brokers: str, sessions: list[Any], rate: float | None) -> dict[tuple, float]:
+    """Send the sessions; {(tenant, user, session, turn index): send time of its first message}."""
+    from streams.events import utcnow
+    from streams.produce import StreamProducer, session_events
+
+    sent: dict[tuple, float] = {}
+    start = time.monotonic()
+    n = 0
+    async with StreamProducer(brokers) as producer:
+        for s in sessions:
+            events = session_events(s)
+            firsts = {m.source_id or "": t.index for t in s.turns for m in t.messages[:1]}
+            for ev in events:
+                if rate:
+                    delay = start + n / rate - time.monotonic()
+                    if delay > 0:
+                        await asyncio.sleep(delay)
+                ev = ev.model_copy(update={"ts": utcnow()})
+                await producer.send_turn(ev)
+                n += 1
+                if ev.message_id in firsts:
+                    key = (s.scope.tenant_id, s.scope.user_id, s.session_id, firsts[ev.message_id])
+                    sent[key] = ev.ts.timestamp()
+        for s in sessions:
+            await producer.control("close_session", s.scope, s.session_id)
+    return sent
+
+
+def _freshness(brokers: str, sent: dict[tuple, float]) -> list[float]:
+    from streams import topics
+    from streams.events import L0Event
+
+    first_seen: dict[tuple, float] = {}
+    for rec in _read_all(brokers, topics.L0):
+        note = L0Event.model_validate_json(rec.value)
+        for t in note.turns:
+            key = (note.tenant_id, note.user_id, note.session_id, t)
+            if key in sent and key not in first_seen:
+                first_seen[key] = note.ts.timestamp()
+    return [first_seen[k] - sent[k] for k in sent if k in first_seen]
+
+
+def _read_all(brokers: str, topic: str) -> list[Any]:
+    async def go() -> list[Any]:
+        from aiokafka import AIOKafkaConsumer, TopicPartition
+
+        consumer = AIOKafkaConsumer(bootstrap_servers=brokers, enable_auto_commit=False)
+        await consumer.start()
+        try:
+            await consumer.topics()
+            tps = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
+            consumer.assign(tps)
+            ends = await consumer.end_offsets(tps)
+            starts = await consumer.beginning_offsets(tps)
+            await consumer.seek_to_beginning(*tps)
+            total = sum(ends.values()) - sum(starts.values())
+            out: list[Any] = []
+            while len(out) < total:
+                for msgs in (await consumer.getmany(timeout_ms=500)).values():
+                    out.extend(msgs)
+            return out
+        finally:
+            await consumer.stop()
+    return asyncio.run(go())
+
+
+def _drain(brokers: str, timeout_s: float = 1800) -> None:
+    from streams.worker import wait_drained
+
+    if not asyncio.run(wait_drained(brokers, GROUP, timeout_s, poll_s=0.1)):
+        raise SystemExit(f"the worker did not drain within {timeout_s:.0f}s")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("dataset", nargs="?", type=Path, default=DEFAULT_DATASET)
+    parser.add_argument("--sessions", type=int, default=0, help="Only the first N sessions.")
+    parser.add_argument("--worker-log", type=Path, help="Keep the worker's log here.")
+    parser.add_argument("--worker-log-level", default="warning",
+                        choices=["debug", "info", "warning", "error"])
+    parser.add_argument("--skip-freshness", action="store_true",
+                        help="Only the throughput comparison.")
+    args = parser.parse_args()
+
+    from memstrata.ingest.formats import read_file
+    from streams.broker import EmbeddedBroker
+    from streams.topics import specs
+
+    sessions = read_file(args.dataset, tenant_id="bench-direct").sessions
+    if args.sessions:
+        sessions = sessions[: args.sessions]
+    turns, messages = _turns(sessions), _messages(sessions)
+    console.print(f"{args.dataset.name}: {len(sessions)} sessions, {turns} turns, "
+                  f"{messages} messages; load average {load_average():.1f}")
+    with tempfile.TemporaryDirectory(prefix="memstrata-bench-") as tmp:
+        base = Path(tmp)
+        console.print("direct: Memory.ingest ...")
+        direct_tps, direct_cpu = direct(sessions, base / "direct")
+        console.print(f"  {direct_tps:.1f} turns/s, {direct_cpu:.1f} turns per CPU second")
+
+        with EmbeddedBroker(log_dir=base / "broker") as broker:
+            broker.create_topics(specs(4))
+            env = {**os.environ, "PYTHONPATH": str(ROOT), "MEMSTRATA_DATA_DIR": str(base / "kafka"),
+                   "MEMSTRATA_KAFKA_BROKERS": broker.address, "MEMSTRATA_STREAM_APP_ID": GROUP,
+                   "MEMSTRATA_STREAM_LOG_LEVEL": args.worker_log_level}
+            log = (args.worker_log or base / "worker.log").open("wb")
+            worker = subprocess.Popen([sys.executable, "-m", "streams", "worker"], cwd=ROOT,
+                                      env=env, stdout=log, stderr=subprocess.STDOUT)
+            try:
+                warm = _retenant(sessions[:1], "bench-warm")
+                asyncio.run(_produce(broker.address, warm, None))
+                _drain(broker.address, 300)
+                console.print("kafka: as fast as the broker takes it ...")
+                kafka_sessions = _retenant(sessions, "bench-kafka")
+                pids = [worker.pid, broker.proc.pid]  # type: ignore[union-attr]
+                start, cpu = time.monotonic(), sum(cpu_seconds(p) for p in pids)
+                asyncio.run(_produce(broker.address, kafka_sessions, None))
+                _drain(broker.address)
+                seconds = time.monotonic() - start
+                cpu = sum(cpu_seconds(p) for p in pids) - cpu
+                kafka_tps, kafka_cpu = turns / seconds, turns / cpu
+                max_rate = messages / seconds
+                console.print(f"  {kafka_tps:.1f} turns/s ({max_rate:.1f} messages/s), "
+                              f"{kafka_cpu:.1f} turns per CPU second (worker + broker)")
+
+                rate = 0.8 * max_rate
+                fresh, sent = [float("nan")], {}
+                if not args.skip_freshness:
+                    console.print(f"kafka at 80%: {rate:.1f} messages/s ...")
+                    fresh_sessions = _retenant(sessions, "bench-fresh")
+                    sent = asyncio.run(_produce(broker.address, fresh_sessions, rate))
+                    _drain(broker.address)
+                    fresh = _freshness(broker.address, sent)
+            finally:
+                worker.terminate()
+                worker.wait(60)
+                log.close()
+    p50, p99 = (float(np.percentile(fresh, q)) for q in (50, 99))
+    ratio, cpu_ratio = kafka_tps / direct_tps, kafka_cpu / direct_cpu
+    print_table("stream ingest (extractive builder, embedded stores, one worker)",
+                ["path", "turns/s", "vs direct", "turns/CPU s", "vs direct",
+                 "freshness p50 s", "freshness p99 s"],
+                [["Memory.ingest (direct)", f"{direct_tps:.1f}", "1.00", f"{direct_cpu:.1f}",
+                  "1.00", "-", "-"],
+                 ["Kafka (tansu, 1 worker)", f"{kafka_tps:.1f}", f"{ratio:.2f}",
+                  f"{kafka_cpu:.1f}", f"{cpu_ratio:.2f}", f"{p50:.2f}", f"{p99:.2f}"]])
+    console.print(f"load average now {load_average():.1f}; wall-clock rates swing with the "
+                  f"machine's load between phases, CPU seconds much less")
+    console.print(f"Kafka/direct = {ratio:.2f} wall, {cpu_ratio:.2f} CPU "
+                  f"(target >= {TARGET_RATIO:.2f}): {verdict(ratio >= TARGET_RATIO)} wall, "
+                  f"{verdict(cpu_ratio >= TARGET_RATIO)} CPU")
+    if not args.skip_freshness:
+        console.print(f"freshness at {rate:.0f} msg/s (80% of max) over {len(fresh)}/{len(sent)} turns: "
+                          f"p50 {p50:.2f} s, p99 {p99:.2f} s (target p99 < {TARGET_P99_S:.0f} s): "
+                      f"{verdict(p99 < TARGET_P99_S)}")
+
+
+if __name__ == "__main__":
+    main()

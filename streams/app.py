@@ -1,0 +1,245 @@
+"""The Faust application: two agents over raw bytes, a session table, an idle timer.
+
+Values arrive as raw bytes (``value_serializer="raw"``) and are decoded by
+:mod:`streams.events` inside the agent: Faust's own decoding would crash the
+agent on a poison message. Turns are taken in batches
+(``take_events(batch_max, within=freshness_s / 2)``), written through
+:class:`~streams.processor.Processor`, and acknowledged only after the stores
+have them and the L0 / DLQ notices are sent; offsets are committed from acks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import faust
+
+from memstrata.roles import MemoryWriter
+from streams import topics
+from streams.metrics import StreamMetrics
+from streams.processor import Outbox, Processor, Record, TurnProgress, publish
+from streams.settings import KafkaSettings, StreamSettings
+
+__all__ = ["ExtraService", "StreamApp", "build_app"]
+
+log = logging.getLogger("memstrata.stream")
+
+#: An extra asyncio service started on the worker's event loop (e.g. the gRPC
+#: server in embedded mode). It receives the worker's Memory, runs until
+#: cancelled at shutdown, and must not block the loop.
+ExtraService = Callable[[Any], Awaitable[None]]
+
+
+@dataclass
+class StreamApp:
+    """The Faust app and what it is wired to."""
+
+    app: faust.App
+    processor: Processor
+    metrics: StreamMetrics
+    brokers: str
+    on_fatal: list[Callable[[], None]] = field(default_factory=list)
+
+    def fatal(self, exc: BaseException) -> None:
+        """An error the worker cannot handle: exit at once so no offset is committed past it.
+
+        The batch in hand has not been acknowledged; a restarted worker reads it again.
+        """
+        log.critical("stream worker stopping on an unexpected error: %r", exc, exc_info=exc)
+        for hook in self.on_fatal:
+            try:
+                hook()
+            except Exception:  # noqa: BLE001
+                pass
+        os._exit(70)
+
+
+async def read_range(brokers: str, topic: str,
+                     ranges: dict[int, tuple[int, int]]) -> list[Record]:
+    """Records of ``topic`` with ``start <= offset < stop`` per partition, in offset order."""
+    from aiokafka import AIOKafkaConsumer, TopicPartition
+
+    consumer = AIOKafkaConsumer(bootstrap_servers=brokers, enable_auto_commit=False)
+    await consumer.start()
+    try:
+        tps = {TopicPartition(topic, p): (a, b) for p, (a, b) in ranges.items() if b > a}
+        consumer.assign(list(tps))
+        for tp, (start, _) in tps.items():
+            consumer.seek(tp, start)
+        out: list[Record] = []
+        todo = dict(tps)
+        while todo:
+            batch = await consumer.getmany(*todo, timeout_ms=1000)
+            for tp, msgs in batch.items():
+                stop = tps[tp][1]
+                out += [Record(m.topic, m.partition, m.offset, m.key, m.value)
+                        for m in msgs if m.offset < stop]
+                if msgs and msgs[-1].offset >= stop - 1:
+                    todo.pop(tp, None)
+            for tp in list(todo):
+                if await consumer.position(tp) >= tps[tp][1]:
+                    todo.pop(tp)
+        return sorted(out, key=lambda r: (r.partition, r.offset))
+    finally:
+        await consumer.stop()
+
+
+async def committed_offsets(brokers: str, group: str, topic: str,
+                            partitions: list[int]) -> dict[int, int]:
+    """The group's committed offsets (next offset to read) for some partitions of a topic."""
+    from aiokafka import TopicPartition
+    from aiokafka.admin import AIOKafkaAdminClient
+
+    admin = AIOKafkaAdminClient(bootstrap_servers=brokers)
+    await admin.start()
+    try:
+        got = await admin.list_consumer_group_offsets(
+            group, partitions=[TopicPartition(topic, p) for p in partitions])
+        return {tp.partition: meta.offset for tp, meta in got.items()
+                if meta is not None and meta.offset >= 0}
+    finally:
+        await admin.close()
+
+
+def build_app(
+    writer: MemoryWriter,
+    brokers: str,
+    *,
+    stream: StreamSettings | None = None,
+    kafka: KafkaSettings | None = None,
+    work_dir: Path | None = None,
+    services: Sequence[ExtraService] = (),
+    service_arg: Any = None,
+    metrics: StreamMetrics | None = None,
+) -> StreamApp:
+    """Wire a Faust app around ``writer``; run it with :func:`streams.worker.run_worker`."""
+    stream = stream or StreamSettings()
+    kafka = kafka or KafkaSettings()
+    metrics = metrics or StreamMetrics.create()
+    parts = kafka.partitions
+    app = faust.App(
+        stream.app_id,
+        broker=[f"kafka://{b.strip()}" for b in brokers.split(",") if b.strip()],
+        store="memory://",
+        datadir=str(work_dir) if work_dir else None,
+        autodiscover=False,
+        value_serializer="raw",
+        key_serializer="raw",
+        topic_partitions=parts,
+        topic_replication_factor=kafka.replication,
+        topic_allow_declare=True,
+        producer_acks=1,
+        broker_session_timeout=kafka.session_timeout_s,
+        broker_heartbeat_interval=kafka.heartbeat_s,
+        broker_commit_interval=kafka.commit_interval_s,
+        broker_request_timeout=max(kafka.request_timeout_s, kafka.session_timeout_s + 5),
+        broker_rebalance_timeout=max(kafka.session_timeout_s * 2, 10),
+        consumer_auto_offset_reset="earliest",
+        processing_guarantee="at_least_once",
+        web_enabled=False,
+        stream_wait_empty=True,
+        table_standby_replicas=0,
+    )
+    raw = {"key_type": bytes, "value_type": bytes, "key_serializer": "raw",
+           "value_serializer": "raw", "partitions": parts}
+    turns_topic = app.topic(topics.TURNS, **raw)
+    control_topic = app.topic(topics.CONTROL, **raw)
+    # Open sessions: last event time and provisional turns. Keyed like the
+    # turns (use_partitioner routes a key to the same partition number), so it
+    # moves with its partition on a rebalance; the stores stay the truth.
+    sessions = app.Table("sessions", default=None, partitions=parts, use_partitioner=True,
+                         schema=faust.Schema(key_type=str, key_serializer="raw",
+                                             value_serializer="json"))
+
+    def owned(partition: int) -> bool:
+        try:
+            assigned = app.consumer.assignment()
+        except Exception:  # noqa: BLE001 - not started yet
+            return True
+        return any(tp.topic == topics.TURNS and tp.partition == partition for tp in assigned)
+
+    async def committed(partitions: list[int]) -> dict[int, int]:
+        return await committed_offsets(brokers, stream.app_id, topics.TURNS, partitions)
+
+    async def replay(ranges: dict[int, tuple[int, int]]) -> list[Record]:
+        return await read_range(brokers, topics.TURNS, ranges)
+
+    progress = TurnProgress(committed)
+    processor = Processor(writer, stream, metrics=metrics, sessions=sessions,
+                          progress=progress, owned=owned, replay=replay)
+    runtime = StreamApp(app=app, processor=processor, metrics=metrics, brokers=brokers)
+
+    async def send(topic: str, value: bytes, key: bytes | None) -> None:
+        # send_and_wait: with Faust's buffered send, records of one burst went missing
+        # on this broker (seen in the DLQ test).
+        await app.producer.send_and_wait(topic, key, value, None, None, None)
+
+    async def deliver(out: Outbox) -> None:
+        await publish(out, send)
+
+    def record(event: Any) -> Record:
+        m = event.message
+        return Record(m.topic, m.partition, m.offset, m.key, m.value)
+
+    @app.agent(turns_topic, name="memstrata-turns")
+    async def turns_agent(stream_: Any) -> None:
+        within = max(0.05, stream.freshness_s / 2)
+        async for events in stream_.take_events(stream.batch_max, within=within):
+            try:
+                await deliver(await processor.handle_turns([record(e) for e in events]))
+            except asyncio.CancelledError:
+                raise
+            except BaseException as exc:  # noqa: BLE001
+                runtime.fatal(exc)
+
+    @app.agent(control_topic, name="memstrata-control")
+    async def control_agent(stream_: Any) -> None:
+        # Closes come in bursts (a file ends many sessions): apply them in order, flush once.
+        within = max(0.02, min(0.2, stream.freshness_s / 4))
+        async for events in stream_.take_events(stream.batch_max, within=within):
+            try:
+                await deliver(await processor.handle_controls([record(e) for e in events]))
+            except asyncio.CancelledError:
+                raise
+            except BaseException as exc:  # noqa: BLE001
+                runtime.fatal(exc)
+
+    @app.timer(interval=max(0.5, min(stream.idle_s / 4, 5.0)), on_leader=False)
+    async def idle_sessions() -> None:
+        try:
+            notes = await processor.close_idle()
+            if notes:
+                await deliver(Outbox(l0=notes))
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:  # noqa: BLE001
+            runtime.fatal(exc)
+
+    @app.timer(interval=5.0, on_leader=False)
+    async def consumer_lag() -> None:
+        try:
+            consumer = app.consumer
+            for tp in consumer.assignment():
+                if tp.topic not in (topics.TURNS, topics.CONTROL):
+                    continue
+                high = consumer.highwater(tp)
+                read = consumer._read_offset.get(tp)  # noqa: SLF001
+                if high is not None:
+                    lag = max(0, int(high) - (int(read) + 1 if read is not None else 0))
+                    metrics.consumer_lag.labels(tp.topic, str(tp.partition)).set(lag)
+        except Exception:  # noqa: BLE001 - metrics never stop the worker
+            log.debug("lag metric unavailable", exc_info=True)
+
+    if services:
+        @app.task
+        async def extra_services() -> None:
+            await asyncio.gather(*(factory(service_arg) for factory in services))
+
+    app.memstrata = runtime  # type: ignore[attr-defined]
+    return runtime

@@ -1,0 +1,252 @@
+"""Wire contracts of the memstrata topics (version 1), and their validation.
+
+Every value is UTF-8 JSON. The worker receives raw bytes and applies these
+models itself, so an event it cannot decode is a DLQ record with a reason, not
+a crashed agent. Limits (sizes, label counts) come from
+:class:`~streams.settings.StreamSettings` and are checked after the schema.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from datetime import UTC, datetime
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+
+from memstrata.model import Identifier, Message, Role, Scope, SessionMeta
+from streams.settings import StreamSettings
+
+__all__ = [
+    "ControlEvent",
+    "DeadLetter",
+    "Invalid",
+    "L0Event",
+    "TurnEvent",
+    "decode_control",
+    "decode_turn",
+    "event_key",
+    "utcnow",
+]
+
+#: Names of the reasons a DLQ record can carry (also the ``reason`` label of the metric).
+REASONS = ("too_large", "not_json", "bad_version", "missing_field", "bad_id", "bad_role",
+           "bad_field", "bad_key", "rejected")
+
+_ID_FIELDS = {"tenant_id", "user_id", "session_id", "message_id"}
+
+#: Message ids come from other systems (``D1:3``, ``chat#17``): any printable text
+#: without whitespace or control characters, at most 128 characters.
+MessageId = Annotated[str, StringConstraints(min_length=1, max_length=128,
+                                             pattern=r"^[^\s\x00-\x1f\x7f]+$")]
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def event_key(tenant_id: str, user_id: str, session_id: str | None) -> bytes:
+    """The record key: ``tenant/user/session`` keeps a session on one partition, in order.
+
+    ``delete_user`` carries no session and is keyed ``tenant/user/``.
+    """
+    return f"{tenant_id}/{user_id}/{session_id or ''}".encode()
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    def to_bytes(self) -> bytes:
+        return self.model_dump_json(exclude_none=True).encode()
+
+
+class TurnEvent(_Event):
+    """``memstrata.turns.v1``: one chat message."""
+
+    v: Literal[1] = 1
+    tenant_id: Identifier
+    user_id: Identifier
+    session_id: Identifier
+    #: Unique within the session; a message id seen before changes nothing (dedupe).
+    message_id: MessageId
+    role: Role
+    content: str
+    #: When the message was sent (freshness is measured from here).
+    ts: datetime
+    session_date: datetime | None = None
+    speaker: str | None = None
+    #: Free-form session labels (source, sample id); the first event's labels stick.
+    labels: dict[str, Annotated[str, StringConstraints(max_length=128)]] = Field(
+        default_factory=dict)
+
+    @property
+    def scope(self) -> Scope:
+        return Scope(tenant_id=self.tenant_id, user_id=self.user_id)
+
+    @property
+    def key(self) -> bytes:
+        return event_key(self.tenant_id, self.user_id, self.session_id)
+
+    def meta(self) -> SessionMeta:
+        return SessionMeta(scope=self.scope, session_id=self.session_id,
+                           session_date=self.session_date, labels=dict(self.labels))
+
+    def message(self) -> Message:
+        return Message(role=self.role, content=self.content, speaker=self.speaker,
+                       source_id=self.message_id)
+
+
+ControlType = Literal["close_session", "delete_session", "delete_user"]
+
+
+class ControlEvent(_Event):
+    """``memstrata.control.v1``: close or delete, ordered after the turns it concerns.
+
+    ``after`` maps a partition of the turns topic to an offset: the worker
+    applies the event once it has stored every turn below that offset on that
+    partition (the producer reads it from the turns it sent, or the topic's end
+    offsets), so a delete never overtakes the turns it deletes and a turn
+    produced after it is new data.
+    """
+
+    v: Literal[1] = 1
+    type: ControlType
+    tenant_id: Identifier
+    user_id: Identifier
+    session_id: Identifier | None = None
+    ts: datetime
+    after: dict[int, int] = Field(default_factory=dict)
+
+    @property
+    def scope(self) -> Scope:
+        return Scope(tenant_id=self.tenant_id, user_id=self.user_id)
+
+    @property
+    def key(self) -> bytes:
+        sid = None if self.type == "delete_user" else self.session_id
+        return event_key(self.tenant_id, self.user_id, sid)
+
+
+class L0Event(_Event):
+    """``memstrata.l0.v1``: units just indexed, for downstream consumers and pre-warming."""
+
+    v: Literal[1] = 1
+    tenant_id: str
+    user_id: str
+    session_id: str
+    unit_ids: list[str]
+    #: Turn indices of the units, in the order of ``unit_ids``.
+    turns: list[int]
+    #: The subset of ``turns`` whose window is still open (will be replaced, same id).
+    provisional: list[int] = Field(default_factory=list)
+    #: ``close``: written by a close (explicit or idle); ``append``: by new turns.
+    cause: Literal["append", "close"] = "append"
+    ts: datetime
+
+
+class DeadLetter(_Event):
+    """``memstrata.dlq.v1``: an event the worker refused, with everything needed to replay it."""
+
+    v: Literal[1] = 1
+    reason: str
+    detail: str
+    topic: str
+    partition: int
+    offset: int
+    #: Original key and value, base64 (they may not be text at all).
+    key_b64: str | None = None
+    value_b64: str
+    ts: datetime
+
+    def original(self) -> bytes:
+        return base64.b64decode(self.value_b64)
+
+
+class Invalid(Exception):
+    """Why an event was refused: a reason code from :data:`REASONS` and a readable detail."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        assert reason in REASONS, reason
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+        self.detail = detail
+
+    def dead_letter(self, *, topic: str, partition: int, offset: int, key: bytes | None,
+                    value: bytes) -> DeadLetter:
+        return DeadLetter(
+            reason=self.reason, detail=self.detail, topic=topic, partition=partition,
+            offset=offset, key_b64=base64.b64encode(key).decode() if key is not None else None,
+            value_b64=base64.b64encode(value).decode(), ts=utcnow())
+
+
+def _load(raw: bytes | None, limits: StreamSettings) -> dict[str, object]:
+    if raw is None:
+        raise Invalid("not_json", "empty value (a tombstone?)")
+    if len(raw) > limits.max_event_bytes:
+        raise Invalid("too_large", f"value is {len(raw)} bytes, limit is "
+                      f"{limits.max_event_bytes} (MEMSTRATA_STREAM_MAX_EVENT_BYTES)")
+    try:
+        data = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise Invalid("not_json", f"cannot decode JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise Invalid("not_json", f"expected a JSON object, got {type(data).__name__}")
+    if data.get("v") != 1:
+        raise Invalid("bad_version", f"field 'v' must be 1, got {data.get('v')!r}")
+    return data
+
+
+def _from_validation(exc: ValidationError) -> Invalid:
+    err = exc.errors()[0]
+    field = ".".join(str(p) for p in err.get("loc", ())) or "value"
+    name = field.split(".")[0]
+    msg = err.get("msg", "invalid")
+    if err.get("type") == "missing":
+        return Invalid("missing_field", f"field {field!r} is required")
+    if name in _ID_FIELDS:
+        return Invalid("bad_id", f"field {field!r}: {msg} (got {err.get('input')!r:.80})")
+    if name == "role":
+        return Invalid("bad_role", f"field 'role' must be 'user' or 'assistant', "
+                       f"got {err.get('input')!r:.40}")
+    return Invalid("bad_field", f"field {field!r}: {msg}")
+
+
+def _check_key(key: bytes | None, expected: bytes) -> None:
+    if key is not None and key != expected:
+        raise Invalid("bad_key", f"record key {key[:200]!r} does not match the event: expected "
+                      f"{expected!r} (tenant/user/session keeps a session on one partition)")
+
+
+def decode_turn(raw: bytes | None, limits: StreamSettings, key: bytes | None = None) -> TurnEvent:
+    """Bytes from the turns topic -> a valid :class:`TurnEvent`, or :class:`Invalid`."""
+    data = _load(raw, limits)
+    try:
+        ev = TurnEvent.model_validate(data)
+    except ValidationError as exc:
+        raise _from_validation(exc) from None
+    if len(ev.content) > limits.max_content_chars:
+        raise Invalid("too_large", f"field 'content' has {len(ev.content)} characters, limit is "
+                      f"{limits.max_content_chars} (MEMSTRATA_STREAM_MAX_CONTENT_CHARS)")
+    if ev.speaker is not None and len(ev.speaker) > limits.max_speaker_chars:
+        raise Invalid("too_large", f"field 'speaker' has {len(ev.speaker)} characters, limit is "
+                      f"{limits.max_speaker_chars} (MEMSTRATA_STREAM_MAX_SPEAKER_CHARS)")
+    if len(ev.labels) > limits.max_labels:
+        raise Invalid("too_large", f"field 'labels' has {len(ev.labels)} entries, limit is "
+                      f"{limits.max_labels} (MEMSTRATA_STREAM_MAX_LABELS)")
+    _check_key(key, ev.key)
+    return ev
+
+
+def decode_control(raw: bytes | None, limits: StreamSettings,
+                   key: bytes | None = None) -> ControlEvent:
+    """Bytes from the control topic -> a valid :class:`ControlEvent`, or :class:`Invalid`."""
+    data = _load(raw, limits)
+    try:
+        ev = ControlEvent.model_validate(data)
+    except ValidationError as exc:
+        raise _from_validation(exc) from None
+    if ev.type != "delete_user" and ev.session_id is None:
+        raise Invalid("missing_field", f"field 'session_id' is required for {ev.type}")
+    _check_key(key, ev.key)
+    return ev

@@ -1,0 +1,429 @@
+"""What the worker does with a batch of records, independent of Faust.
+
+The Faust agents (:mod:`streams.agents`) hand raw records here; this module
+decodes and validates them, writes through a
+:class:`~memstrata.roles.MemoryWriter`, flushes once per batch, and says what
+to publish (L0 notices, dead letters). Keeping it free of Faust lets unit tests
+drive it directly.
+
+Writes run on one dedicated thread (``writer_thread``): the stores are written
+by one caller at a time, and the event loop (heartbeats, fetching) never waits
+on an embedding call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from memstrata.model import Message, Scope, SessionMeta
+from memstrata.roles import AppendReport, MemoryWriter
+from streams import topics
+from streams.events import (
+    ControlEvent,
+    DeadLetter,
+    Invalid,
+    L0Event,
+    TurnEvent,
+    decode_control,
+    decode_turn,
+    utcnow,
+)
+from streams.metrics import StreamMetrics
+from streams.settings import StreamSettings
+
+__all__ = ["Outbox", "Processor", "Record", "Replay", "TurnProgress"]
+
+log = logging.getLogger("memstrata.stream")
+T = TypeVar("T")
+
+#: Errors worth retrying as they are (a store or the network hiccuped).
+TRANSIENT: tuple[type[BaseException], ...] = (OSError, ConnectionError, TimeoutError)
+
+
+@dataclass(frozen=True)
+class Record:
+    """One consumed record, as the broker gave it."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+
+
+@dataclass
+class Outbox:
+    """What a batch asks to publish (sent by the caller before the batch is acked)."""
+
+    l0: list[L0Event] = field(default_factory=list)
+    dead: list[DeadLetter] = field(default_factory=list)
+
+
+#: Reads the turns topic again: {partition: (from offset, to offset)} -> records in order.
+Replay = Callable[[dict[int, tuple[int, int]]], Awaitable[list[Record]]]
+
+
+class TurnProgress:
+    """Offsets of the turns topic stored so far, per partition; control events wait on it.
+
+    What this worker stored is noted as it happens. What another worker stored
+    before a rebalance handed the partition over is in the group's committed
+    offsets (committed only after the stores had the data), which
+    ``committed`` fetches from the broker.
+    """
+
+    def __init__(self,
+                 committed: Callable[[list[int]], Awaitable[dict[int, int]]] | None = None,
+                 ) -> None:
+        self.done: dict[int, int] = {}
+        self.floor: dict[int, int] = {}
+        self._committed = committed
+        self._changed = asyncio.Condition()
+
+    def reached(self, partition: int, offset: int) -> bool:
+        have = max(self.done.get(partition, 0), self.floor.get(partition, 0))
+        return have >= offset
+
+    async def advance(self, partition: int, next_offset: int) -> None:
+        async with self._changed:
+            if next_offset > self.done.get(partition, 0):
+                self.done[partition] = next_offset
+            self._changed.notify_all()
+
+    def _have(self, partition: int) -> int:
+        return max(self.done.get(partition, 0), self.floor.get(partition, 0))
+
+    async def wait(self, after: dict[int, int], owned: Callable[[int], bool],
+                   timeout_s: float, poll_s: float = 1.0) -> bool:
+        """Wait until every owned partition in ``after`` is stored up to its offset.
+
+        A partition that lags but moves is waited for as long as it takes;
+        ``timeout_s`` only bounds a stall (no progress at all for that long),
+        after which False is returned and the caller goes ahead.
+        """
+        def missing() -> list[int]:
+            return [p for p, o in after.items() if owned(p) and not self.reached(p, o)]
+
+        seen = {p: self._have(p) for p in after}
+        deadline = time.monotonic() + timeout_s
+        while missing():
+            if self._committed is not None:
+                try:
+                    for p, o in (await self._committed(missing())).items():
+                        self.floor[p] = max(self.floor.get(p, 0), o)
+                except Exception as exc:  # noqa: BLE001 - the broker is busy: wait and retry
+                    log.debug("cannot read committed offsets: %s", exc)
+                if not missing():
+                    break
+            now = {p: self._have(p) for p in after}
+            if any(now[p] > seen[p] for p in after):
+                seen = now
+                deadline = time.monotonic() + timeout_s
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            async with self._changed:
+                try:
+                    await asyncio.wait_for(self._changed.wait(), min(poll_s, left))
+                except TimeoutError:
+                    pass
+        return True
+
+
+def _session_key(scope: Scope, session_id: str) -> str:
+    return f"{scope.tenant_id}/{scope.user_id}/{session_id}"
+
+
+class Processor:
+    """Decode, validate, write, flush; one instance per worker."""
+
+    def __init__(
+        self,
+        writer: MemoryWriter,
+        limits: StreamSettings,
+        *,
+        metrics: StreamMetrics | None = None,
+        sessions: MutableMapping[str, Any] | None = None,
+        progress: TurnProgress | None = None,
+        owned: Callable[[int], bool] | None = None,
+        replay: Replay | None = None,
+        retries: int | None = None,
+    ) -> None:
+        self.writer = writer
+        self.limits = limits
+        self.metrics = metrics or StreamMetrics.create()
+        #: Per open session: tenant, user, session, last event time, provisional turns.
+        #: Under Faust this is a table backed by its changelog topic (a cache of the stores).
+        self.sessions: MutableMapping[str, Any] = {} if sessions is None else sessions
+        self.progress = progress or TurnProgress()
+        self.owned = owned or (lambda p: True)
+        self.replay = replay
+        self.retries = retries
+        #: Held while a batch is stored and its offsets noted, and while a delete
+        #: and its replay run: a delete sees exactly which turns are stored.
+        self._order = asyncio.Lock()
+        self.writer_thread = ThreadPoolExecutor(1, thread_name_prefix="memstrata-writer")
+
+    def close(self) -> None:
+        self.writer_thread.shutdown(wait=True)
+
+    async def _write(self, fn: Callable[[], T]) -> T:
+        loop = asyncio.get_running_loop()
+        delay = 0.2
+        attempt = 0
+        while True:  # a store that is down stalls the partition; it never loses the batch
+            try:
+                return await loop.run_in_executor(self.writer_thread, fn)
+            except TRANSIENT as exc:
+                attempt += 1
+                if self.retries is not None and attempt > self.retries:
+                    raise
+                log.warning("store write failed (%s), retry %d in %.1fs", exc, attempt, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)
+
+    # -- turns ------------------------------------------------------------
+    async def handle_turns(self, records: Sequence[Record]) -> Outbox:
+        """Store a batch of turn records; returns what to publish."""
+        async with self._order:
+            return await self._store_turns(records)
+
+    async def _store_turns(self, records: Sequence[Record], replay: bool = False) -> Outbox:
+        out = Outbox()
+        groups: OrderedDict[tuple[Scope, str], tuple[SessionMeta, list[Message]]] = OrderedDict()
+        stamps: list[float] = []
+        for rec in records:
+            if not replay:
+                self.metrics.events_in.labels(rec.topic).inc()
+            try:
+                ev = decode_turn(rec.value, self.limits, rec.key)
+            except Invalid as bad:
+                out.dead.append(self._dead(bad, rec))
+                continue
+            key = (ev.scope, ev.session_id)
+            if key not in groups:
+                groups[key] = (ev.meta(), [])
+            groups[key][1].append(ev.message())
+            stamps.append(ev.ts.timestamp())
+        if groups:
+            started = time.perf_counter()
+            try:
+                reports = await self._write(lambda: self._append_all(list(groups.values())))
+            except TRANSIENT:
+                raise
+            except Exception as exc:  # noqa: BLE001 - isolate the session that fails
+                log.warning("batch refused (%s); writing session by session", exc)
+                reports = []
+                for (scope, sid), group in groups.items():
+                    try:
+                        reports += await self._write(lambda g=group: self._append_all([g]))
+                    except TRANSIENT:
+                        raise
+                    except Exception as one:  # noqa: BLE001
+                        out.dead += [self._dead(Invalid("rejected", f"{type(one).__name__}: "
+                                                        f"{one}"), rec) for rec in records
+                                     if _record_session(rec) == (scope, sid)]
+            took = time.perf_counter() - started
+            self.metrics.l0_build_seconds.observe(took)
+            log.info("batch: %d records, %d sessions, stored in %.2fs", len(records),
+                     len(groups), took)
+            now = time.time()
+            for ts in stamps if not replay else ():
+                self.metrics.freshness_seconds.observe(max(0.0, now - ts))
+            for rep in reports:
+                out.l0 += self._noted(rep, "append", now)
+        for rec in records:
+            await self.progress.advance(rec.partition, rec.offset + 1)
+        return out
+
+    def _append_all(self, groups: list[tuple[SessionMeta, list[Message]]]) -> list[AppendReport]:
+        # One embedding call and one upsert per store for the whole batch where the
+        # writer offers it (Memory.append_batch); else session by session.
+        batch = getattr(self.writer, "append_batch", None)
+        if batch is not None:
+            reports = list(batch(groups))
+        else:
+            reports = [self.writer.append_messages(meta, msgs) for meta, msgs in groups]
+        self.writer.flush()
+        return reports
+
+    def _noted(self, rep: AppendReport, cause: str, now: float) -> list[L0Event]:
+        """Update the session cache and metrics from one report; the L0 notice to send."""
+        key = _session_key(rep.scope, rep.session_id)
+        state = dict(self.sessions.get(key) or {
+            "tenant_id": rep.scope.tenant_id, "user_id": rep.scope.user_id,
+            "session_id": rep.session_id, "provisional": []})
+        before = set(state.get("provisional", []))
+        final = set(rep.units_written) - set(rep.provisional)
+        replaced = len(before & final)
+        state["provisional"] = sorted((before - final) | set(rep.provisional))
+        state["last"] = now
+        self.sessions[key] = state
+        self.metrics.turns_indexed.inc(len(rep.turns_written))
+        self.metrics.units_indexed.labels("provisional").inc(len(rep.provisional))
+        self.metrics.units_indexed.labels("final").inc(len(final))
+        self.metrics.provisional_replaced.inc(replaced)
+        if not rep.unit_ids:
+            return []
+        return [L0Event(tenant_id=rep.scope.tenant_id, user_id=rep.scope.user_id,
+                        session_id=rep.session_id, unit_ids=list(rep.unit_ids),
+                        turns=list(rep.units_written), provisional=list(rep.provisional),
+                        cause=cause, ts=utcnow())]  # type: ignore[arg-type]
+
+    # -- control ----------------------------------------------------------
+    async def handle_control(self, rec: Record) -> Outbox:
+        """Apply one control event once the turns it follows are stored."""
+        return await self.handle_controls([rec])
+
+    async def handle_controls(self, records: Sequence[Record]) -> Outbox:
+        """Apply control events in order, then flush once (closes come in bursts)."""
+        out = Outbox()
+        applied = 0
+        for rec in records:
+            applied += await self._control(rec, out)
+        if applied:
+            await self._write(self.writer.flush)
+        return out
+
+    async def _control(self, rec: Record, out: Outbox) -> bool:
+        self.metrics.events_in.labels(rec.topic).inc()
+        try:
+            ev = decode_control(rec.value, self.limits, rec.key)
+        except Invalid as bad:
+            out.dead.append(self._dead(bad, rec))
+            return False
+        log.debug("%s %s/%s after %s (stored: %s)", ev.type, ev.scope, ev.session_id, ev.after,
+                 self.progress.done)
+        if ev.after and not await self.progress.wait(ev.after, self.owned,
+                                                     self.limits.control_wait_s):
+            log.warning("%s for %s/%s applied although its turns %s are not all stored: "
+                        "no progress for %.0fs", ev.type, ev.scope, ev.session_id, ev.after,
+                        self.limits.control_wait_s)
+        try:
+            out.l0 += await self.apply(ev)
+        except TRANSIENT:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the writer refused this event: DLQ it
+            out.dead.append(self._dead(Invalid("rejected", f"{type(exc).__name__}: {exc}"), rec))
+            return False
+        self.metrics.control_applied.labels(ev.type).inc()
+        return True
+
+    async def apply(self, ev: ControlEvent) -> list[L0Event]:
+        scope = ev.scope
+        if ev.type == "close_session":
+            assert ev.session_id is not None
+            sid = ev.session_id
+            rep = await self._write(lambda: self._close(scope, sid))
+            return self._noted(rep, "close", time.time()) if rep is not None else []
+        sid_or_none = ev.session_id if ev.type == "delete_session" else None
+        async with self._order:
+            await self._write(lambda: self._delete(scope, sid_or_none))
+            prefix = _session_key(scope, sid_or_none or "")
+            for key in [k for k, v in list(self.sessions.items())
+                        if _same(v, scope, sid_or_none) or k == prefix]:
+                self.sessions.pop(key, None)
+            return await self._replay_after(ev, scope, sid_or_none)
+
+    async def _replay_after(self, ev: ControlEvent, scope: Scope,
+                            session_id: str | None) -> list[L0Event]:
+        """Re-store turns the delete must not touch: stored already, but produced after it.
+
+        Turns and controls are two topics, so the worker may have stored turns
+        that follow the delete (offset >= ``after``) before it read the delete.
+        Ordering is by offset: those turns are new data, so they are read again
+        from the broker and written back.
+        """
+        if self.replay is None or not ev.after:
+            return []
+        ranges = {p: (o, self.progress.done[p]) for p, o in ev.after.items()
+                  if self.owned(p) and self.progress.done.get(p, 0) > o}
+        if not ranges:
+            return []
+        records = [r for r in await self.replay(ranges) if _belongs(r, scope, session_id)]
+        if not records:
+            return []
+        log.info("%s %s: re-storing %d turns produced after it", ev.type, scope, len(records))
+        return (await self._store_turns(records, replay=True)).l0
+
+    def _close(self, scope: Scope, session_id: str) -> AppendReport | None:
+        try:
+            rep = self.writer.close_session(scope, session_id)
+        except LookupError:  # SessionNotFound: never had turns, or deleted since
+            log.info("close_session for unknown session %s/%s ignored", scope, session_id)
+            return None
+        return rep
+
+    def _delete(self, scope: Scope, session_id: str | None) -> None:
+        receipt = self.writer.delete(scope, session_id)
+        if not getattr(receipt, "complete", True):
+            raise OSError(f"delete of {scope} {session_id or '(all)'} incomplete: "
+                          f"{getattr(receipt, 'errors', {})}")
+
+    # -- idle sessions ------------------------------------------------------
+    async def close_idle(self, now: float | None = None) -> list[L0Event]:
+        """Finalise the open windows of sessions without events for ``idle_s``."""
+        now = time.time() if now is None else now
+        out: list[L0Event] = []
+        for key, state in list(self.sessions.items()):
+            if not state.get("provisional") or now - state.get("last", now) < self.limits.idle_s:
+                continue
+            scope = Scope(tenant_id=state["tenant_id"], user_id=state["user_id"])
+            sid = state["session_id"]
+            rep = await self._write(lambda s=scope, i=sid: self._close(s, i))
+            if rep is not None:
+                out += self._noted(rep, "close", now)
+            self.metrics.control_applied.labels("idle_close").inc()
+        if out:
+            await self._write(self.writer.flush)
+        return out
+
+    # -- dead letters -------------------------------------------------------
+    def _dead(self, bad: Invalid, rec: Record) -> DeadLetter:
+        self.metrics.dlq_events.labels(bad.reason).inc()
+        log.info("dead letter %s[%d]@%d: %s", rec.topic, rec.partition, rec.offset, bad)
+        return bad.dead_letter(topic=rec.topic, partition=rec.partition, offset=rec.offset,
+                               key=rec.key, value=rec.value or b"")
+
+
+def _same(state: Any, scope: Scope, session_id: str | None) -> bool:
+    if not isinstance(state, dict):
+        return False
+    if (state.get("tenant_id"), state.get("user_id")) != (scope.tenant_id, scope.user_id):
+        return False
+    return session_id is None or state.get("session_id") == session_id
+
+
+def _belongs(rec: Record, scope: Scope, session_id: str | None) -> bool:
+    got = _record_session(rec)
+    return got is not None and got[0] == scope and session_id in (None, got[1])
+
+
+def _record_session(rec: Record) -> tuple[Scope, str] | None:
+    try:
+        ev = TurnEvent.model_validate_json(rec.value or b"")
+    except Exception:  # noqa: BLE001
+        return None
+    return ev.scope, ev.session_id
+
+
+#: Sends one record and returns once the broker has it.
+Publish = Callable[[str, bytes, bytes | None], Awaitable[None]]
+
+
+async def publish(out: Outbox, send: Publish) -> None:
+    """Send an outbox: dead letters keyed like the original, L0 notices by session."""
+    for dead in out.dead:
+        key = None if dead.key_b64 is None else base64.b64decode(dead.key_b64)
+        await send(topics.DLQ, dead.to_bytes(), key)
+    for note in out.l0:
+        key = f"{note.tenant_id}/{note.user_id}/{note.session_id}".encode()
+        await send(topics.L0, note.to_bytes(), key)

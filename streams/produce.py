@@ -1,0 +1,216 @@
+"""Publishing chat events: a typed producer, and files turned into turn events.
+
+A file holds finished conversations, so each session ends with
+``close_session`` (unless asked not to, to replay live traffic). Messages are
+sent in file order per session, keyed ``tenant/user/session``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from memstrata.ingest.formats import IngestIssue, read_file
+from memstrata.model import Scope, Session
+from streams import topics
+from streams.events import ControlEvent, TurnEvent, event_key, utcnow
+
+__all__ = ["ProduceReport", "StreamProducer", "produce_file", "session_events"]
+
+
+def session_events(session: Session) -> list[TurnEvent]:
+    """A stored-form session -> the turn events that rebuild it (same message ids, order).
+
+    Messages without a source id get ``<session>:<n>``, as the LongMemEval reader does.
+    """
+    meta = session.meta
+    out: list[TurnEvent] = []
+    n = 0
+    for turn in session.turns:
+        for m in turn.messages:
+            out.append(TurnEvent(
+                tenant_id=meta.scope.tenant_id, user_id=meta.scope.user_id,
+                session_id=meta.session_id, message_id=m.source_id or f"{meta.session_id}:{n}",
+                role=m.role, content=m.content, speaker=m.speaker, ts=utcnow(),
+                session_date=meta.session_date, labels=dict(meta.labels)))
+            n += 1
+    return out
+
+
+class StreamProducer:
+    """An aiokafka producer that speaks the memstrata contracts.
+
+    It remembers the offset after the last turn it sent per partition, so a
+    control event it sends carries ``after`` and is applied after those turns.
+    No idempotent producer and no transactions (the embedded broker has
+    neither): a retried send may duplicate a turn event, which the worker
+    ignores by message id.
+    """
+
+    def __init__(self, brokers: str, request_timeout_s: float = 30.0) -> None:
+        from aiokafka import AIOKafkaProducer
+
+        self.brokers = brokers
+        self._producer = AIOKafkaProducer(
+            bootstrap_servers=brokers, acks=1, enable_idempotence=False, linger_ms=5,
+            request_timeout_ms=int(request_timeout_s * 1000))
+        self.sent_after: dict[int, int] = {}
+        self._inflight: list[asyncio.Future[object]] = []
+
+    async def start(self) -> "StreamProducer":
+        await self._producer.start()
+        return self
+
+    async def stop(self) -> None:
+        await self._producer.stop()
+
+    async def __aenter__(self) -> "StreamProducer":
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    async def send_turn(self, ev: TurnEvent) -> "asyncio.Future[object]":
+        """Queue one turn event; await the returned future for the broker's ack."""
+        fut = await self._producer.send(topics.TURNS, ev.to_bytes(), key=ev.key)
+        self._inflight.append(fut)
+        if len(self._inflight) > 10_000:
+            await self._settle()
+        return fut
+
+    async def _settle(self) -> None:
+        """Wait for every turn sent so far and note the offset after each partition's last."""
+        inflight, self._inflight = self._inflight, []
+        for fut in inflight:
+            md = await fut
+            p, o = md.partition, md.offset  # type: ignore[attr-defined]
+            self.sent_after[p] = max(self.sent_after.get(p, 0), o + 1)
+
+    async def send_raw(self, topic: str, value: bytes, key: bytes | None = None) -> None:
+        """Send bytes as they are (tests use it to send malformed events)."""
+        await self._producer.send_and_wait(topic, value, key=key)
+
+    async def flush(self) -> None:
+        await self._producer.flush()
+
+    async def partition_of(self, key: bytes) -> int:
+        parts = await self._producer.partitions_for(topics.TURNS)
+        return self._producer._partitioner(key, list(parts), list(parts))  # type: ignore[attr-defined]
+
+    async def end_offsets(self) -> dict[int, int]:
+        """End offset of every turns partition now (what a delete_user must follow)."""
+        from aiokafka import AIOKafkaConsumer, TopicPartition
+
+        consumer = AIOKafkaConsumer(bootstrap_servers=self.brokers, enable_auto_commit=False)
+        await consumer.start()
+        try:
+            parts = consumer.partitions_for_topic(topics.TURNS) or set()
+            if not parts:
+                await consumer.topics()
+                parts = consumer.partitions_for_topic(topics.TURNS) or set()
+            ends = await consumer.end_offsets([TopicPartition(topics.TURNS, p) for p in parts])
+            return {tp.partition: off for tp, off in ends.items()}
+        finally:
+            await consumer.stop()
+
+    async def control(self, type_: str, scope: Scope, session_id: str | None = None) -> None:
+        """Send close_session / delete_session / delete_user after the turns already sent."""
+        await self._producer.flush()
+        await self._settle()
+        if type_ == "delete_user":
+            after = await self.end_offsets()
+            after = {p: max(o, self.sent_after.get(p, 0)) for p, o in after.items()}
+        else:
+            key = event_key(scope.tenant_id, scope.user_id, session_id)
+            p = await self.partition_of(key)
+            if p not in self.sent_after:  # turns sent by someone else: follow all of them
+                ends = await self.end_offsets()
+                self.sent_after = {q: max(o, self.sent_after.get(q, 0)) for q, o in ends.items()}
+            after = {p: self.sent_after[p]}
+        ev = ControlEvent(type=type_, tenant_id=scope.tenant_id,  # type: ignore[arg-type]
+                          user_id=scope.user_id, session_id=session_id, ts=utcnow(), after=after)
+        await self._producer.send_and_wait(topics.CONTROL, ev.to_bytes(), key=ev.key)
+
+
+@dataclass
+class ProduceReport:
+    sessions: int = 0
+    messages: int = 0
+    controls: int = 0
+    seconds: float = 0.0
+    issues: list[IngestIssue] = field(default_factory=list)
+    format: str = ""
+
+    @property
+    def rate(self) -> float:
+        return self.messages / self.seconds if self.seconds > 0 else 0.0
+
+
+async def produce_sessions(
+    producer: StreamProducer, sessions: list[Session], *, rate: float | None = None,
+    close: bool = True, progress: Callable[[int], None] | None = None,
+    stamp: bool = True, interleave: bool = False,
+) -> ProduceReport:
+    """Send every session's messages in order, then (by default) close each session.
+
+    ``rate`` caps messages per second overall; ``stamp`` sets each event's
+    ``ts`` at send time (so freshness is measured from the send);
+    ``interleave`` sends one message of each session in turn (live traffic of
+    many users at once) instead of session after session.
+    """
+    report = ProduceReport(sessions=len(sessions))
+    start = time.monotonic()
+    pending: list[asyncio.Future[object]] = []
+    sent = 0
+    per_session = [session_events(s) for s in sessions]
+    if interleave:
+        order = [ev for row in itertools.zip_longest(*per_session) for ev in row if ev]
+    else:
+        order = [ev for evs in per_session for ev in evs]
+    for ev in order:
+        if rate:
+            delay = start + sent / rate - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
+        if stamp:
+            ev = ev.model_copy(update={"ts": utcnow()})
+        pending.append(await producer.send_turn(ev))
+        sent += 1
+        if len(pending) >= 500:
+            await asyncio.gather(*pending)
+            if progress:
+                progress(len(pending))
+            pending = []
+    if pending:
+        await asyncio.gather(*pending)
+        if progress:
+            progress(len(pending))
+    if close:
+        for session in sessions:
+            await producer.control("close_session", session.scope, session.session_id)
+            report.controls += 1
+    report.messages = sent
+    report.seconds = time.monotonic() - start
+    return report
+
+
+async def produce_file(
+    path: Path, brokers: str, *, fmt: str = "auto", tenant_id: str = "default",
+    rate: float | None = None, close: bool = True,
+    progress: Callable[[int], None] | None = None,
+    on_total: Callable[[int], None] | None = None,
+) -> ProduceReport:
+    """Read a LoCoMo, LongMemEval or JSONL file and publish it as turn events."""
+    parsed = read_file(path, fmt, tenant_id=tenant_id)
+    if on_total:
+        on_total(sum(len(t.messages) for s in parsed.sessions for t in s.turns))
+    async with StreamProducer(brokers) as producer:
+        report = await produce_sessions(producer, parsed.sessions, rate=rate, close=close,
+                                        progress=progress)
+    report.issues = parsed.issues
+    report.format = parsed.format
+    return report

@@ -1,0 +1,29 @@
+"""Topic names and how they are declared.
+
+``turns`` and ``control`` share their key (``tenant/user/session``) and their
+partition count, so partition *p* of both lands on the same worker and a
+control event can wait for the turns it follows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+TURNS = "memstrata.turns.v1"
+CONTROL = "memstrata.control.v1"
+L0 = "memstrata.l0.v1"
+DLQ = "memstrata.dlq.v1"
+
+ALL: tuple[str, ...] = (TURNS, CONTROL, L0, DLQ)
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    name: str
+    partitions: int
+    replication: int = 1
+
+
+def specs(partitions: int, replication: int = 1) -> list[TopicSpec]:
+    """Every memstrata topic with the same partition count (co-partitioned)."""
+    return [TopicSpec(name, partitions, replication) for name in ALL]

@@ -1,0 +1,43 @@
+"""One real tansu broker for every stream test (started once, always stopped)."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from streams.broker import EmbeddedBroker
+from streams.topics import specs
+
+PARTITIONS = 4
+_groups = itertools.count(1)
+
+
+@pytest.fixture(scope="session")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedBroker]:
+    b = EmbeddedBroker(log_dir=tmp_path_factory.mktemp("tansu"))
+    try:
+        b.start()
+        b.create_topics(specs(PARTITIONS))
+        yield b
+    finally:
+        b.stop()
+
+
+@pytest.fixture
+def group(broker: EmbeddedBroker) -> str:
+    """A fresh consumer group (and Faust app id) that starts after earlier tests' events."""
+    from tests.integration.streams.harness import start_group_at_end
+
+    name = f"memstrata-test-{next(_groups)}"
+    start_group_at_end(broker.address, name)
+    return name
+
+
+@pytest.fixture
+def logs(tmp_path: Path) -> Path:
+    d = tmp_path / "logs"
+    d.mkdir()
+    return d

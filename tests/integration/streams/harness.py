@@ -1,0 +1,174 @@
+"""Worker processes, consumer-group positions and store snapshots for the stream tests."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from memstrata.model import Scope
+from streams import topics
+from streams.worker import group_lag, wait_drained
+
+ROOT = Path(__file__).resolve().parents[3]
+
+#: Short group timeouts so joins, leaves and restarts settle in seconds.
+FAST = {
+    "MEMSTRATA_KAFKA_SESSION_TIMEOUT_S": "6",
+    "MEMSTRATA_KAFKA_HEARTBEAT_S": "0.5",
+    "MEMSTRATA_KAFKA_COMMIT_INTERVAL_S": "0.5",
+    "MEMSTRATA_STREAM_FRESHNESS_S": "1",
+    "MEMSTRATA_STREAM_CONTROL_WAIT_S": "20",
+}
+
+
+async def _commit_end(brokers: str, group: str) -> None:
+    from aiokafka import AIOKafkaConsumer, TopicPartition
+    from aiokafka.structs import OffsetAndMetadata
+
+    consumer = AIOKafkaConsumer(bootstrap_servers=brokers, group_id=group,
+                                enable_auto_commit=False)
+    await consumer.start()
+    try:
+        await consumer.topics()
+        tps = [TopicPartition(t, p) for t in (topics.TURNS, topics.CONTROL)
+               for p in sorted(consumer.partitions_for_topic(t) or ())]
+        consumer.assign(tps)
+        ends = await consumer.end_offsets(tps)
+        await consumer.commit({tp: OffsetAndMetadata(off, "") for tp, off in ends.items()})
+    finally:
+        await consumer.stop()
+
+
+def start_group_at_end(brokers: str, group: str) -> None:
+    """Make a new consumer group start after everything earlier tests produced."""
+    asyncio.run(_commit_end(brokers, group))
+
+
+class WorkerProc:
+    """One ``StreamRuntime`` worker as a real child process."""
+
+    def __init__(self, brokers: str, data_dir: Path, group: str, log_dir: Path,
+                 **env: str) -> None:
+        self.brokers = brokers
+        self.group = group
+        self.env = {**os.environ, "PYTHONPATH": str(ROOT), **FAST,
+                    "MEMSTRATA_DATA_DIR": str(data_dir), "MEMSTRATA_KAFKA_BROKERS": brokers,
+                    "MEMSTRATA_STREAM_APP_ID": group, **env}
+        self.log_dir = log_dir
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.starts = 0
+
+    def start(self) -> "WorkerProc":
+        self.starts += 1
+        log = (self.log_dir / f"worker-{self.group}-{self.starts}.log").open("wb")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "streams", "worker"], cwd=ROOT,
+            env=self.env, stdout=log, stderr=subprocess.STDOUT)
+        log.close()
+        return self
+
+    @property
+    def log_text(self) -> str:
+        return "\n".join(p.read_text(errors="replace")
+                         for p in sorted(self.log_dir.glob(f"worker-{self.group}-*.log")))
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, timeout_s: float = 30.0) -> int | None:
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return None
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                return proc.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        return proc.wait(10)
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown code runs, nothing is flushed or committed."""
+        proc, self.proc = self.proc, None
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(10)
+
+    def drain(self, timeout_s: float = 90.0) -> None:
+        """Wait until the group has committed everything produced so far."""
+        ok = asyncio.run(wait_drained(self.brokers, self.group, timeout_s))
+        if not ok:
+            lag = asyncio.run(group_lag(self.brokers, self.group))
+            raise AssertionError(f"not drained after {timeout_s}s: {lag}\n{self.log_text[-3000:]}")
+
+
+def wait_until(check: Any, timeout_s: float, step: float = 0.1) -> float:
+    """Poll ``check()`` until true; seconds it took (AssertionError on timeout)."""
+    start = time.monotonic()
+    while not check():
+        if time.monotonic() - start > timeout_s:
+            raise AssertionError(f"condition not met within {timeout_s}s")
+        time.sleep(step)
+    return time.monotonic() - start
+
+
+def snapshot(memory: Any, scopes: Iterable[Scope]) -> dict[str, Any]:
+    """Everything the stores hold for ``scopes``, as plain data, for record-by-record diffs."""
+    out: dict[str, Any] = {}
+    for scope in sorted(set(scopes), key=str):
+        sessions = {}
+        for meta in memory.sessions(scope):
+            sid = meta.session_id
+            sessions[sid] = {
+                "meta": meta.model_dump(mode="json"),
+                "digest": memory.docs.session_digest(scope, sid),
+                "turns": [t.model_dump(mode="json") for t in memory.raw(scope, sid)],
+                "units": [u.model_dump(mode="json") for u in memory.l0(scope, sid)],
+            }
+        out[str(scope)] = {
+            "sessions": sessions,
+            "vectors": memory.vectors.count(scope),
+            "lexical": memory.lexical.count(scope),
+            "raw_turns": memory.docs.count_turns(scope),
+        }
+    return out
+
+
+async def _read_topic(brokers: str, topic: str, timeout_s: float = 20.0) -> list[Any]:
+    from aiokafka import AIOKafkaConsumer, TopicPartition
+
+    consumer = AIOKafkaConsumer(bootstrap_servers=brokers, enable_auto_commit=False,
+                                auto_offset_reset="earliest")
+    await consumer.start()
+    try:
+        await consumer.topics()
+        tps = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())]
+        consumer.assign(tps)
+        ends = await consumer.end_offsets(tps)
+        starts = await consumer.beginning_offsets(tps)
+        for tp in tps:
+            consumer.seek(tp, starts[tp])
+        got: dict[Any, list[Any]] = {tp: [] for tp in tps}
+        deadline = time.monotonic() + timeout_s
+        while any(len(got[tp]) < ends[tp] - starts[tp] for tp in tps):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{topic}: read {[len(v) for v in got.values()]} records, "
+                                     f"expected {[ends[tp] - starts[tp] for tp in tps]}")
+            batch = await consumer.getmany(timeout_ms=500)
+            for tp, msgs in batch.items():
+                got[tp].extend(m for m in msgs if m.offset < ends[tp])
+        return [m for tp in tps for m in got[tp]]
+    finally:
+        await consumer.stop()
+
+
+def read_topic(brokers: str, topic: str) -> list[Any]:
+    """Every record of ``topic`` from the beginning (aiokafka ConsumerRecords)."""
+    return asyncio.run(_read_topic(brokers, topic))

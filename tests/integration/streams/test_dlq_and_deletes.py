@@ -1,0 +1,136 @@
+"""Poison events go to the DLQ with their reason; deletes are ordered after the turns they delete.
+
+One worker run: bad events sit between good ones of one session; a session
+and a user are deleted right after their turns are produced (the worker must
+not let the delete overtake them), and a turn for the deleted session produced
+after the delete is indexed as new data.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from memstrata.config import Settings
+from memstrata.memory import Memory
+from memstrata.model import Scope
+from streams import topics
+from streams.broker import EmbeddedBroker
+from streams.events import DeadLetter, TurnEvent, event_key, utcnow
+from streams.produce import StreamProducer
+from tests.integration.streams.harness import WorkerProc, read_topic, start_group_at_end
+
+pytestmark = pytest.mark.integration
+
+POISON = Scope(tenant_id="t-dlq", user_id="pat")
+ANA = Scope(tenant_id="t-del", user_id="ana")
+BEN = Scope(tenant_id="t-del", user_id="ben")
+
+
+def turn(scope: Scope, sid: str, n: int, text: str, role: str = "user") -> TurnEvent:
+    return TurnEvent(tenant_id=scope.tenant_id, user_id=scope.user_id, session_id=sid,
+                     message_id=f"{sid}#{n}", role=role, content=text, ts=utcnow())  # type: ignore[arg-type]
+
+
+def bad(**change: Any) -> bytes:
+    d = json.loads(turn(POISON, "p1", 99, "bad").to_bytes())
+    d.update(change)
+    return json.dumps({k: v for k, v in d.items() if v is not None}).encode()
+
+
+KEY = event_key("t-dlq", "pat", "p1")
+BAD_EVENTS = {
+    "not_json": b'{"v": 1, "tenant_id": "t-dlq", ',
+    "missing_field": bad(content=None),
+    "too_large": bad(content="x" * 300),
+    "bad_role": bad(role="system"),
+    "bad_id": bad(message_id="has space"),
+}
+
+
+@pytest.fixture(scope="module")
+def run(broker: EmbeddedBroker, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    tmp = tmp_path_factory.mktemp("dlq")
+    group = "memstrata-test-dlq"
+    start_group_at_end(broker.address, group)
+    worker = WorkerProc(broker.address, tmp / "data", group, tmp,
+                        MEMSTRATA_STREAM_MAX_CONTENT_CHARS="200").start()
+
+    async def produce() -> None:
+        async with StreamProducer(broker.address) as p:
+            await p.send_turn(turn(POISON, "p1", 1, "I keep bees on the roof of my flat."))
+            for value in BAD_EVENTS.values():
+                await p.send_raw(topics.TURNS, value, key=KEY)
+            await p.send_turn(turn(POISON, "p1", 2, "Bees need water nearby.", "assistant"))
+            await p.send_turn(turn(POISON, "p1", 3, "They made twelve jars of honey."))
+            # Deletes straight after the turns they delete.
+            for sid in ("a1", "a2"):
+                for n in range(1, 7):
+                    await p.send_turn(turn(ANA, sid, n, f"Ana {sid} talks about topic {n}.",
+                                           "user" if n % 2 else "assistant"))
+            for n in range(1, 5):
+                await p.send_turn(turn(BEN, "b1", n, f"Ben mentions his garden {n}."))
+            await p.control("delete_session", ANA, "a1")
+            await p.control("delete_user", BEN)
+            # After the delete: new data for the deleted session.
+            await p.send_turn(turn(ANA, "a1", 100, "Ana starts over: she now plays cello."))
+            await p.control("close_session", ANA, "a1")
+            await p.control("close_session", POISON, "p1")
+            await p.flush()
+
+    try:
+        asyncio.run(produce())
+        worker.drain()
+    finally:
+        worker.stop()
+    dead = [DeadLetter.model_validate_json(r.value)
+            for r in read_topic(broker.address, topics.DLQ) if r.key == KEY]
+    with Memory.open(Settings(data_dir=tmp / "data")) as memory:
+        state = {
+            "poison_turns": memory.raw(POISON, "p1"),
+            "poison_units": memory.l0(POISON, "p1"),
+            "ana_sessions": [m.session_id for m in memory.sessions(ANA)],
+            "a1_turns": memory.raw(ANA, "a1"),
+            "a1_units": memory.l0(ANA, "a1"),
+            "a2_turns": memory.raw(ANA, "a2"),
+            "counts": {str(s): (memory.vectors.count(s), memory.lexical.count(s),
+                                memory.docs.count_turns(s)) for s in (ANA, BEN)},
+            "ben_sessions": memory.sessions(BEN),
+        }
+    yield {"dead": dead, **state}
+
+
+def test_each_poison_event_is_in_the_dlq_with_its_reason(run: dict[str, Any]) -> None:
+    dead = [d for d in run["dead"] if d.topic == topics.TURNS]
+    assert sorted(d.reason for d in dead) == sorted(BAD_EVENTS)
+    for d in dead:
+        assert d.original() == BAD_EVENTS[d.reason]
+        assert d.partition >= 0 and d.offset >= 0 and d.detail
+    too_large = next(d for d in dead if d.reason == "too_large")
+    assert "200" in too_large.detail and "content" in too_large.detail
+
+
+def test_the_good_events_around_them_are_indexed(run: dict[str, Any]) -> None:
+    turns = run["poison_turns"]
+    assert [[m.source_id for m in t.messages] for t in turns] == [["p1#1", "p1#2"], ["p1#3"]]
+    assert [u.turn_index for u in run["poison_units"]] == [1, 2]
+
+
+def test_delete_session_and_delete_user_empty_every_store(run: dict[str, Any]) -> None:
+    assert run["ben_sessions"] == []
+    assert run["counts"][str(BEN)] == (0, 0, 0)
+    # Ana: a2 untouched (6 messages, 3 turns), a1 holds only the turn sent after the delete.
+    assert len(run["a2_turns"]) == 3
+    assert run["counts"][str(ANA)] == (4, 4, 4)
+
+
+def test_a_turn_after_the_delete_is_new_data(run: dict[str, Any]) -> None:
+    assert sorted(run["ana_sessions"]) == ["a1", "a2"]
+    assert [[m.source_id for m in t.messages] for t in run["a1_turns"]] == [["a1#100"]]
+    assert [t.index for t in run["a1_turns"]] == [1]
+    assert [u.turn_index for u in run["a1_units"]] == [1]
+    assert "cello" in run["a1_turns"][0].messages[0].content

@@ -1,0 +1,88 @@
+"""Scale-out: a second worker joins mid-stream, then the first leaves; nothing lost or doubled.
+
+Several workers need stores they can all write: here documents (raw turns,
+units, digests) and BM25 live in osmem-server, an OpenSearch-compatible server.
+Vectors stay in each worker's own Qdrant Edge dir: no vector store that
+several processes can share runs on this machine (Qdrant Edge and qdrant-client's
+local mode are single-process, and there is no Qdrant server here), so the
+vector side of a multi-worker deployment (a Qdrant server) is not under test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+
+import pytest
+
+from memstrata.config import Settings
+from memstrata.ingest.formats import read_file
+from memstrata.memory import Memory
+from streams import topics
+from streams.broker import EmbeddedBroker
+from streams.produce import StreamProducer, produce_sessions
+from tests.integration.streams.harness import ROOT, WorkerProc, read_topic, snapshot, wait_until
+
+pytestmark = pytest.mark.integration
+
+
+def test_worker_joins_then_leaves_mid_stream(broker: EmbeddedBroker, group: str, logs: Path,
+                                             tmp_path: Path, osmem_url: str) -> None:
+    shared = {"MEMSTRATA_LEXICAL_BACKEND": "opensearch", "MEMSTRATA_DOC_BACKEND": "opensearch",
+              "MEMSTRATA_OPENSEARCH_URL": osmem_url,
+              "MEMSTRATA_OPENSEARCH_INDEX_PREFIX": "rebal"}
+    parsed = read_file(ROOT / "tests" / "fixtures" / "longmemeval_mini.json", tenant_id="t-reb")
+    sessions = parsed.sessions
+    messages = sum(len(t.messages) for s in sessions for t in s.turns)
+    l0_before = len(read_topic(broker.address, topics.L0))
+
+    first = WorkerProc(broker.address, tmp_path / "w1", group, logs, **shared)
+    second = WorkerProc(broker.address, tmp_path / "w2", group, logs, **shared)
+    second.log_dir = logs / "second"
+    second.log_dir.mkdir()
+    first.start()
+    done = threading.Event()
+    errors: list[BaseException] = []
+
+    def produce() -> None:
+        async def go() -> None:
+            async with StreamProducer(broker.address) as p:
+                await produce_sessions(p, sessions, rate=messages / 15, interleave=True)
+        try:
+            asyncio.run(go())
+        except BaseException as exc:  # noqa: BLE001 - reported by the test
+            errors.append(exc)
+        finally:
+            done.set()
+
+    producer = threading.Thread(target=produce)
+    try:
+        producer.start()
+        wait_until(lambda: len(read_topic(broker.address, topics.L0)) > l0_before + 2, 90, 0.3)
+        second.start()  # joins: the group rebalances, partitions move to it
+        joined = len(read_topic(broker.address, topics.L0))
+        wait_until(lambda: len(read_topic(broker.address, topics.L0)) > joined + 5, 60, 0.3)
+        assert not done.is_set(), "the stream ended before the second worker joined"
+        assert first.stop() == 0  # leaves mid-stream: its partitions move to the second
+        producer.join(120)
+        assert done.is_set() and not errors, errors
+        second.drain()
+    finally:
+        producer.join(5)
+        first.stop()
+        second.stop()
+
+    with Memory.open(Settings(data_dir=tmp_path / "batch")) as batch:
+        batch.ingest(sessions)
+        expected = snapshot(batch, [s.scope for s in sessions])
+    reader = Settings(data_dir=tmp_path / "reader", lexical_backend="opensearch",
+                      doc_backend="opensearch", opensearch_url=osmem_url,
+                      opensearch_index_prefix="rebal")
+    with Memory.open(reader) as shared_stores:
+        got = snapshot(shared_stores, [s.scope for s in sessions])
+    for scope in expected:  # vectors are per worker here (see the module docstring)
+        expected[scope].pop("vectors")
+        got[scope].pop("vectors")
+    assert sum(len(v["sessions"]) for v in got.values()) == len(sessions)
+    assert got == expected

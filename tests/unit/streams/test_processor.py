@@ -1,0 +1,167 @@
+"""The batch processor over a MemoryWriter double: batching, DLQ, ordering, idle close."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from memstrata.model import Scope
+from streams import topics
+from streams.events import ControlEvent, TurnEvent, utcnow
+from streams.processor import Processor, Record
+from streams.settings import StreamSettings
+from tests.unit.streams.doubles import RecordingWriterDouble
+
+MAYA = Scope(tenant_id="acme", user_id="maya")
+
+
+def turn(sid: str, n: int, role: str = "user", content: str | None = None) -> TurnEvent:
+    return TurnEvent(tenant_id="acme", user_id="maya", session_id=sid, message_id=f"{sid}#{n}",
+                     role=role, content=content or f"message {n}", ts=utcnow())  # type: ignore[arg-type]
+
+
+def records(*values: bytes | TurnEvent, partition: int = 0, start: int = 0) -> list[Record]:
+    out = []
+    for i, v in enumerate(values):
+        if isinstance(v, TurnEvent):
+            out.append(Record(topics.TURNS, partition, start + i, v.key, v.to_bytes()))
+        else:
+            out.append(Record(topics.TURNS, partition, start + i, None, v))
+    return out
+
+
+def run(coro):  # noqa: ANN001, ANN201
+    return asyncio.run(coro)
+
+
+def test_a_batch_is_one_append_per_session_and_one_flush() -> None:
+    w = RecordingWriterDouble()
+    p = Processor(w, StreamSettings())
+    out = run(p.handle_turns(records(turn("a", 1), turn("b", 1), turn("a", 2, "assistant"))))
+    assert [c for c in w.calls if c[0] == "append"] == [
+        ("append", ("a", ["a#1", "a#2"])), ("append", ("b", ["b#1"]))]
+    assert w.flushes == 1
+    assert {n.session_id for n in out.l0} == {"a", "b"} and not out.dead
+    assert p.metrics.events_in.labels(topics.TURNS)._value.get() == 3  # noqa: SLF001
+
+
+def test_poison_events_go_to_the_dlq_and_the_rest_is_written() -> None:
+    w = RecordingWriterDouble()
+    p = Processor(w, StreamSettings())
+    bad_role = json.dumps({**json.loads(turn("a", 9).to_bytes()), "role": "bot"}).encode()
+    out = run(p.handle_turns(records(turn("a", 1), b"{oops", bad_role, turn("a", 2, "assistant"))))
+    assert [d.reason for d in out.dead] == ["not_json", "bad_role"]
+    assert [d.offset for d in out.dead] == [1, 2]
+    assert out.dead[0].original() == b"{oops"
+    assert w.messages[(MAYA, "a")][-1].source_id == "a#2"
+    assert p.metrics.dlq_events.labels("not_json")._value.get() == 1  # noqa: SLF001
+
+
+def test_a_session_the_writer_refuses_is_dead_lettered_alone() -> None:
+    w = RecordingWriterDouble(fail_on="poison")
+    p = Processor(w, StreamSettings())
+    out = run(p.handle_turns(records(turn("a", 1), turn("b", 1, content="poison"), turn("c", 1))))
+    assert [(d.reason, d.offset) for d in out.dead] == [("rejected", 1)]
+    assert "cannot index" in out.dead[0].detail
+    assert set(k[1] for k in w.messages) == {"a", "c"}
+
+
+def test_duplicates_change_nothing() -> None:
+    w = RecordingWriterDouble()
+    p = Processor(w, StreamSettings())
+    run(p.handle_turns(records(turn("a", 1), turn("a", 2, "assistant"))))
+    run(p.handle_turns(records(turn("a", 1), turn("a", 2, "assistant"), start=2)))
+    assert [m.source_id for m in w.messages[(MAYA, "a")]] == ["a#1", "a#2"]
+
+
+def control(type_: str, sid: str | None, after: dict[int, int]) -> Record:
+    ev = ControlEvent(type=type_, tenant_id="acme", user_id="maya", session_id=sid,  # type: ignore[arg-type]
+                      ts=utcnow(), after=after)
+    return Record(topics.CONTROL, 0, 0, ev.key, ev.to_bytes())
+
+
+def test_a_delete_waits_for_the_turns_it_follows() -> None:
+    async def scenario() -> list[tuple[str, object]]:
+        w = RecordingWriterDouble()
+        p = Processor(w, StreamSettings(control_wait_s=5))
+        delete = asyncio.create_task(p.handle_control(control("delete_session", "a", {0: 2})))
+        await asyncio.sleep(0.05)
+        assert not delete.done()  # turns 0 and 1 of partition 0 are not stored yet
+        await p.handle_turns(records(turn("a", 1), turn("a", 2, "assistant")))
+        await delete
+        await p.handle_turns(records(turn("a", 3), start=2))  # after the delete: new data
+        assert [m.source_id for m in w.messages[(MAYA, "a")]] == ["a#3"]
+        return w.calls
+
+    calls = run(scenario())
+    assert [c[0] for c in calls] == ["append", "delete", "append"]
+
+
+def test_a_control_for_a_partition_owned_elsewhere_does_not_wait() -> None:
+    w = RecordingWriterDouble()
+    p = Processor(w, StreamSettings(control_wait_s=30), owned=lambda part: part != 5)
+    run(p.handle_control(control("delete_user", None, {5: 100})))
+    assert w.calls == [("delete", ("acme/maya", None))]
+
+
+def test_idle_sessions_are_closed_once() -> None:
+    w = RecordingWriterDouble()
+    p = Processor(w, StreamSettings(idle_s=10))
+    run(p.handle_turns(records(turn("a", 1))))
+    assert p.sessions["acme/maya/a"]["provisional"] == [1]
+    assert run(p.close_idle(now=p.sessions["acme/maya/a"]["last"] + 5)) == []
+    notes = run(p.close_idle(now=p.sessions["acme/maya/a"]["last"] + 11))
+    assert [n.cause for n in notes] == ["close"] and notes[0].provisional == []
+    assert p.sessions["acme/maya/a"]["provisional"] == []
+    assert p.metrics.provisional_replaced._value.get() == 1  # noqa: SLF001
+    assert run(p.close_idle(now=10**12)) == []  # nothing provisional left
+    assert [c[0] for c in w.calls] == ["append", "close"]
+
+
+def test_delete_user_forgets_the_cached_sessions() -> None:
+    w = RecordingWriterDouble()
+    p = Processor(w, StreamSettings())
+    run(p.handle_turns(records(turn("a", 1), turn("b", 1))))
+    run(p.handle_control(control("delete_user", None, {})))
+    assert dict(p.sessions) == {}
+
+
+def test_turns_stored_before_a_delete_but_produced_after_it_are_written_back() -> None:
+    """Two topics: the worker may store a1#3 (offset 2) before it reads the delete (after=2)."""
+    later = records(turn("a", 1), turn("a", 2, "assistant"), turn("a", 3))
+
+    async def replay(ranges: dict[int, tuple[int, int]]) -> list[Record]:
+        assert ranges == {0: (2, 3)}
+        return [r for r in later if ranges[0][0] <= r.offset < ranges[0][1]]
+
+    async def scenario() -> RecordingWriterDouble:
+        w = RecordingWriterDouble()
+        p = Processor(w, StreamSettings(control_wait_s=5), replay=replay)
+        await p.handle_turns(later)
+        out = await p.handle_control(control("delete_session", "a", {0: 2}))
+        assert [n.session_id for n in out.l0] == ["a"]
+        return w
+
+    w = run(scenario())
+    assert [m.source_id for m in w.messages[(MAYA, "a")]] == ["a#3"]
+    assert [c[0] for c in w.calls] == ["append", "delete", "append"]
+
+
+def test_a_lagging_partition_is_waited_for_while_it_moves() -> None:
+    from streams.processor import TurnProgress
+
+    async def scenario() -> tuple[bool, bool]:
+        progress = TurnProgress()
+
+        async def feed() -> None:
+            for off in range(1, 8):
+                await asyncio.sleep(0.1)
+                await progress.advance(0, off)
+
+        feeder = asyncio.create_task(feed())
+        moving = await progress.wait({0: 7}, lambda p: True, timeout_s=0.3, poll_s=0.05)
+        await feeder
+        stalled = await progress.wait({0: 99}, lambda p: True, timeout_s=0.2, poll_s=0.05)
+        return moving, stalled
+
+    assert run(scenario()) == (True, False)  # 0.7 s of progress > 0.3 s timeout: still waited
