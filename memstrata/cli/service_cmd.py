@@ -112,38 +112,96 @@ def serve(
     metrics_port: Annotated[Optional[int], typer.Option(
         help="Prometheus /metrics port (off when not given).")] = None,
     keys_file: KeysFile = None,
+    stream: Annotated[Optional[bool], typer.Option(
+        "--stream/--no-stream",
+        help="Also run the embedded broker and stream worker in this process (default: yes "
+             "on the embedded stores without MEMSTRATA_KAFKA_BROKERS; no otherwise).")] = None,
     data_dir: DataDir = None,
 ) -> None:
-    """Run the gRPC query service over this memory (Ctrl-C or SIGTERM stops it gracefully)."""
-    import asyncio
+    """Run the gRPC query service (Ctrl-C or SIGTERM stops it gracefully).
+
+    On the embedded default it also runs what `memstrata up` runs (a tansu broker, the
+    stream worker, the embedded stores) in this one process, since the embedded stores
+    admit one writer: Ingest publishes to the broker and the worker indexes. With
+    MEMSTRATA_KAFKA_BROKERS set, or --no-stream, it runs the query service alone.
+    """
     import logging
 
     from query_service.keys import read_keys_file
-    from query_service.server import run_server
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: "
                                                    "%(message)s")
     settings = _settings(data_dir)
     svc = _service_settings(port=port, host=host, metrics_port=metrics_port)
     svc = svc.model_copy(update={"keys_file": _keys_path(keys_file, data_dir)})
-    host, port, metrics_port = svc.host, svc.port, svc.metrics_port
+    if stream is None:
+        stream = (not os.environ.get("MEMSTRATA_KAFKA_BROKERS")
+                  and settings.vector_backend == "qdrant-edge")
     n_keys = len(read_keys_file(svc.keys_file).keys)
-    memory = _open(data_dir)
     marker = settings.data_dir / SERVE_FILE
+    banner = (f"serving memstrata.v1.MemoryService on {svc.host}:{svc.port} over "
+              f"{settings.data_dir}; keys: {svc.keys_file} ({n_keys} keys"
+              f"{'' if n_keys else ': add one with `memstrata keys add TENANT`'})"
+              + (f"; metrics on :{svc.metrics_port}/metrics" if svc.metrics_port else ""))
     try:
-        marker.write_text(json.dumps({"address": f"{host}:{port}", "pid": os.getpid()}))
-        err.print(f"serving memstrata.v1.MemoryService on {host}:{port} over "
-                  f"{settings.data_dir}; keys: {svc.keys_file} ({n_keys} keys"
-                  f"{'' if n_keys else ': add one with `memstrata keys add TENANT`'})"
-                  + (f"; metrics on :{metrics_port}/metrics" if metrics_port else ""),
-                  soft_wrap=True)
-        asyncio.run(run_server(memory, svc))
+        if stream:
+            _serve_with_stream(settings, svc, marker, banner)
+        else:
+            _serve_alone(data_dir, svc, marker, banner)
     except OSError as exc:
-        err.print(f"[red]cannot serve on {host}:{port}: {escape(str(exc))}[/red]")
+        err.print(f"[red]cannot serve on {svc.host}:{svc.port}: {escape(str(exc))}[/red]")
         raise typer.Exit(2) from None
     finally:
         marker.unlink(missing_ok=True)
+
+
+def _mark(marker: Path, svc: Any, banner: str) -> None:
+    marker.write_text(json.dumps({"address": f"{svc.host}:{svc.port}", "pid": os.getpid()}))
+    err.print(banner, soft_wrap=True)
+
+
+def _serve_alone(data_dir: Path | None, svc: Any, marker: Path, banner: str) -> None:
+    import asyncio
+
+    from query_service.server import run_server
+
+    memory = _open(data_dir)
+    try:
+        _mark(marker, svc, banner)
+        asyncio.run(run_server(memory, svc))
+    finally:
         memory.close()
+
+
+def _serve_with_stream(settings: Any, svc: Any, marker: Path, banner: str) -> None:
+    """Broker, stream worker and gRPC server in one process over one Memory."""
+    from memstrata.cli.stream_cmd import _stream_settings
+    from query_service.publish import KafkaProducerSettings
+    from query_service.server import run_server
+    from streams.runtime import StreamRuntime
+
+    stream_settings, kafka = _stream_settings()
+    brokers: list[str] = []
+
+    def ready(address: str) -> None:
+        brokers.append(address)
+        _mark(marker, svc, banner)
+        err.print(f"stream worker: embedded broker at {address} (memstrata produce FILE "
+                  "in another shell publishes to it)", soft_wrap=True)
+
+    async def grpc_service(memory: Any) -> None:
+        await run_server(memory, svc, handle_signals=False,
+                         kafka=KafkaProducerSettings(brokers=brokers[-1]))
+
+    runtime = StreamRuntime(settings, stream=stream_settings, kafka=kafka,
+                            services=[grpc_service], on_ready=ready)
+    try:
+        runtime.run(embedded_broker=True)
+    except OSError:
+        raise
+    except Exception as exc:  # stores locked, broker failed to start...
+        err.print(f"[red]{escape(str(exc))}[/red]")
+        raise typer.Exit(1) from None
 
 
 # -- --remote for ask and search --------------------------------------------------

@@ -46,6 +46,29 @@ def _wait_serving(address: str, proc: subprocess.Popen, timeout: float = 60) -> 
         channel.close()
 
 
+def _ingest_then_answer(address: str, key: str) -> None:
+    from memstrata.client import MemoryClient
+    from memstrata.client._proto import memory_pb2 as pb
+    from memstrata.model import Scope
+
+    maya = Scope(tenant_id="acme", user_id="maya")
+    with MemoryClient(address, api_key=key) as client:
+        reply = client.ingest([pb.TurnEvent(
+            user_id="maya", session_id="2024-06-01-kayak", message_id="k1", role="user",
+            content="My brother Tiago bought a red kayak called Gaivota.",
+            session_date="2024-06-01")])
+        assert reply.accepted == 1 and reply.route == "kafka"
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            hits = client.search(maya, "kayak Gaivota")
+            if hits and hits[0].session_id == "2024-06-01-kayak":
+                break
+            time.sleep(0.3)
+        else:
+            raise AssertionError("the ingested turn never became searchable")
+        assert "Gaivota" in client.answer(maya, "What is my brother's kayak called?").answer
+
+
 def test_serve_keys_remote_ask_and_graceful_stop(tmp_path: Path):
     data = tmp_path / "data"
     assert run("ingest", str(SAMPLE), data_dir=data).returncode == 0
@@ -84,6 +107,9 @@ def test_serve_keys_remote_ask_and_graceful_stop(tmp_path: Path):
                       "knee", data_dir=data, env={"MEMSTRATA_API_KEY": key})
         assert refused.returncode == 2 and "PERMISSION_DENIED" in refused.stderr
         assert (data / "serve.json").exists()
+        # The embedded default runs the broker and the stream worker in the same process:
+        # Ingest publishes to the broker, the worker indexes, Answer finds the new turn.
+        _ingest_then_answer(address, key)
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
