@@ -81,7 +81,7 @@ def open_lexical_store(settings: Settings, *, read_only: bool = False,
             prefix=settings.opensearch_index_prefix,
             user=settings.opensearch_user,
             password=_secret(settings.opensearch_password),
-            name="sessions" if sessions else "l0",
+            name="session-text" if sessions else "l0",  # not "-sessions": the doc store has it
             timeout=settings.opensearch_timeout_s,
             max_retries=settings.opensearch_max_retries,
         )

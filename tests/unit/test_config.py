@@ -98,8 +98,9 @@ def test_the_controller_namespace_is_checked_field_by_field(monkeypatch: pytest.
     from memstrata.config import unknown_variables
 
     env = {"MEMSTRATA_CONTROLLER_MAX_STEPS": "5", "MEMSTRATA_CONTROLLER_MAX_STEPZ": "5",
-           "MEMSTRATA_KAFKA_BROKERS": "x"}
-    assert unknown_variables(env) == ["MEMSTRATA_CONTROLLER_MAX_STEPZ", "MEMSTRATA_KAFKA_BROKERS"]
+           "MEMSTRATA_NOSUCHSERVICE_BROKERS": "x"}
+    assert unknown_variables(env) == ["MEMSTRATA_CONTROLLER_MAX_STEPZ",
+                                      "MEMSTRATA_NOSUCHSERVICE_BROKERS"]
 
 
 def test_a_service_registers_its_namespace_through_the_entry_point(
@@ -110,26 +111,27 @@ def test_a_service_registers_its_namespace_through_the_entry_point(
     (tmp_path / "toy_stream_settings.py").write_text(
         "from pydantic_settings import BaseSettings, SettingsConfigDict\n"
         "class StreamSettings(BaseSettings):\n"
-        "    model_config = SettingsConfigDict(env_prefix='MEMSTRATA_STREAM_')\n"
+        "    model_config = SettingsConfigDict(env_prefix='MEMSTRATA_TOYSTREAM_')\n"
         "    topic: str = 'turns'\n"
         "    batch_size: int = 100\n")
     dist = tmp_path / "toy_stream-0.1.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-stream\nVersion: 0.1\n")
     (dist / "entry_points.txt").write_text(
-        "[memstrata.settings]\nstream = toy_stream_settings:StreamSettings\n")
+        "[memstrata.settings]\ntoystream = toy_stream_settings:StreamSettings\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     _forget_plugins()
     try:
         namespaces, failed = settings_namespaces()
-        assert "MEMSTRATA_STREAM_" in namespaces and "MEMSTRATA_CONTROLLER_" in namespaces
+        assert "MEMSTRATA_TOYSTREAM_" in namespaces and "MEMSTRATA_CONTROLLER_" in namespaces
         assert failed == {}
-        env = {"MEMSTRATA_STREAM_TOPIC": "t", "MEMSTRATA_STREAM_TOPICS": "t"}
-        assert unknown_variables(env) == ["MEMSTRATA_STREAM_TOPICS"]
-        monkeypatch.setenv("MEMSTRATA_STREAM_BATCH_SIZE", "10")
+        env = {"MEMSTRATA_TOYSTREAM_TOPIC": "t", "MEMSTRATA_TOYSTREAM_TOPICS": "t"}
+        assert unknown_variables(env) == ["MEMSTRATA_TOYSTREAM_TOPICS"]
+        monkeypatch.setenv("MEMSTRATA_TOYSTREAM_BATCH_SIZE", "10")
         load_settings()  # accepted
-        monkeypatch.setenv("MEMSTRATA_WORKERS_COUNT", "2")
-        with pytest.raises(ConfigError, match="MEMSTRATA_WORKERS_COUNT: not a memstrata setting"):
+        monkeypatch.setenv("MEMSTRATA_NOSUCHSERVICE_COUNT", "2")
+        with pytest.raises(ConfigError,
+                           match="MEMSTRATA_NOSUCHSERVICE_COUNT: not a memstrata setting"):
             load_settings()
     finally:
         _forget_plugins()

@@ -78,3 +78,36 @@ def test_unreachable_server_is_a_store_error(tmp_path: Path) -> None:
     )
     with pytest.raises(StoreError, match=r"^opensearch: create index memstrata-l0 failed"):
         open_lexical_store(settings)
+
+
+@pytest.mark.integration
+def test_opensearch_indices_of_every_store_live_side_by_side(osmem_clone, tmp_path: Path) -> None:
+    """One prefix holds the doc store's, the L0 BM25 and the session-level BM25 indices.
+
+    The session-level index once took ``<prefix>-sessions``, the doc store's session
+    index with a strict mapping, so every session document was refused.
+    """
+    from datetime import datetime
+
+    from memstrata.model import Scope, SessionMeta
+    from memstrata.store.types import LexicalDoc
+
+    settings = Settings(data_dir=tmp_path, lexical_backend="opensearch", doc_backend="opensearch",
+                        opensearch_url=osmem_clone.url, opensearch_index_prefix="side")
+    scope = Scope(tenant_id="t", user_id="u")
+    docs = open_doc_store(settings)
+    units = open_lexical_store(settings)
+    sessions = open_lexical_store(settings, sessions=True)
+    try:
+        docs.put_session(SessionMeta(scope=scope, session_id="s1",
+                                     session_date=datetime(2024, 1, 2)))
+        sessions.upsert([LexicalDoc(id="s1-doc", scope=scope, session_id="s1", turn_index=0,
+                                    text="User: a red kayak called Gaivota")])
+        sessions.flush()
+        docs.flush()
+        assert [h.session_id for h in sessions.search(scope, "kayak", 5)] == ["s1"]
+        assert docs.get_session(scope, "s1") is not None
+        assert units.count(scope) == 0
+    finally:
+        for store in (sessions, units, docs):
+            store.close()
