@@ -2,7 +2,7 @@
 
 ```bash
 .venv/bin/python -m bench.service_load [DATASET] [--limit N] [--callers 1,8,64] \
-    [--search-calls 400] [--answer-calls 120] [--read-threads 4] [--pool-sweep 1,2,4,8]
+    [--search-calls 400] [--answer-calls 120] [--read-threads N] [--pool-sweep 1,2,4,8]
 ```
 
 LoCoMo dev (the first ``--limit`` conversations) is ingested into a temporary
@@ -266,11 +266,18 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--rounds", type=int, default=2,
                     help="Split the calls into rounds, alternating which path goes first.")
-    ap.add_argument("--read-threads", type=int, default=4)
-    ap.add_argument("--answer-threads", type=int, default=4)
+    # Default: the service's own default (one thread per core, at most 4).
+    ap.add_argument("--read-threads", type=int, default=None)
+    ap.add_argument("--answer-threads", type=int, default=None)
     ap.add_argument("--pool-sweep", default="",
                     help="Pool sizes to rerun the service at 8 callers with (1,2,4,8).")
     args = ap.parse_args()
+    if args.read_threads is None or args.answer_threads is None:
+        from query_service.settings import ServiceSettings
+
+        default = ServiceSettings()
+        args.read_threads = args.read_threads or default.read_threads
+        args.answer_threads = args.answer_threads or default.answer_threads
     callers = [int(x) for x in args.callers.split(",") if x]
 
     from memstrata.config import load_settings

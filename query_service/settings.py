@@ -7,6 +7,8 @@ core config never lists it by hand.
 
 from __future__ import annotations
 
+import os
+
 from pathlib import Path
 from typing import Literal
 
@@ -35,12 +37,14 @@ class ServiceSettings(BaseSettings):
     grace_s: float = Field(10.0, ge=0, le=600)
 
     # -- threads (the stores and the controller are synchronous and hold the GIL) --
-    #: Threads for Search and Read* calls. The stores hold the GIL for part of each call
-    #: only (tantivy, onnxruntime and SQLite release it): bench/service_load.py
-    #: --pool-sweep found 4 best (8 no better) on a 2-core machine.
-    read_threads: int = Field(4, ge=1, le=256)
+    #: Threads for Search and Read* calls; default: one per core, at most 4. The stores
+    #: release the GIL for part of each call only (tantivy, onnxruntime, SQLite), so
+    #: threads beyond the cores add queueing, not throughput: bench/service_load.py
+    #: --pool-sweep on a quiet 2-core machine gave 107/112/87/86 Search calls/s with
+    #: 1/2/4/8 threads at 8 callers (under heavy load 4 came out ahead, within noise).
+    read_threads: int = Field(default_factory=lambda: _per_core(), ge=1, le=256)
     #: Threads for Answer calls: a separate pool, so slow answers never starve reads.
-    answer_threads: int = Field(4, ge=1, le=256)
+    answer_threads: int = Field(default_factory=lambda: _per_core(), ge=1, le=256)
 
     # -- default per-tenant limits (the keys file may override them per tenant) --
     rate_per_s: float = Field(200.0, gt=0)
@@ -69,3 +73,8 @@ class ServiceSettings(BaseSettings):
         if (self.tls_cert is None) != (self.tls_key is None):
             raise ValueError("MEMSTRATA_SERVICE_TLS_CERT and MEMSTRATA_SERVICE_TLS_KEY go together")
         return self
+
+
+def _per_core(cap: int = 4) -> int:
+    """One thread per core, at most ``cap``."""
+    return max(1, min(cap, os.cpu_count() or 1))
