@@ -12,7 +12,9 @@ holds the producer side only, and the two are reconciled at merge.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any, Protocol
@@ -39,6 +41,10 @@ class KafkaProducerSettings(BaseSettings):
 
     brokers: str | None = None
     topic_turns: str = TURNS_TOPIC
+    #: The stream worker's consumer group (its ``MEMSTRATA_STREAM_APP_ID``); deletes wait
+    #: for it to have stored every turn published before them.
+    stream_group: str = Field(default_factory=lambda: os.environ.get(
+        "MEMSTRATA_STREAM_APP_ID", "memstrata-stream"))
 
 
 class TurnRecord(BaseModel):
@@ -79,9 +85,11 @@ class KafkaPublisher:
 
     route = "kafka"
 
-    def __init__(self, brokers: str, topic: str = TURNS_TOPIC) -> None:
+    def __init__(self, brokers: str, topic: str = TURNS_TOPIC,
+                 stream_group: str = "memstrata-stream") -> None:
         self.brokers = brokers
         self.topic = topic
+        self.stream_group = stream_group
         self._producer: Any = None
 
     async def start(self) -> None:
@@ -101,6 +109,44 @@ class KafkaPublisher:
                                              key=r.key) for r in records]
         for f in futures:
             await f
+
+    async def wait_stored(self, timeout_s: float, poll_s: float = 0.2) -> bool:
+        """Wait until the stream worker has stored every turn on the topic now.
+
+        A delete applied directly to the stores must not be overtaken by turns that
+        were published before it and are still in the topic (they would bring the
+        deleted data back). The worker commits offsets only after the stores hold a
+        batch, so its committed offsets reaching today's end offsets means exactly
+        that. False when ``timeout_s`` passes first.
+        """
+        from aiokafka import AIOKafkaConsumer, TopicPartition
+        from aiokafka.admin import AIOKafkaAdminClient
+
+        admin = AIOKafkaAdminClient(bootstrap_servers=self.brokers)
+        consumer = AIOKafkaConsumer(bootstrap_servers=self.brokers, enable_auto_commit=False)
+        await admin.start()
+        await consumer.start()
+        try:
+            await consumer.topics()
+            tps = [TopicPartition(self.topic, p)
+                   for p in sorted(consumer.partitions_for_topic(self.topic) or ())]
+            ends = await consumer.end_offsets(tps) if tps else {}
+            deadline = asyncio.get_running_loop().time() + timeout_s
+            while True:
+                try:
+                    done = await admin.list_consumer_group_offsets(self.stream_group,
+                                                                   partitions=tps)
+                except Exception:  # noqa: BLE001 - no such group yet: nothing committed
+                    done = {}
+                if all(ends[tp] == 0 or (done.get(tp) is not None
+                                         and done[tp].offset >= ends[tp]) for tp in tps):
+                    return True
+                if asyncio.get_running_loop().time() >= deadline:
+                    return False
+                await asyncio.sleep(poll_s)
+        finally:
+            await consumer.stop()
+            await admin.close()
 
     async def stop(self) -> None:
         if self._producer is not None:

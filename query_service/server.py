@@ -108,7 +108,7 @@ async def build_server(
     if publisher is None:
         kafka = kafka or KafkaProducerSettings()
         if kafka.brokers:
-            publisher = KafkaPublisher(kafka.brokers, kafka.topic_turns)
+            publisher = KafkaPublisher(kafka.brokers, kafka.topic_turns, kafka.stream_group)
     if chat is None:
         chat = _open_chat(memory, controller_settings)
     servicer = MemoryServicer(memory, settings, controller_settings, chat, pools, metrics,

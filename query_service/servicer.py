@@ -307,12 +307,28 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
     async def CloseSession(self, request: pb.SessionRequest,
                            context: Any) -> pb.CloseSessionReply:
         scope, sid = self._session_args(request)
+        await self._wait_stored("close")
         n = await self.pools.run(self.pools.write, context,
                                  lambda t: writes.close_session(self.memory, scope, sid),
                                  method="CloseSession")
         return pb.CloseSessionReply(units_written=n)
 
+    async def _wait_stored(self, what: str) -> None:
+        """With Ingest going through Kafka, let the worker store earlier turns first.
+
+        Closes and deletes act on the stores directly; a turn still in the topic
+        would otherwise land after them (and bring a deleted session back).
+        """
+        wait_stored = getattr(self.publisher, "wait_stored", None)
+        if wait_stored is not None and not await wait_stored(self.settings.delete_wait_s):
+            raise writes.DeleteIncomplete(
+                f"the stream worker has not stored the turns published before this {what} "
+                f"within {self.settings.delete_wait_s:g} s (MEMSTRATA_SERVICE_DELETE_WAIT_S); "
+                f"nothing was changed: retry")
+
     async def _delete(self, context: Any, scope: Scope, sid: str | None) -> pb.DeleteReply:
+        await self._wait_stored("delete")
+
         def work(token: WorkToken) -> Any:
             if sid is None:
                 self._user_exists(self.memory, scope)

@@ -35,6 +35,9 @@ class ServiceSettings(BaseSettings):
     tls_key: Path | None = None
     #: Seconds in-flight calls get to finish on SIGTERM.
     grace_s: float = Field(10.0, ge=0, le=600)
+    #: With Ingest going through Kafka, a delete first waits this long for the stream
+    #: worker to store every turn published before it (else UNAVAILABLE, retry).
+    delete_wait_s: float = Field(30.0, ge=0, le=600)
 
     # -- threads (the stores and the controller are synchronous and hold the GIL) --
     #: Threads for Search and Read* calls; default: one per core, at most 4. The stores

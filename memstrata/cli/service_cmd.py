@@ -191,7 +191,8 @@ def _serve_with_stream(settings: Any, svc: Any, marker: Path, banner: str) -> No
 
     async def grpc_service(memory: Any) -> None:
         await run_server(memory, svc, handle_signals=False,
-                         kafka=KafkaProducerSettings(brokers=brokers[-1]))
+                         kafka=KafkaProducerSettings(brokers=brokers[-1],
+                                                      stream_group=stream_settings.app_id))
 
     runtime = StreamRuntime(settings, stream=stream_settings, kafka=kafka,
                             services=[grpc_service], on_ready=ready)

@@ -67,6 +67,18 @@ def _ingest_then_answer(address: str, key: str) -> None:
         else:
             raise AssertionError("the ingested turn never became searchable")
         assert "Gaivota" in client.answer(maya, "What is my brother's kayak called?").answer
+        # A delete right after an Ingest waits for the worker to store the turn first, so
+        # the turn cannot arrive after the delete and bring the session back.
+        client.ingest([pb.TurnEvent(
+            user_id="maya", session_id="2024-06-02-canoe", message_id="c1", role="user",
+            content="Tiago also rents a green canoe named Andorinha.",
+            session_date="2024-06-02")])
+        receipt = client.delete(maya, "2024-06-02-canoe")
+        assert receipt.complete
+        time.sleep(2)
+        assert "2024-06-02-canoe" not in [h.session_id for h in
+                                          client.search(maya, "canoe Andorinha")]
+        assert "2024-06-02-canoe" not in [m.session_id for m in client.sessions(maya)]
 
 
 def test_serve_keys_remote_ask_and_graceful_stop(tmp_path: Path):
