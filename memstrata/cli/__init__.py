@@ -6,7 +6,7 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console
@@ -233,6 +233,24 @@ def print_hits(hits: list, scope: object, query: list[str], *, as_json: bool,
     console.print(table)
 
 
+def render_layers(reader: object, scope: object, session_id: str, wanted: list[int]) -> list[str]:
+    """The wanted layers of one session as Markdown, read through any MemoryReader."""
+    from memstrata.layers import markdown as md
+
+    r: Any = reader
+    meta = r.session(scope, session_id)
+    parts: list[str] = []
+    if 0 in wanted:
+        parts.append(md.render_l0(meta, r.l0(scope, session_id)))
+    if 1 in wanted:
+        parts.append(md.render_l1(r.facts(scope, session_id)))
+    if 2 in wanted:
+        parts.append(md.render_l2(r.notes(scope, session_id)))
+    if 3 in wanted:
+        parts.append(md.render_l3(meta, r.raw(scope, session_id)))
+    return parts
+
+
 @app.command()
 def show(
     session_id: Annotated[str, typer.Argument(help="Session id (see `memstrata sessions`).")],
@@ -243,7 +261,6 @@ def show(
     data_dir: DataDir = None,
 ) -> None:
     """Print one session's L0-L3 as Markdown (L1/L2 are built now if never read before)."""
-    from memstrata.layers import markdown as md
     from memstrata.memory import SessionNotFound
 
     try:
@@ -254,18 +271,9 @@ def show(
         err.print(f"[red]--layers: expected numbers from 0 to 3, got {layers!r}[/red]")
         raise typer.Exit(2)
     scope = _scope(tenant, user)
-    parts: list[str] = []
     with _open(data_dir, read_only=True) as memory:
         try:
-            meta = memory.session(scope, session_id)
-            if 0 in wanted:
-                parts.append(md.render_l0(meta, memory.l0(scope, session_id)))
-            if 1 in wanted:
-                parts.append(md.render_l1(memory.facts(scope, session_id)))
-            if 2 in wanted:
-                parts.append(md.render_l2(memory.notes(scope, session_id)))
-            if 3 in wanted:
-                parts.append(md.render_l3(meta, memory.raw(scope, session_id)))
+            parts = render_layers(memory, scope, session_id, wanted)
         except SessionNotFound:
             err.print(f"[red]no session {escape(session_id)!r} for {show_scope(scope)}[/red]")
             raise typer.Exit(1) from None

@@ -25,7 +25,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from memstrata.cli import (
-    DataDir, _open, _scope, _settings, app, console, err, print_hits, show_scope)
+    DataDir, _open, _scope, _settings, app, console, err, print_hits, render_layers,
+    show_scope)
 
 SERVE_FILE = "serve.json"
 DEFAULT_KEYS_FILE = "service-keys.json"
@@ -325,7 +326,6 @@ def remote_sessions(remote: str, tenant: str, user: str) -> None:
 def remote_show(remote: str, session_id: str, tenant: str, user: str, layers: str,
                 raw_markdown: bool) -> None:
     from memstrata.client import RemoteError, RemoteSessionNotFound
-    from memstrata.layers import markdown as md
     from rich.markdown import Markdown
 
     try:
@@ -336,18 +336,9 @@ def remote_show(remote: str, session_id: str, tenant: str, user: str, layers: st
         err.print(f"[red]--layers: expected numbers from 0 to 3, got {layers!r}[/red]")
         raise typer.Exit(2)
     scope = _scope(tenant, user)
-    parts: list[str] = []
     with _client(remote) as client:
         try:
-            meta = client.session(scope, session_id)
-            if 0 in wanted:
-                parts.append(md.render_l0(meta, client.l0(scope, session_id)))
-            if 1 in wanted:
-                parts.append(md.render_l1(client.facts(scope, session_id)))
-            if 2 in wanted:
-                parts.append(md.render_l2(client.notes(scope, session_id)))
-            if 3 in wanted:
-                parts.append(md.render_l3(meta, client.raw(scope, session_id)))
+            parts = render_layers(client, scope, session_id, wanted)
         except RemoteSessionNotFound as exc:
             err.print(f"[red]{escape(str(exc.args[0]))}[/red]")
             raise typer.Exit(1) from None
