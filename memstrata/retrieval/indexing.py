@@ -13,7 +13,8 @@ day lexically.
 from __future__ import annotations
 
 import re
-from datetime import date
+from collections.abc import Sequence
+from datetime import date, datetime
 from functools import lru_cache
 
 from memstrata.model import L0Unit
@@ -41,11 +42,15 @@ def _spelled(year: int, month: int, day: int | None) -> str | None:
 
 def date_terms(unit: L0Unit) -> list[str]:
     """The unit's dates in words: its session date, then any ISO date in its keywords."""
+    return _date_terms(unit.keywords, unit.session_date)
+
+
+def _date_terms(keywords: Sequence[str], session_date: datetime | None) -> list[str]:
     found: list[tuple[int, int, int | None]] = []
-    if unit.session_date is not None:
-        d = unit.session_date
+    if session_date is not None:
+        d = session_date
         found.append((d.year, d.month, d.day))
-    for kw in unit.keywords:
+    for kw in keywords:
         if "-" not in kw:  # cheap pre-check: most keywords hold no ISO date
             continue
         for m in _ISO.finditer(kw):
@@ -62,7 +67,14 @@ def date_terms(unit: L0Unit) -> list[str]:
 
 def lexical_keywords(unit: L0Unit) -> list[str]:
     """The BM25 keywords field: the unit's keywords plus its dates in words."""
-    return [*unit.keywords, *(t for t in date_terms(unit) if t not in unit.keywords)]
+    return list(_lexical_keywords(tuple(unit.keywords), unit.session_date))
+
+
+@lru_cache(maxsize=16384)
+def _lexical_keywords(keywords: tuple[str, ...], session_date: datetime | None) -> tuple[str, ...]:
+    """Cached by content: every search asks again for the keywords of its candidates."""
+    spelled = _date_terms(keywords, session_date)
+    return (*keywords, *(t for t in spelled if t not in keywords))
 
 
 def dense_text(unit: L0Unit) -> str:

@@ -62,6 +62,7 @@ def open_vector_store(settings: Settings, dim: int, *, read_only: bool = False) 
         hnsw_ef_construct=settings.qdrant_edge_hnsw_ef_construct,
         full_scan_threshold_kb=settings.qdrant_edge_full_scan_threshold_kb,
         hnsw_ef=settings.qdrant_edge_hnsw_ef,
+        search_threads=settings.qdrant_edge_search_threads,
     )
 
 

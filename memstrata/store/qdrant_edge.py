@@ -72,6 +72,7 @@ class QdrantEdgeVectorStore(VectorStore):
         hnsw_m: int = _HNSW_M,
         hnsw_ef_construct: int = _HNSW_EF_CONSTRUCT,
         full_scan_threshold_kb: int = _FULL_SCAN_THRESHOLD_KB,
+        search_threads: int | None = None,
     ) -> None:
         if dim < 1:
             raise StoreError(f"{BACKEND}: dim must be positive, got {dim}")
@@ -91,6 +92,9 @@ class QdrantEdgeVectorStore(VectorStore):
                 ef_construct=hnsw_ef_construct,
                 full_scan_threshold=full_scan_threshold_kb,
             ),
+            # The binding holds the GIL for a whole query, so a query that fans
+            # out to a pool only makes the caller's GIL wait on busy cores.
+            max_search_threads=search_threads,
         )
         with guard(BACKEND, f"open shard at {self.path}"):
             if read_only and not _has_shard(self.path):

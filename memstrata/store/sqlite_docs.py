@@ -16,6 +16,7 @@ import threading
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,18 @@ def date_key(value: datetime | None) -> float | None:
     if value is None:
         return None
     return (value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp()
+
+
+@lru_cache(maxsize=8192)
+def _unit(data: str) -> L0Unit:
+    """A stored unit parsed once per distinct JSON text.
+
+    Every search parses its ~80 candidate units, mostly the same ones again;
+    keyed by the stored text itself, the cache can never serve a stale unit.
+    Callers share the returned object and treat it as read-only, like every
+    unit the retriever hands out.
+    """
+    return L0Unit.model_validate_json(data)
 
 
 class SqliteDocStore(DocStore):
@@ -241,7 +254,7 @@ class SqliteDocStore(DocStore):
                 f"SELECT id, data FROM units WHERE +tenant_id=? AND +user_id=? AND id IN ({marks})",
                 [scope.tenant_id, scope.user_id, *chunk],
             ):
-                found[uid] = L0Unit.model_validate_json(data)
+                found[uid] = _unit(data)
         return [found[i] for i in order if i in found]
 
     def session_units(self, scope: Scope, session_id: str) -> list[L0Unit]:
@@ -251,7 +264,7 @@ class SqliteDocStore(DocStore):
             "ORDER BY turn_index, id",
             (scope.tenant_id, scope.user_id, session_id),
         )
-        return [L0Unit.model_validate_json(r[0]) for r in rows]
+        return [_unit(r[0]) for r in rows]
 
     # -- cached layers ----------------------------------------------------
     def get_layer(

@@ -162,7 +162,7 @@ def test_retrieval_and_store_knobs_come_from_settings(tmp_path: Path, embedder: 
     import json
 
     settings = Settings(data_dir=tmp_path, max_top_k=3, top_k_sessions=2, units_per_hit=1,
-                        qdrant_edge_hnsw_m=8,
+                        qdrant_edge_hnsw_m=8, qdrant_edge_search_threads=1,
                         tantivy_heap_bytes=20_000_000)
     m = Memory(settings, ExtractiveBuilder(), embedder,
                open_vector_store(settings, embedder.dim), open_lexical_store(settings),
@@ -176,6 +176,7 @@ def test_retrieval_and_store_knobs_come_from_settings(tmp_path: Path, embedder: 
         m.close()
     config = json.loads((settings.vector_dir / "edge_config.json").read_text())
     assert config["hnsw_config"]["m"] == 8
+    assert config["max_search_threads"] == 1
 
 
 def test_whole_sessions_get_their_own_bm25_document(tmp_path: Path, embedder: MiniLMEmbedder):

@@ -94,3 +94,72 @@ def test_concurrent_first_use_loads_once_and_agrees(embedder: MiniLMEmbedder) ->
     assert len(results) == 3
     for r in results:
         np.testing.assert_allclose(r, embedder.embed_documents(TEXTS[:4]), atol=1e-6)
+
+
+# -- integer query arithmetic ----------------------------------------------------
+
+def test_int8_queries_stay_close_to_float_and_documents_stay_float(
+        embedder: MiniLMEmbedder) -> None:
+    int8 = MiniLMEmbedder(batch_size=4, threads=1, query_arithmetic="int8")
+    floats = embedder.embed_queries(TEXTS)
+    ints = int8.embed_queries(TEXTS)
+    assert ints.shape == floats.shape and ints.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(ints, axis=1), 1.0, atol=1e-5)
+    cosines = (floats * ints).sum(axis=1)
+    assert cosines.min() > 0.95 and np.median(cosines) > 0.99, cosines
+    # Not the same graph: integer products round differently.
+    assert not np.array_equal(floats, ints)
+    # Stored vectors never come from the integer graph.
+    np.testing.assert_array_equal(int8.embed_documents(TEXTS), embedder.embed_documents(TEXTS))
+    puppy, dog, market = int8.embed_queries(TEXTS[:3])
+    assert float(puppy @ dog) > float(puppy @ market) + 0.2
+    assert int8.embed_queries([]).shape == (0, DIM)
+
+
+def test_int8_rewrite_replaces_every_weight_product() -> None:
+    import onnx
+
+    from memstrata.embed.int8_graph import integer_matmul_model
+    from memstrata.embed.minilm import model_file
+
+    original = onnx.load(str(model_file()))
+    rewritten = onnx.load_from_string(integer_matmul_model(model_file()))
+    before = [n.op_type for n in original.graph.node]
+    after = [n.op_type for n in rewritten.graph.node]
+    swapped = after.count("DynamicQuantizeMatMul")
+    # Attention's activation-by-activation products stay float; weight products all go.
+    assert swapped > 0 and after.count("MatMul") == before.count("MatMul") - swapped
+    assert "Cast" not in after or after.count("Cast") < before.count("Cast")
+
+
+def test_int8_rewrite_refuses_a_model_without_int8_weights(tmp_path: Path) -> None:
+    import onnx
+    from onnx import TensorProto, helper
+
+    from memstrata.embed.int8_graph import integer_matmul_model
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2])
+    w = helper.make_tensor("w", TensorProto.FLOAT, [2, 2], [1.0, 0.0, 0.0, 1.0])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2])
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "g", [x], [y], [w])
+    path = tmp_path / "float.onnx"
+    onnx.save(helper.make_model(graph), str(path))
+    with pytest.raises(EmbedError, match="MEMSTRATA_EMBED_QUERY_ARITHMETIC=float"):
+        integer_matmul_model(path)
+
+
+def test_pool_threads_sleep_unless_spinning_is_asked_for(tmp_path: Path) -> None:
+    """Spinning idle threads starve concurrent callers; off by default, a setting to turn on."""
+    def spinning(settings: Settings) -> str | None:
+        options = MiniLMEmbedder(settings)._inference_session(
+            str(model_file())).get_session_options()
+        try:
+            value: str = options.get_session_config_entry("session.intra_op.allow_spinning")
+        except RuntimeError:  # never set: onnxruntime's default, spinning
+            return None
+        return value
+
+    from memstrata.embed.minilm import model_file
+
+    assert spinning(Settings(data_dir=tmp_path)) == "0"
+    assert spinning(Settings(data_dir=tmp_path, embed_spin_wait=True)) is None
