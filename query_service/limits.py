@@ -3,18 +3,25 @@
 The rate limit is a token bucket (``rate_per_s`` refill, ``burst`` capacity);
 the concurrency limit counts calls in flight. Both answer RESOURCE_EXHAUSTED
 with a ``retry-after-ms`` hint in trailing metadata. Budgets count LLM tokens
-and USD per tenant and UTC day, in this process (a restart forgives the day).
+and USD per tenant and UTC day; with a spend file the day's count survives a
+restart (each replica keeps its own file, so N replicas allow up to N budgets).
 """
 
 from __future__ import annotations
 
+import json
+import logging
+import os
 import threading
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from pathlib import Path
 
 from query_service.keys import KeyRing, TenantPolicy
 from query_service.settings import ServiceSettings
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -88,12 +95,47 @@ class _Spend:
     usd: float = 0.0
 
 
-@dataclass
 class SpendLedger:
-    """LLM tokens and USD per tenant for the current UTC day (thread-safe)."""
+    """LLM tokens and USD per tenant for the current UTC day (thread-safe).
 
-    _spend: dict[str, _Spend] = field(default_factory=dict)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    With ``path`` set, every change is written there (to a temporary file,
+    then renamed, so a crash leaves the old or the new count, never half of
+    one) and read back at start: a restart does not forgive the day's spend.
+    """
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._spend: dict[str, _Spend] = self._load() if path is not None else {}
+
+    def _load(self) -> dict[str, _Spend]:
+        assert self.path is not None
+        try:
+            raw = json.loads(self.path.read_text(encoding="utf-8"))
+            today = self._today()
+            return {tenant: _Spend(day=str(v["day"]), tokens=int(v["tokens"]),
+                                   usd=float(v["usd"]))
+                    for tenant, v in raw.items() if v.get("day") == today}
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
+            # A budget must not take the service down; start counting anew, loudly.
+            _log.warning("spend file %s unreadable (%s); today's spend starts at zero",
+                         self.path, exc)
+            return {}
+
+    def _save(self) -> None:
+        if self.path is None:
+            return
+        data = {t: {"day": s.day, "tokens": s.tokens, "usd": s.usd}
+                for t, s in self._spend.items()}
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(json.dumps(data, sort_keys=True), encoding="utf-8")
+            os.replace(tmp, self.path)
+        except OSError as exc:
+            _log.warning("cannot write the spend file %s: %s", self.path, exc)
 
     @staticmethod
     def _today() -> str:
@@ -107,10 +149,13 @@ class SpendLedger:
         return s
 
     def record(self, tenant: str, tokens: int, usd: float) -> None:
+        if tokens == 0 and usd == 0.0:  # an offline answer: nothing to count or write
+            return
         with self._lock:
             s = self._entry(tenant)
             s.tokens += tokens
             s.usd += usd
+            self._save()
 
     def spent(self, tenant: str) -> tuple[int, float]:
         with self._lock:

@@ -15,6 +15,7 @@ import logging
 import signal
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -82,7 +83,14 @@ def _open_chat(memory: Any, controller_settings: ControllerSettings) -> Any:
         return open_chat_client(settings, getattr(memory, "meter", None))  # type: ignore[call-arg]
 
 
-async def build_server(
+async def spend_path(memory: Any, settings: ServiceSettings) -> Path:
+    """The spend file: the setting, else beside the data the service serves."""
+    if settings.spend_file is not None:
+        return settings.spend_file
+    return Path(memory.settings.data_dir) / "service" / "spend.json"
+
+
+def build_server(
     memory: Any,
     settings: ServiceSettings | None = None,
     *,
@@ -112,7 +120,8 @@ async def build_server(
     if chat is None:
         chat = _open_chat(memory, controller_settings)
     servicer = MemoryServicer(memory, settings, controller_settings, chat, pools, metrics,
-                              gate, SpendLedger(), publisher, prices)
+                              gate, SpendLedger(spend_path(memory, settings)), publisher,
+                              prices)
     server = grpc.aio.server(interceptors=[MetricsInterceptor(metrics), AuthInterceptor(keys),
                                            LimitsInterceptor(gate, metrics)],
                              options=[("grpc.so_reuseport", 0)])

@@ -192,15 +192,17 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         top_k = (check_range("top_k", request.top_k, 1, self.settings.max_top_k)
                  if request.top_k else None)
 
-        def work(token: WorkToken) -> list[Any]:
+        def work(token: WorkToken) -> pb.SearchReply:
             hits = self.memory.search(scope, queries, top_k=top_k)
             if not hits:
                 self._user_exists(self.memory, scope)
-            return hits  # type: ignore[no-any-return]
+            # Built here, not on the event loop: the loop thread carries every
+            # call's I/O, so it is kept to the work only it can do.
+            return pb.SearchReply(tenant_id=scope.tenant_id, user_id=scope.user_id,
+                                  hits=[hit_to_wire(h) for h in hits])
 
-        hits = await self._read(context, work)
-        return pb.SearchReply(tenant_id=scope.tenant_id, user_id=scope.user_id,
-                              hits=[hit_to_wire(h) for h in hits])
+        reply: pb.SearchReply = await self._read(context, work)
+        return reply
 
     @rpc_errors
     async def ListSessions(self, request: pb.ListSessionsRequest,

@@ -70,6 +70,9 @@ class ServiceSettings(BaseSettings):
     #: ``offline``: answer with the offline controller once the budget is spent; ``refuse``:
     #: RESOURCE_EXHAUSTED. A tenant's entry in the keys file may say otherwise.
     on_budget_exhausted: Literal["offline", "refuse"] = "offline"
+    #: Where each tenant's spend today is kept across restarts; default
+    #: ``<data dir>/service/spend.json``. Per replica: N replicas allow N budgets.
+    spend_file: Path | None = None
 
     @model_validator(mode="after")
     def _tls_pair(self) -> "ServiceSettings":

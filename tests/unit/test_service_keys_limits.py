@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -130,3 +131,33 @@ def test_tenant_label_is_off_by_default_and_bounded_when_on():
     assert b'tenant="acme"' not in generate_latest(off.registry)
     text = generate_latest(on.registry)
     assert b'tenant="acme"' in text and b'tenant="-"' in text
+
+
+def test_spend_survives_a_restart_and_forgives_only_a_new_day(tmp_path: Path) -> None:
+    path = tmp_path / "service" / "spend.json"
+    lim = limits_for(ServiceSettings(), TenantPolicy(daily_tokens=100))
+    first = SpendLedger(path)
+    first.record("a", 70, 0.2)
+    first.record("a", 40, 0.1)
+    assert "110 of 100 tokens" in (first.exhausted("a", lim) or "")
+
+    again = SpendLedger(path)  # a restart: the day's spend is read back
+    assert again.spent("a") == (110, pytest.approx(0.3))
+    assert again.exhausted("a", lim) is not None
+    assert again.spent("b") == (0, 0.0)
+
+    # Yesterday's counts are not carried into today.
+    data = json.loads(path.read_text())
+    data["a"]["day"] = "2000-01-01"
+    path.write_text(json.dumps(data))
+    assert SpendLedger(path).spent("a") == (0, 0.0)
+
+
+def test_an_unreadable_spend_file_starts_at_zero_and_is_rewritten(tmp_path: Path) -> None:
+    path = tmp_path / "spend.json"
+    path.write_text("{not json")
+    ledger = SpendLedger(path)
+    assert ledger.spent("a") == (0, 0.0)
+    ledger.record("a", 5, 0.01)
+    assert json.loads(path.read_text())["a"]["tokens"] == 5
+    assert not path.with_name("spend.json.tmp").exists()
