@@ -83,14 +83,14 @@ def _open_chat(memory: Any, controller_settings: ControllerSettings) -> Any:
         return open_chat_client(settings, getattr(memory, "meter", None))  # type: ignore[call-arg]
 
 
-async def spend_path(memory: Any, settings: ServiceSettings) -> Path:
+def spend_path(memory: Any, settings: ServiceSettings) -> Path:
     """The spend file: the setting, else beside the data the service serves."""
     if settings.spend_file is not None:
         return settings.spend_file
     return Path(memory.settings.data_dir) / "service" / "spend.json"
 
 
-def build_server(
+async def build_server(
     memory: Any,
     settings: ServiceSettings | None = None,
     *,

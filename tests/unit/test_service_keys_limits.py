@@ -161,3 +161,14 @@ def test_an_unreadable_spend_file_starts_at_zero_and_is_rewritten(tmp_path: Path
     ledger.record("a", 5, 0.01)
     assert json.loads(path.read_text())["a"]["tokens"] == 5
     assert not path.with_name("spend.json.tmp").exists()
+
+
+def test_the_spend_file_sits_beside_the_served_data_unless_set(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from query_service.server import spend_path
+
+    memory = SimpleNamespace(settings=SimpleNamespace(data_dir=tmp_path / "data"))
+    assert spend_path(memory, ServiceSettings()) == tmp_path / "data" / "service" / "spend.json"
+    chosen = tmp_path / "elsewhere.json"
+    assert spend_path(memory, ServiceSettings(spend_file=chosen)) == chosen
