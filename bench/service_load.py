@@ -295,7 +295,10 @@ def main() -> None:
                                "sessions": len(sessions),
                                "questions": len(questions), "callers": callers,
                                "read_threads": args.read_threads,
-                               "answer_threads": args.answer_threads}
+                               "answer_threads": args.answer_threads,
+                               # Both paths read the same MEMSTRATA_* environment.
+                               "query_arithmetic": load_settings().embed_query_arithmetic,
+                               "spin_wait": load_settings().embed_spin_wait}
     with tempfile.TemporaryDirectory(prefix="memstrata-bench-svc-") as tmp:
         data_dir = Path(tmp) / "data"
         with Memory.open(load_settings(data_dir=data_dir)) as memory, progress() as bar:
@@ -373,7 +376,8 @@ def report(results: dict[str, Any]) -> None:
                          a["p50_ms"], b["p50_ms"], a["p99_ms"], b["p99_ms"],
                          f"{a['errors']}/{b['errors']}"])
     print_table(f"service vs library ({results['sessions']} sessions, read pool "
-                f"{results['read_threads']}, answer pool {results['answer_threads']}; load "
+                f"{results['read_threads']}, answer pool {results['answer_threads']}, query "
+                f"arithmetic {results.get('query_arithmetic', 'float')}; load "
                 f"{results['load_average_start']:.1f} -> {results['load_average_end']:.1f})",
                 ["op", "callers", "lib calls/s", "svc calls/s", "svc/lib", "lib p50 ms",
                  "svc p50 ms", "lib p99 ms", "svc p99 ms", "errors lib/svc"], rows)
