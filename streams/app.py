@@ -146,10 +146,12 @@ def build_app(
         stream_wait_empty=True,
         table_standby_replicas=0,
     )
-    raw = {"key_type": bytes, "value_type": bytes, "key_serializer": "raw",
-           "value_serializer": "raw", "partitions": parts}
-    turns_topic = app.topic(topics.TURNS, **raw)
-    control_topic = app.topic(topics.CONTROL, **raw)
+    def raw_topic(name: str) -> Any:
+        return app.topic(name, key_type=bytes, value_type=bytes, key_serializer="raw",
+                         value_serializer="raw", partitions=parts)
+
+    turns_topic = raw_topic(topics.TURNS)
+    control_topic = raw_topic(topics.CONTROL)
     # Open sessions: last event time and provisional turns. Keyed like the
     # turns (use_partitioner routes a key to the same partition number), so it
     # moves with its partition on a rebalance; the stores stay the truth.
@@ -229,7 +231,7 @@ def build_app(
                 if tp.topic not in (topics.TURNS, topics.CONTROL):
                     continue
                 high = consumer.highwater(tp)
-                read = consumer._read_offset.get(tp)  # noqa: SLF001
+                read = consumer._read_offset.get(tp)  # type: ignore[attr-defined]  # noqa: SLF001
                 if high is not None:
                     lag = max(0, int(high) - (int(read) + 1 if read is not None else 0))
                     metrics.consumer_lag.labels(tp.topic, str(tp.partition)).set(lag)

@@ -15,6 +15,7 @@ import subprocess
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import BinaryIO
 
 from streams.topics import TopicSpec
 
@@ -69,7 +70,7 @@ class EmbeddedBroker:
         self.log_dir = log_dir
         self.start_timeout_s = start_timeout_s
         self.proc: subprocess.Popen[bytes] | None = None
-        self._log = None
+        self._log: BinaryIO | None = None
 
     @property
     def address(self) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import logging
 import time
 from collections import OrderedDict
@@ -224,7 +225,7 @@ class Processor:
                 reports = []
                 for (scope, sid), group in groups.items():
                     try:
-                        reports += await self._write(lambda g=group: self._append_all([g]))
+                        reports += await self._write(functools.partial(self._append_all, [group]))
                     except TRANSIENT:
                         raise
                     except Exception as one:  # noqa: BLE001
@@ -378,7 +379,7 @@ class Processor:
                 continue
             scope = Scope(tenant_id=state["tenant_id"], user_id=state["user_id"])
             sid = state["session_id"]
-            rep = await self._write(lambda s=scope, i=sid: self._close(s, i))
+            rep = await self._write(functools.partial(self._close, scope, sid))
             if rep is not None:
                 out += self._noted(rep, "close", now)
             self.metrics.control_applied.labels("idle_close").inc()

@@ -44,8 +44,8 @@ class StreamRuntime:
     """Everything one worker process runs; :meth:`run` blocks until SIGINT/SIGTERM."""
 
     settings: Settings
-    stream: StreamSettings = field(default_factory=StreamSettings)
-    kafka: KafkaSettings = field(default_factory=KafkaSettings)
+    stream: StreamSettings = field(default_factory=lambda: StreamSettings())
+    kafka: KafkaSettings = field(default_factory=lambda: KafkaSettings())
     #: Extra asyncio services for the worker's loop (see the module docstring).
     services: Sequence[ExtraService] = ()
     #: Called with the broker address once it is known (``up`` prints it).
