@@ -175,21 +175,23 @@ class MiniLMEmbedder(Embedder):
             self._session = session
 
     def _load_query_session(self) -> None:
-        if self._query_session is not None:
-            return
-        with self._lock:
-            if self._query_session is not None:
-                return
-            from memstrata.embed.int8_graph import integer_matmul_model
+        """The integer graph, built beside the float one on first integer query."""
+        if self._query_session is None:
+            with self._lock:
+                if self._query_session is None:
+                    self._query_session = self._integer_session()
 
-            model = model_file(self._model_path)
-            try:
-                self._query_session = self._inference_session(integer_matmul_model(model))
-            except EmbedError:
-                raise
-            except Exception as exc:
-                raise EmbedError(f"cannot build the integer query encoder from {model}: "
-                                 f"{exc}") from exc
+    def _integer_session(self) -> Any:
+        from memstrata.embed.int8_graph import integer_matmul_model
+
+        model = model_file(self._model_path)
+        try:
+            return self._inference_session(integer_matmul_model(model))
+        except EmbedError:
+            raise
+        except Exception as exc:
+            raise EmbedError(f"cannot build the integer query encoder from {model}: "
+                             f"{exc}") from exc
 
     def _inference_session(self, model: str | bytes) -> Any:
         import onnxruntime as ort
