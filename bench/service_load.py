@@ -291,14 +291,15 @@ def main() -> None:
     questions = [q for q in data.questions if q.scope in set(users)]
     console.print(f"{len(users)} conversations, {len(sessions)} sessions, "
                   f"{len(questions)} questions; load average {load_average():.2f}")
+    env = load_settings()
     results: dict[str, Any] = {"load_average_start": load_average(), "users": len(users),
                                "sessions": len(sessions),
                                "questions": len(questions), "callers": callers,
                                "read_threads": args.read_threads,
                                "answer_threads": args.answer_threads,
                                # Both paths read the same MEMSTRATA_* environment.
-                               "query_arithmetic": load_settings().embed_query_arithmetic,
-                               "spin_wait": load_settings().embed_spin_wait}
+                               "query_arithmetic": env.embed_query_arithmetic,
+                               "spin_wait": env.embed_spin_wait}
     with tempfile.TemporaryDirectory(prefix="memstrata-bench-svc-") as tmp:
         data_dir = Path(tmp) / "data"
         with Memory.open(load_settings(data_dir=data_dir)) as memory, progress() as bar:
