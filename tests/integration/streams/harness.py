@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -172,3 +173,38 @@ async def _read_topic(brokers: str, topic: str, timeout_s: float = 20.0) -> list
 def read_topic(brokers: str, topic: str) -> list[Any]:
     """Every record of ``topic`` from the beginning (aiokafka ConsumerRecords)."""
     return asyncio.run(_read_topic(brokers, topic))
+
+
+class BackgroundProducer:
+    """Publishes sessions at a steady rate from a thread, so a test can act mid-stream.
+
+    ``done`` is set when the producer has finished (or failed); ``errors`` holds
+    what it raised, for the test to report.
+    """
+
+    def __init__(self, brokers: str, sessions: list[Any], rate: float) -> None:
+        self.brokers, self.sessions, self.rate = brokers, sessions, rate
+        self.done = threading.Event()
+        self.errors: list[BaseException] = []
+        self._thread = threading.Thread(target=self._run)
+
+    def _run(self) -> None:
+        from streams.produce import StreamProducer, produce_sessions
+
+        async def go() -> None:
+            async with StreamProducer(self.brokers) as p:
+                await produce_sessions(p, self.sessions, rate=self.rate, interleave=True)
+        try:
+            asyncio.run(go())
+        except BaseException as exc:  # noqa: BLE001 - reported by the test
+            self.errors.append(exc)
+        finally:
+            self.done.set()
+
+    def start(self) -> "BackgroundProducer":
+        self._thread.start()
+        return self
+
+    def join(self, timeout_s: float) -> None:
+        if self._thread.ident is not None:  # started
+            self._thread.join(timeout_s)

@@ -10,8 +10,6 @@ vector side of a multi-worker deployment (a Qdrant server) is not under test.
 
 from __future__ import annotations
 
-import asyncio
-import threading
 from pathlib import Path
 
 import pytest
@@ -21,8 +19,14 @@ from memstrata.ingest.formats import read_file
 from memstrata.memory import Memory
 from streams import topics
 from streams.broker import EmbeddedBroker
-from streams.produce import StreamProducer, produce_sessions
-from tests.integration.streams.harness import ROOT, WorkerProc, read_topic, snapshot, wait_until
+from tests.integration.streams.harness import (
+    ROOT,
+    BackgroundProducer,
+    WorkerProc,
+    read_topic,
+    snapshot,
+    wait_until,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -42,31 +46,17 @@ def test_worker_joins_then_leaves_mid_stream(broker: EmbeddedBroker, group: str,
     second.log_dir = logs / "second"
     second.log_dir.mkdir()
     first.start()
-    done = threading.Event()
-    errors: list[BaseException] = []
-
-    def produce() -> None:
-        async def go() -> None:
-            async with StreamProducer(broker.address) as p:
-                await produce_sessions(p, sessions, rate=messages / 15, interleave=True)
-        try:
-            asyncio.run(go())
-        except BaseException as exc:  # noqa: BLE001 - reported by the test
-            errors.append(exc)
-        finally:
-            done.set()
-
-    producer = threading.Thread(target=produce)
+    producer = BackgroundProducer(broker.address, sessions, rate=messages / 15)
     try:
         producer.start()
         wait_until(lambda: len(read_topic(broker.address, topics.L0)) > l0_before + 2, 90, 0.3)
         second.start()  # joins: the group rebalances, partitions move to it
         joined = len(read_topic(broker.address, topics.L0))
         wait_until(lambda: len(read_topic(broker.address, topics.L0)) > joined + 5, 60, 0.3)
-        assert not done.is_set(), "the stream ended before the second worker joined"
+        assert not producer.done.is_set(), "the stream ended before the second worker joined"
         assert first.stop() == 0  # leaves mid-stream: its partitions move to the second
         producer.join(120)
-        assert done.is_set() and not errors, errors
+        assert producer.done.is_set() and not producer.errors, producer.errors
         second.drain()
     finally:
         producer.join(5)

@@ -9,7 +9,6 @@ batch ingest of the same sessions.
 from __future__ import annotations
 
 import asyncio
-import threading
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,14 @@ from memstrata.memory import Memory
 from streams import topics
 from streams.broker import EmbeddedBroker
 from streams.produce import StreamProducer, produce_sessions
-from tests.integration.streams.harness import ROOT, WorkerProc, read_topic, snapshot, wait_until
+from tests.integration.streams.harness import (
+    ROOT,
+    BackgroundProducer,
+    WorkerProc,
+    read_topic,
+    snapshot,
+    wait_until,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -33,20 +39,6 @@ def test_sigkill_mid_stream_then_restart(broker: EmbeddedBroker, group: str, log
     l0_before = len(read_topic(broker.address, topics.L0))
     worker = WorkerProc(broker.address, tmp_path / "stream", group, logs,
                         MEMSTRATA_STREAM_FRESHNESS_S="0.4").start()
-    done = threading.Event()
-    errors: list[BaseException] = []
-
-    def produce() -> None:
-        async def go() -> None:
-            async with StreamProducer(broker.address) as p:
-                await produce_sessions(p, sessions, rate=messages / 8, interleave=True)
-        try:
-            asyncio.run(go())
-        except BaseException as exc:  # noqa: BLE001 - reported by the test
-            errors.append(exc)
-        finally:
-            done.set()
-
     warm = read_file(ROOT / "examples" / "sample_turns.jsonl").sessions[:1]
     warm = [w.model_copy(update={"meta": w.meta.model_copy(update={"scope": w.scope.model_copy(
         update={"tenant_id": "t-kill-warm"})})}) for w in warm]
@@ -58,16 +50,15 @@ def test_sigkill_mid_stream_then_restart(broker: EmbeddedBroker, group: str, log
     asyncio.run(warm_up())  # the worker has joined and loaded its encoder once this is indexed
     wait_until(lambda: len(read_topic(broker.address, topics.L0)) > l0_before, 90, 0.2)
     l0_before = len(read_topic(broker.address, topics.L0))
-    producer = threading.Thread(target=produce)
-    producer.start()
+    producer = BackgroundProducer(broker.address, sessions, rate=messages / 8).start()
     try:
         # Kill once the worker has indexed something, while the producer is still sending.
         wait_until(lambda: len(read_topic(broker.address, topics.L0)) > l0_before + 3, 90, 0.2)
-        assert not done.is_set(), "the stream ended before the kill: slow the producer down"
+        assert not producer.done.is_set(), "the stream ended before the kill: slow the producer down"
         worker.kill()
         worker.start()
         producer.join(120)
-        assert done.is_set() and not errors, errors
+        assert producer.done.is_set() and not producer.errors, producer.errors
         worker.drain()
     finally:
         worker.stop()
