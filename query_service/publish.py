@@ -6,32 +6,25 @@ order on one partition) and Ingest answers once the broker has acknowledged
 them (``acks=all``). Without a broker (embedded, one process) they are written
 through the memory's writer role directly.
 
-The record schema is the streams worker's (``streams/events.py``); this module
-holds the producer side only, and the two are reconciled at merge.
+The record schema is :class:`memstrata.wire.TurnEvent`, the same class the
+stream worker decodes with; this module holds the producer side only.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any, Protocol
 
-from typing import Annotated
-
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from memstrata.model import Identifier, Role
+from memstrata.wire import TURNS_TOPIC, TurnEvent
 
-TURNS_TOPIC = "memstrata.turns.v1"
-#: Message ids come from other systems (``D1:3``, ``chat#17``): printable, no whitespace.
-MESSAGE_ID_PATTERN = r"^[^\s\x00-\x1f\x7f]+$"
-MessageId = Annotated[str, StringConstraints(min_length=1, max_length=128,
-                                             pattern=MESSAGE_ID_PATTERN)]
-EVENT_VERSION = 1
+__all__ = ["TURNS_TOPIC", "KafkaProducerSettings", "KafkaPublisher", "TurnEvent",
+           "TurnPublisher", "now_utc"]
 
 
 class KafkaProducerSettings(BaseSettings):
@@ -47,35 +40,12 @@ class KafkaProducerSettings(BaseSettings):
         "MEMSTRATA_STREAM_APP_ID", "memstrata-stream"))
 
 
-class TurnRecord(BaseModel):
-    """One message on the turns topic."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    v: int = EVENT_VERSION
-    tenant_id: Identifier
-    user_id: Identifier
-    session_id: Identifier
-    message_id: MessageId
-    role: Role
-    content: str
-    ts: datetime
-    session_date: datetime | None = None
-    speaker: str | None = None
-    #: Session labels (source, sample id); the first event's labels stick.
-    labels: dict[str, str] = Field(default_factory=dict)
-
-    @property
-    def key(self) -> str:
-        return f"{self.tenant_id}/{self.user_id}/{self.session_id}"
-
-
 class TurnPublisher(Protocol):
     route: str
 
     async def start(self) -> None: ...
 
-    async def publish(self, records: Sequence[TurnRecord]) -> None: ...
+    async def publish(self, records: Sequence[TurnEvent]) -> None: ...
 
     async def stop(self) -> None: ...
 
@@ -96,17 +66,14 @@ class KafkaPublisher:
         from aiokafka import AIOKafkaProducer  # the kafka extra
 
         self._producer = AIOKafkaProducer(
-            bootstrap_servers=self.brokers, acks="all",
-            key_serializer=str.encode,
-            value_serializer=lambda v: json.dumps(v, separators=(",", ":")).encode())
+            bootstrap_servers=self.brokers, acks="all")
         await self._producer.start()
 
-    async def publish(self, records: Sequence[TurnRecord]) -> None:
+    async def publish(self, records: Sequence[TurnEvent]) -> None:
         if self._producer is None:
             raise RuntimeError("the Kafka producer is not started")
-        futures = [await self._producer.send(self.topic, r.model_dump(mode="json",
-                                                                      exclude_none=True),
-                                             key=r.key) for r in records]
+        futures = [await self._producer.send(self.topic, r.to_bytes(), key=r.key)
+                   for r in records]
         for f in futures:
             await f
 

@@ -28,6 +28,8 @@ from memstrata.controller.run import Controller
 from memstrata.evidence.trace import MEMORY_ROLE
 from memstrata.llm.usage import PriceTable
 from memstrata.model import Scope, TraceStep
+from memstrata.wire import TurnEvent
+from query_service import writes
 from query_service.calls import current_tenant
 from query_service.errors import (
     Exhausted,
@@ -42,8 +44,7 @@ from query_service.errors import (
 )
 from query_service.limits import SpendLedger, TenantGate
 from query_service.metrics import ServiceMetrics
-from query_service.publish import TurnPublisher, TurnRecord, now_utc
-from query_service import writes
+from query_service.publish import TurnPublisher, now_utc
 from query_service.settings import ServiceSettings
 from query_service.work import GuardedReader, Pools, WorkToken, call_end_reason
 
@@ -256,7 +257,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         return pb.RawReply(turns=[turn_to_wire(t) for t in turns])
 
     # -- writes ---------------------------------------------------------------
-    def _record(self, field: str, e: pb.TurnEvent, tenant: str) -> TurnRecord:
+    def _record(self, field: str, e: pb.TurnEvent, tenant: str) -> TurnEvent:
         check_id(f"{field}.user_id", e.user_id)
         check_id(f"{field}.session_id", e.session_id)
         check_message_id(f"{field}.message_id", e.message_id)
@@ -272,13 +273,13 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
             if not k or len(k) > 128 or len(v) > 128:
                 raise InvalidArgument(f"{field}.labels: keys and values up to 128 characters "
                                       "(keys not empty)")
-        return TurnRecord(tenant_id=tenant, user_id=e.user_id, session_id=e.session_id,
+        return TurnEvent(tenant_id=tenant, user_id=e.user_id, session_id=e.session_id,
                           message_id=e.message_id, role=e.role,  # type: ignore[arg-type]
                           content=e.content, ts=_date(f"{field}.ts", e.ts) or now_utc(),
                           session_date=_date(f"{field}.session_date", e.session_date),
                           speaker=e.speaker or None, labels=dict(e.labels))
 
-    async def _ingest(self, records: Sequence[TurnRecord], context: Any) -> pb.IngestReply:
+    async def _ingest(self, records: Sequence[TurnEvent], context: Any) -> pb.IngestReply:
         if self.publisher is not None:
             await self.publisher.publish(records)
             return pb.IngestReply(accepted=len(records), route=self.publisher.route)

@@ -12,19 +12,19 @@ from typing import Any
 from memstrata.layers.lazy import SessionNotFound
 from memstrata.model import Message, Scope, SessionMeta
 from memstrata.roles import DeleteReceipt, MemoryStats
-from query_service.publish import TurnRecord
+from memstrata.wire import TurnEvent
 
 
-def group_by_session(records: Sequence[TurnRecord]) -> dict[tuple[Scope, str], list[TurnRecord]]:
+def group_by_session(records: Sequence[TurnEvent]) -> dict[tuple[Scope, str], list[TurnEvent]]:
     """Records per session, in arrival order (a batch may mix users and sessions)."""
-    out: dict[tuple[Scope, str], list[TurnRecord]] = {}
+    out: dict[tuple[Scope, str], list[TurnEvent]] = {}
     for r in records:
         scope = Scope(tenant_id=r.tenant_id, user_id=r.user_id)
         out.setdefault((scope, r.session_id), []).append(r)
     return out
 
 
-def append_direct(memory: Any, records: Sequence[TurnRecord]) -> int:
+def append_direct(memory: Any, records: Sequence[TurnEvent]) -> int:
     """Append every record through ``append_messages``; flush; return duplicates ignored."""
     duplicates = 0
     for (scope, session_id), group in group_by_session(records).items():

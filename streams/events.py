@@ -11,11 +11,12 @@ from __future__ import annotations
 import base64
 import json
 from datetime import UTC, datetime
-from typing import Annotated, Literal
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import Field, ValidationError
 
-from memstrata.model import Identifier, Message, Role, Scope, SessionMeta
+from memstrata.model import Identifier, Scope
+from memstrata.wire import TurnEvent, WireEvent, event_key
 from streams.settings import StreamSettings
 
 __all__ = [
@@ -36,71 +37,18 @@ REASONS = ("too_large", "not_json", "bad_version", "missing_field", "bad_id", "b
 
 _ID_FIELDS = {"tenant_id", "user_id", "session_id", "message_id"}
 
-#: Message ids come from other systems (``D1:3``, ``chat#17``): any printable text
-#: without whitespace or control characters, at most 128 characters.
-MessageId = Annotated[str, StringConstraints(min_length=1, max_length=128,
-                                             pattern=r"^[^\s\x00-\x1f\x7f]+$")]
+# TurnEvent, the turns topic's contract, lives in the core (memstrata.wire):
+# the query service produces it too. The other topics' events share its base.
 
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-def event_key(tenant_id: str, user_id: str, session_id: str | None) -> bytes:
-    """The record key: ``tenant/user/session`` keeps a session on one partition, in order.
-
-    ``delete_user`` carries no session and is keyed ``tenant/user/``.
-    """
-    return f"{tenant_id}/{user_id}/{session_id or ''}".encode()
-
-
-class _Event(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    def to_bytes(self) -> bytes:
-        return self.model_dump_json(exclude_none=True).encode()
-
-
-class TurnEvent(_Event):
-    """``memstrata.turns.v1``: one chat message."""
-
-    v: Literal[1] = 1
-    tenant_id: Identifier
-    user_id: Identifier
-    session_id: Identifier
-    #: Unique within the session; a message id seen before changes nothing (dedupe).
-    message_id: MessageId
-    role: Role
-    content: str
-    #: When the message was sent (freshness is measured from here).
-    ts: datetime
-    session_date: datetime | None = None
-    speaker: str | None = None
-    #: Free-form session labels (source, sample id); the first event's labels stick.
-    labels: dict[str, Annotated[str, StringConstraints(max_length=128)]] = Field(
-        default_factory=dict)
-
-    @property
-    def scope(self) -> Scope:
-        return Scope(tenant_id=self.tenant_id, user_id=self.user_id)
-
-    @property
-    def key(self) -> bytes:
-        return event_key(self.tenant_id, self.user_id, self.session_id)
-
-    def meta(self) -> SessionMeta:
-        return SessionMeta(scope=self.scope, session_id=self.session_id,
-                           session_date=self.session_date, labels=dict(self.labels))
-
-    def message(self) -> Message:
-        return Message(role=self.role, content=self.content, speaker=self.speaker,
-                       source_id=self.message_id)
-
-
 ControlType = Literal["close_session", "delete_session", "delete_user"]
 
 
-class ControlEvent(_Event):
+class ControlEvent(WireEvent):
     """``memstrata.control.v1``: close or delete, ordered after the turns it concerns.
 
     ``after`` maps a partition of the turns topic to an offset: the worker
@@ -128,7 +76,7 @@ class ControlEvent(_Event):
         return event_key(self.tenant_id, self.user_id, sid)
 
 
-class L0Event(_Event):
+class L0Event(WireEvent):
     """``memstrata.l0.v1``: units just indexed, for downstream consumers and pre-warming."""
 
     v: Literal[1] = 1
@@ -145,7 +93,7 @@ class L0Event(_Event):
     ts: datetime
 
 
-class DeadLetter(_Event):
+class DeadLetter(WireEvent):
     """``memstrata.dlq.v1``: an event the worker refused, with everything needed to replay it."""
 
     v: Literal[1] = 1

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-TURNS = "memstrata.turns.v1"
+from memstrata.wire import TURNS_TOPIC
+
+TURNS = TURNS_TOPIC  # the contract lives in the core (memstrata.wire)
 CONTROL = "memstrata.control.v1"
 L0 = "memstrata.l0.v1"
 DLQ = "memstrata.dlq.v1"

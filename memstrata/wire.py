@@ -1,0 +1,82 @@
+"""The turns topic's wire contract, shared by everything that writes or reads it.
+
+The query service publishes turn events and the stream worker consumes them;
+both import this one definition (the core imports no service, so it lives
+here), which keeps producer and consumer from drifting apart. Every value is
+UTF-8 JSON; the key is ``tenant/user/session``, so a session stays in order on
+one partition.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from memstrata.model import Identifier, Message, Role, Scope, SessionMeta
+
+__all__ = ["MESSAGE_ID_PATTERN", "TURNS_TOPIC", "MessageId", "TurnEvent", "WireEvent",
+           "event_key"]
+
+TURNS_TOPIC = "memstrata.turns.v1"
+
+#: Message ids come from other systems (``D1:3``, ``chat#17``): any printable text
+#: without whitespace or control characters, at most 128 characters.
+MESSAGE_ID_PATTERN = r"^[^\s\x00-\x1f\x7f]+$"
+MessageId = Annotated[str, StringConstraints(min_length=1, max_length=128,
+                                             pattern=MESSAGE_ID_PATTERN)]
+
+
+def event_key(tenant_id: str, user_id: str, session_id: str | None) -> bytes:
+    """The record key: ``tenant/user/session`` keeps a session on one partition, in order.
+
+    An event about a whole user (``delete_user``) has no session and is keyed
+    ``tenant/user/``.
+    """
+    return f"{tenant_id}/{user_id}/{session_id or ''}".encode()
+
+
+class WireEvent(BaseModel):
+    """A topic record: strict (unknown fields refused), immutable, compact JSON."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    def to_bytes(self) -> bytes:
+        return self.model_dump_json(exclude_none=True).encode()
+
+
+class TurnEvent(WireEvent):
+    """``memstrata.turns.v1``: one chat message."""
+
+    v: Literal[1] = 1
+    tenant_id: Identifier
+    user_id: Identifier
+    session_id: Identifier
+    #: Unique within the session; a message id seen before changes nothing (dedupe).
+    message_id: MessageId
+    role: Role
+    content: str
+    #: When the message was sent (freshness is measured from here).
+    ts: datetime
+    session_date: datetime | None = None
+    speaker: str | None = None
+    #: Free-form session labels (source, sample id); the first event's labels stick.
+    labels: dict[str, Annotated[str, StringConstraints(max_length=128)]] = Field(
+        default_factory=dict)
+
+    @property
+    def scope(self) -> Scope:
+        return Scope(tenant_id=self.tenant_id, user_id=self.user_id)
+
+    @property
+    def key(self) -> bytes:
+        return event_key(self.tenant_id, self.user_id, self.session_id)
+
+    def meta(self) -> SessionMeta:
+        return SessionMeta(scope=self.scope, session_id=self.session_id,
+                           session_date=self.session_date, labels=dict(self.labels))
+
+    def message(self) -> Message:
+        return Message(role=self.role, content=self.content, speaker=self.speaker,
+                       source_id=self.message_id)
