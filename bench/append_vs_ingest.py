@@ -22,11 +22,9 @@ import argparse
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import numpy as np
 
 from bench._common import console, load_average, percentiles_ms, print_table, progress
 from memstrata.config import Settings
@@ -38,31 +36,13 @@ from memstrata.llm.extractive import ExtractiveBuilder
 from memstrata.memory import Memory
 from memstrata.model import Message, Scope, Session, SessionMeta
 from memstrata.store.factory import open_doc_store, open_lexical_store, open_vector_store
+# The tests' counting wrapper: it counts what the encoder is asked, nothing else.
+from tests.support.counting import CountingEmbedder
 
 DEFAULT_DATASET = Path("/work/shared/datasets/locomo/locomo_dev.json")
 QUESTIONS = ["When did she go to the support group?", "What does she like to paint?",
              "Where did they go camping last summer?", "What books has she read recently?",
              "How many children does he have?", "Which instrument does he play?"]
-
-
-class CountingEncoder(Embedder):
-    """Wraps the real encoder to count document encodings (calls and texts)."""
-
-    def __init__(self, inner: MiniLMEmbedder) -> None:
-        self.inner, self.name, self.model_id = inner, inner.name, inner.model_id
-        self.calls = self.texts = 0
-
-    @property
-    def dim(self) -> int:
-        return self.inner.dim
-
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        self.calls += 1
-        self.texts += len(texts)
-        return self.inner.embed_documents(texts)
-
-    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        return self.inner.embed_queries(texts)
 
 
 def memory_at(path: Path, encoder: Embedder, **settings: object) -> Memory:
@@ -92,7 +72,7 @@ def append_vs_ingest(encoder: MiniLMEmbedder) -> None:
     turns = group_turns(thirty_turns())
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        enc = CountingEncoder(encoder)
+        enc = CountingEmbedder(encoder)
         with memory_at(Path(tmp) / "once", enc) as m:
             t0 = time.perf_counter()
             m.ingest([Session(meta=meta, turns=turns)])
@@ -102,7 +82,7 @@ def append_vs_ingest(encoder: MiniLMEmbedder) -> None:
         same = []
         for label, commit in (("append one turn at a time", "write"),
                               ("  same, MEMSTRATA_TANTIVY_COMMIT=flush", "flush")):
-            enc = CountingEncoder(encoder)
+            enc = CountingEmbedder(encoder)
             with memory_at(Path(tmp) / f"append-{commit}", enc, tantivy_commit=commit) as m:
                 t0 = time.perf_counter()
                 for t in turns:
