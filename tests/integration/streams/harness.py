@@ -182,18 +182,43 @@ class BackgroundProducer:
     what it raised, for the test to report.
     """
 
-    def __init__(self, brokers: str, sessions: list[Any], rate: float) -> None:
+    def __init__(self, brokers: str, sessions: list[Any], rate: float,
+                 hold_at: int | None = None) -> None:
         self.brokers, self.sessions, self.rate = brokers, sessions, rate
         self.done = threading.Event()
+        #: With ``hold_at``, the producer stops after that many messages (``held`` is set)
+        #: until ``resume`` is set: "mid-stream" then holds however slow the machine is.
+        self.hold_at = hold_at
+        self.held = threading.Event()
+        self.resume = threading.Event()
         self.errors: list[BaseException] = []
         self._thread = threading.Thread(target=self._run)
 
     def _run(self) -> None:
         from streams.produce import StreamProducer, produce_sessions
 
+        outer = self
+
+        class Gated:
+            """Delegates to the producer; waits at ``hold_at`` sends for ``resume``."""
+
+            def __init__(self, inner: Any) -> None:
+                self.inner, self.sent = inner, 0
+
+            def __getattr__(self, name: str) -> Any:
+                return getattr(self.inner, name)
+
+            async def send_turn(self, ev: Any) -> Any:
+                if self.sent == outer.hold_at:
+                    outer.held.set()
+                    await asyncio.get_running_loop().run_in_executor(None, outer.resume.wait)
+                self.sent += 1
+                return await self.inner.send_turn(ev)
+
         async def go() -> None:
             async with StreamProducer(self.brokers) as p:
-                await produce_sessions(p, self.sessions, rate=self.rate, interleave=True)
+                await produce_sessions(Gated(p), self.sessions,  # type: ignore[arg-type]
+                                       rate=self.rate, interleave=True)
         try:
             asyncio.run(go())
         except BaseException as exc:  # noqa: BLE001 - reported by the test
@@ -206,5 +231,6 @@ class BackgroundProducer:
         return self
 
     def join(self, timeout_s: float) -> None:
+        self.resume.set()  # a held producer is never left waiting
         if self._thread.ident is not None:  # started
             self._thread.join(timeout_s)

@@ -46,15 +46,20 @@ def test_worker_joins_then_leaves_mid_stream(broker: EmbeddedBroker, group: str,
     second.log_dir = logs / "second"
     second.log_dir.mkdir()
     first.start()
-    producer = BackgroundProducer(broker.address, sessions, rate=messages / 15)
+    # The producer holds after 60% of the messages until the first worker has left, so
+    # both the join and the leave happen mid-stream even on a slow, loaded machine.
+    producer = BackgroundProducer(broker.address, sessions, rate=messages / 15,
+                                  hold_at=int(messages * 0.6))
     try:
         producer.start()
         wait_until(lambda: len(read_topic(broker.address, topics.L0)) > l0_before + 2, 90, 0.3)
         second.start()  # joins: the group rebalances, partitions move to it
         joined = len(read_topic(broker.address, topics.L0))
-        wait_until(lambda: len(read_topic(broker.address, topics.L0)) > joined + 5, 60, 0.3)
+        wait_until(lambda: producer.held.is_set()
+                   or len(read_topic(broker.address, topics.L0)) > joined + 5, 60, 0.3)
         assert not producer.done.is_set(), "the stream ended before the second worker joined"
         assert first.stop() == 0  # leaves mid-stream: its partitions move to the second
+        producer.resume.set()
         producer.join(120)
         assert producer.done.is_set() and not producer.errors, producer.errors
         second.drain()

@@ -50,13 +50,17 @@ def test_sigkill_mid_stream_then_restart(broker: EmbeddedBroker, group: str, log
     asyncio.run(warm_up())  # the worker has joined and loaded its encoder once this is indexed
     wait_until(lambda: len(read_topic(broker.address, topics.L0)) > l0_before, 90, 0.2)
     l0_before = len(read_topic(broker.address, topics.L0))
-    producer = BackgroundProducer(broker.address, sessions, rate=messages / 8).start()
+    # The producer holds after 60% of the messages until the worker is back, so the kill
+    # lands mid-stream even on a slow, loaded machine.
+    producer = BackgroundProducer(broker.address, sessions, rate=messages / 8,
+                                  hold_at=int(messages * 0.6)).start()
     try:
         # Kill once the worker has indexed something, while the producer is still sending.
         wait_until(lambda: len(read_topic(broker.address, topics.L0)) > l0_before + 3, 90, 0.2)
         assert not producer.done.is_set(), "the stream ended before the kill: slow the producer down"
         worker.kill()
         worker.start()
+        producer.resume.set()
         producer.join(120)
         assert producer.done.is_set() and not producer.errors, producer.errors
         worker.drain()
