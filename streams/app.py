@@ -23,7 +23,14 @@ import faust
 from memstrata.roles import MemoryWriter
 from streams import topics
 from streams.metrics import StreamMetrics
-from streams.processor import Outbox, Processor, Record, TurnProgress, publish
+from streams.processor import (
+    Outbox,
+    Processor,
+    Record,
+    StoreUnavailable,
+    TurnProgress,
+    publish,
+)
 from streams.settings import KafkaSettings, StreamSettings
 
 __all__ = ["ExtraService", "StreamApp", "build_app"]
@@ -135,6 +142,7 @@ def build_app(
         topic_replication_factor=kafka.replication,
         topic_allow_declare=True,
         producer_acks=1,
+        producer_max_request_size=kafka.max_request_bytes,
         broker_session_timeout=kafka.session_timeout_s,
         broker_heartbeat_interval=kafka.heartbeat_s,
         broker_commit_interval=kafka.commit_interval_s,
@@ -174,7 +182,8 @@ def build_app(
 
     progress = TurnProgress(committed)
     processor = Processor(writer, stream, metrics=metrics, sessions=sessions,
-                          progress=progress, owned=owned, replay=replay)
+                          progress=progress, owned=owned, replay=replay,
+                          dead_letter_max_bytes=kafka.dead_letter_max_bytes())
     runtime = StreamApp(app=app, processor=processor, metrics=metrics, brokers=brokers)
 
     async def send(topic: str, value: bytes, key: bytes | None) -> None:
@@ -183,7 +192,27 @@ def build_app(
         await app.producer.send_and_wait(topic, key, value, None, None, None)
 
     async def deliver(out: Outbox) -> None:
-        await publish(out, send)
+        from aiokafka.errors import MessageSizeTooLargeError
+
+        await publish(out, send, too_large=(MessageSizeTooLargeError,))
+
+    async def stop_on_outage(down: StoreUnavailable, stream_: Any, events: Sequence[Any]) -> None:
+        """The stores stay unreachable: commit what is stored, then stop.
+
+        The records of the batch handled before the outage (``down.done``) are
+        acknowledged after their notices are sent, so the commit covers every
+        record whose data the stores hold; the rest is read again on restart.
+        """
+        try:
+            await deliver(down.outbox)
+            for e in events:
+                if e.message.offset < down.done.get(e.message.partition, -1) \
+                        and e.message.topic == topics.TURNS:
+                    await stream_.ack(e)
+            await app.consumer.commit()
+        except Exception as exc:  # noqa: BLE001 - stopping anyway; a restart reads it again
+            log.warning("could not commit the stored offsets before stopping: %r", exc)
+        runtime.fatal(down)
 
     def record(event: Any) -> Record:
         m = event.message
@@ -197,6 +226,8 @@ def build_app(
                 await deliver(await processor.handle_turns([record(e) for e in events]))
             except asyncio.CancelledError:
                 raise
+            except StoreUnavailable as down:
+                await stop_on_outage(down, stream_, events)
             except BaseException as exc:  # noqa: BLE001
                 runtime.fatal(exc)
 
@@ -209,6 +240,8 @@ def build_app(
                 await deliver(await processor.handle_controls([record(e) for e in events]))
             except asyncio.CancelledError:
                 raise
+            except StoreUnavailable as down:  # commit earlier batches only
+                await stop_on_outage(StoreUnavailable(str(down)), stream_, ())
             except BaseException as exc:  # noqa: BLE001
                 runtime.fatal(exc)
 

@@ -520,11 +520,24 @@ def _record_session(rec: Record) -> tuple[Scope, str] | None:
 Publish = Callable[[str, bytes, bytes | None], Awaitable[None]]
 
 
-async def publish(out: Outbox, send: Publish) -> None:
-    """Send an outbox: dead letters keyed like the original, L0 notices by session."""
+async def publish(out: Outbox, send: Publish,
+                  too_large: tuple[type[BaseException], ...] = ()) -> None:
+    """Send an outbox: dead letters keyed like the original, L0 notices by session.
+
+    Dead letters are cut to the producer's request size already; should the
+    producer still refuse one as too large (``too_large``), it is sent again
+    without the original value (size and digest stay), never stopping the worker.
+    """
     for dead in out.dead:
         key = None if dead.key_b64 is None else base64.b64decode(dead.key_b64)
-        await send(topics.DLQ, dead.to_bytes(), key)
+        try:
+            await send(topics.DLQ, dead.to_bytes(), key)
+        except too_large as exc:
+            log.warning("dead letter %s[%d]@%d refused as too large (%s): sent without "
+                        "its value", dead.topic, dead.partition, dead.offset, exc)
+            bare = dead.model_copy(update={"value_b64": "", "key_b64": None,
+                                           "truncated": True})
+            await send(topics.DLQ, bare.to_bytes(), None)
     for note in out.l0:
         key = f"{note.tenant_id}/{note.user_id}/{note.session_id}".encode()
         await send(topics.L0, note.to_bytes(), key)
