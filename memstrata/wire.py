@@ -17,9 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_vali
 
 from memstrata.model import Identifier, Message, Role, Scope, SessionMeta
 
-__all__ = ["EVENT_TIME_RANGE", "MAX_EVENT_TIME", "MESSAGE_ID_PATTERN", "MIN_EVENT_TIME", "TURNS_TOPIC",
-           "MessageId", "TurnEvent", "WireEvent", "check_event_time", "event_key",
-           "is_message_id"]
+__all__ = ["EVENT_TIME_RANGE", "MAX_EVENT_TIME", "MESSAGE_ID_PATTERN", "MIN_EVENT_TIME",
+           "TURNS_TOPIC", "MessageId", "TurnEvent", "WireEvent", "check_event_time",
+           "event_key", "is_message_id"]
 
 TURNS_TOPIC = "memstrata.turns.v1"
 

@@ -209,7 +209,8 @@ def build_app(
                 if e.message.offset < down.done.get(e.message.partition, -1) \
                         and e.message.topic == topics.TURNS:
                     await stream_.ack(e)
-            await app.consumer.commit()
+            for _ in range(2):  # the first may only wait for a periodic commit in flight
+                await app.consumer.commit()
         except Exception as exc:  # noqa: BLE001 - stopping anyway; a restart reads it again
             log.warning("could not commit the stored offsets before stopping: %r", exc)
         runtime.fatal(down)
@@ -253,6 +254,8 @@ def build_app(
                 await deliver(Outbox(l0=notes))
         except asyncio.CancelledError:
             raise
+        except StoreUnavailable as down:  # commit earlier batches only
+            await stop_on_outage(StoreUnavailable(str(down)), None, ())
         except BaseException as exc:  # noqa: BLE001
             runtime.fatal(exc)
 

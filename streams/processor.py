@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 from tenacity import (
     AsyncRetrying,
     RetryCallState,
+    retry_if_exception,
     retry_if_exception_type,
     stop_after_attempt,
     wait_exponential,
@@ -55,6 +56,27 @@ T = TypeVar("T")
 
 #: Errors worth retrying as they are (a store or the network hiccuped).
 TRANSIENT: tuple[type[BaseException], ...] = (OSError, ConnectionError, TimeoutError)
+#: The same kind of error as the store clients raise it, by module and class name (the
+#: clients are optional extras, so they are not imported here): httpx under the Qdrant
+#: client, opensearch-py's own ConnectionError and ConnectionTimeout.
+_TRANSIENT_NAMES = {("httpx", "TransportError"), ("opensearchpy.exceptions", "ConnectionError")}
+
+
+def is_transient(exc: BaseException | None) -> bool:
+    """Whether ``exc`` says the store is unreachable (retry; stop if it lasts).
+
+    Anything else is a refusal of this data. Wrapped errors count by their
+    cause (the Qdrant client wraps httpx's in ResponseHandlingException).
+    """
+    for _ in range(8):
+        if exc is None:
+            return False
+        if isinstance(exc, TRANSIENT) or any(
+                (cls.__module__, cls.__qualname__) in _TRANSIENT_NAMES
+                for cls in type(exc).__mro__):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 @dataclass(frozen=True)
@@ -246,15 +268,18 @@ class Processor:
         retrying = AsyncRetrying(
             stop=stop_after_attempt(lim.store_attempts),
             wait=wait_exponential(multiplier=lim.store_backoff_s, max=lim.store_backoff_max_s),
-            retry=retry_if_exception_type(Exception if retry_any else TRANSIENT),
+            retry=retry_if_exception_type(Exception) if retry_any
+            else retry_if_exception(is_transient),
             before_sleep=_log_retry, reraise=True)
         try:
             async for attempt in retrying:
                 with attempt:
                     return await loop.run_in_executor(self.writer_thread, fn)
-        except TRANSIENT as exc:
-            raise StoreUnavailable(f"store unreachable after {lim.store_attempts} attempts: "
-                                   f"{type(exc).__name__}: {exc}") from exc
+        except Exception as exc:
+            if is_transient(exc):
+                raise StoreUnavailable(f"store unreachable after {lim.store_attempts} "
+                                       f"attempts: {type(exc).__name__}: {exc}") from exc
+            raise
         raise AssertionError("unreachable: tenacity returns or raises")  # pragma: no cover
 
     # -- turns ------------------------------------------------------------
@@ -409,9 +434,11 @@ class Processor:
                         self.limits.control_wait_s)
         try:
             out.l0 += await self.apply(ev)
-        except (StoreUnavailable, *TRANSIENT):
+        except StoreUnavailable:
             raise
         except Exception as exc:  # noqa: BLE001 - the writer refused this event: DLQ it
+            if is_transient(exc):  # the broker, reading turns again after a delete
+                raise
             out.dead.append(self._dead(Invalid("rejected", f"{type(exc).__name__}: {exc}"), rec))
             return False
         self.metrics.control_applied.labels(ev.type).inc()

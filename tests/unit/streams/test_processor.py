@@ -260,3 +260,28 @@ def test_a_dead_letter_the_producer_still_refuses_is_sent_without_its_value() ->
     back = DeadLetter.model_validate_json(value)
     assert topic == topics.DLQ and back.truncated and back.value_size == 5000
     assert back.value_b64 == "" and back.offset == 3
+
+
+def test_store_client_connection_errors_count_as_an_unreachable_store() -> None:
+    import httpx
+    from opensearchpy.exceptions import ConnectionTimeout
+
+    from streams.processor import is_transient
+
+    class WrapperDouble(Exception):
+        """Stands in for qdrant-client's ResponseHandlingException (its import is slow)."""
+
+    def wrapped(inner: Exception) -> BaseException:
+        try:
+            try:
+                raise inner
+            except Exception as exc:
+                raise WrapperDouble(exc)  # as the Qdrant client does: no "from"
+        except WrapperDouble as outer:
+            return outer
+
+    assert is_transient(wrapped(httpx.ConnectError("connection refused")))
+    assert is_transient(ConnectionTimeout("TIMEOUT", "read timed out", None))
+    assert is_transient(TimeoutError()) and is_transient(ConnectionRefusedError())
+    assert not is_transient(ValueError("vector has the wrong size"))
+    assert not is_transient(wrapped(ValueError("bad payload")))
