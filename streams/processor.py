@@ -29,7 +29,6 @@ from tenacity import (
     RetryCallState,
     retry_if_exception,
     retry_if_exception_type,
-    stop_after_attempt,
     wait_exponential,
 )
 
@@ -258,15 +257,21 @@ class Processor:
     async def _write(self, fn: Callable[[], T], *, retry_any: bool = False) -> T:
         """Run a store call on the writer thread, retried with backoff (bounded).
 
-        Connection and timeout errors are retried ``store_attempts`` times, then
+        Connection and timeout errors are tried ``store_attempts`` times, then
         raise :class:`StoreUnavailable` (the worker stops). Other errors are
-        retried too with ``retry_any`` (a session that may be poison), else
-        raised at once.
+        tried ``store_refused_attempts`` times with ``retry_any`` (a session
+        that may be poison), else raised at once.
         """
         loop = asyncio.get_running_loop()
         lim = self.limits
+
+        def stop(state: RetryCallState) -> bool:
+            exc = state.outcome.exception() if state.outcome is not None else None
+            limit = lim.store_attempts if is_transient(exc) else lim.store_refused_attempts
+            return state.attempt_number >= limit
+
         retrying = AsyncRetrying(
-            stop=stop_after_attempt(lim.store_attempts),
+            stop=stop,
             wait=wait_exponential(multiplier=lim.store_backoff_s, max=lim.store_backoff_max_s),
             retry=retry_if_exception_type(Exception) if retry_any
             else retry_if_exception(is_transient),
@@ -363,7 +368,7 @@ class Processor:
                 raise
             except Exception as exc:  # noqa: BLE001 - this session stays refused: DLQ it
                 why = Invalid("store_failed", f"{type(exc).__name__}: {exc} (after "
-                              f"{self.limits.store_attempts} attempts)")
+                              f"{self.limits.store_refused_attempts} attempts)")
                 out.dead += [self._dead(why, records[i]) for i in g.indices]
             for i in g.indices:
                 handled[i] = True

@@ -53,10 +53,12 @@ class StreamSettings(BaseSettings):
     log_level: Literal["debug", "info", "warning", "error"] = "warning"
     #: ``memstrata up`` waits at most this long for the worker to drain its topics on stop.
     drain_timeout_s: float = Field(60.0, ge=0, le=3600)
-    #: Attempts to store a batch (or one session of it) before giving up on it: a
-    #: session that keeps failing goes to the DLQ (``store_failed``); a store that
-    #: stays unreachable (connection or timeout errors) stops the worker.
-    store_attempts: int = Field(5, ge=1, le=100)
+    #: Attempts to reach the stores (connection or timeout errors) before the worker
+    #: stops, committing what is stored (a restart reads the rest again).
+    store_attempts: int = Field(8, ge=1, le=100)
+    #: Attempts to store one session the stores refuse (any other error) before its
+    #: events go to the DLQ as ``store_failed`` and the rest of the batch is stored.
+    store_refused_attempts: int = Field(3, ge=1, le=100)
     #: First wait between store attempts; it doubles up to ``store_backoff_max_s``.
     store_backoff_s: float = Field(0.2, ge=0, le=60)
     store_backoff_max_s: float = Field(5.0, ge=0, le=600)

@@ -28,7 +28,8 @@ from streams.settings import StreamSettings
 from tests.unit.streams.doubles import RecordingWriterDouble
 
 LIMITS = StreamSettings(max_content_chars=300, max_speaker_chars=40, max_event_bytes=20_000,
-                        max_labels=4, store_attempts=1, store_backoff_s=0)
+                        max_labels=4, store_attempts=1, store_refused_attempts=1,
+                        store_backoff_s=0)
 DLQ_CAP = 8_000  # small, so that the cut of large values is exercised too
 BOUNDED = settings(max_examples=80, deadline=None,
                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

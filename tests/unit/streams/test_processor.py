@@ -58,7 +58,8 @@ def test_poison_events_go_to_the_dlq_and_the_rest_is_written() -> None:
 
 
 #: Store retries without waiting, so the retry tests take no time.
-QUICK = StreamSettings(store_attempts=3, store_backoff_s=0, store_backoff_max_s=0)
+QUICK = StreamSettings(store_attempts=3, store_refused_attempts=2, store_backoff_s=0,
+                       store_backoff_max_s=0)
 
 
 def test_a_session_the_writer_refuses_is_dead_lettered_alone() -> None:
@@ -66,7 +67,7 @@ def test_a_session_the_writer_refuses_is_dead_lettered_alone() -> None:
     p = Processor(w, QUICK)
     out = run(p.handle_turns(records(turn("a", 1), turn("b", 1, content="poison"), turn("c", 1))))
     assert [(d.reason, d.offset) for d in out.dead] == [("store_failed", 1)]
-    assert "cannot index" in out.dead[0].detail and "3 attempts" in out.dead[0].detail
+    assert "cannot index" in out.dead[0].detail and "2 attempts" in out.dead[0].detail
     assert set(k[1] for k in w.messages) == {"a", "c"}
 
 
