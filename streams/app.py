@@ -33,7 +33,7 @@ from streams.processor import (
 )
 from streams.settings import KafkaSettings, StreamSettings
 
-__all__ = ["ExtraService", "StreamApp", "build_app"]
+__all__ = ["ExtraService", "StreamApp", "build_app", "settle_outage"]
 
 log = logging.getLogger("memstrata.stream")
 
@@ -112,6 +112,26 @@ async def committed_offsets(brokers: str, group: str, topic: str,
                 if meta is not None and meta.offset >= 0}
     finally:
         await admin.close()
+
+
+async def settle_outage(down: StoreUnavailable, events: Sequence[Any], *,
+                        deliver: Callable[[Outbox], Awaitable[None]],
+                        ack: Callable[[Any], Awaitable[Any]] | None,
+                        commit: Callable[[], Awaitable[Any]]) -> None:
+    """Before stopping on an unreachable store: commit what the stores hold.
+
+    The notices of the records handled before the outage are sent, those
+    records (``down.done``: per partition, the offset below which all are
+    handled) are acknowledged, and the acknowledged offsets committed. The
+    rest of the batch is left unacknowledged and read again after a restart.
+    """
+    await deliver(down.outbox)
+    for e in events if ack is not None else ():
+        m = e.message
+        if m.topic == topics.TURNS and m.offset < down.done.get(m.partition, -1):
+            await ack(e)
+    for _ in range(2):  # the first may only wait for a periodic commit already in flight
+        await commit()
 
 
 def build_app(
@@ -197,20 +217,10 @@ def build_app(
         await publish(out, send, too_large=(MessageSizeTooLargeError,))
 
     async def stop_on_outage(down: StoreUnavailable, stream_: Any, events: Sequence[Any]) -> None:
-        """The stores stay unreachable: commit what is stored, then stop.
-
-        The records of the batch handled before the outage (``down.done``) are
-        acknowledged after their notices are sent, so the commit covers every
-        record whose data the stores hold; the rest is read again on restart.
-        """
         try:
-            await deliver(down.outbox)
-            for e in events:
-                if e.message.offset < down.done.get(e.message.partition, -1) \
-                        and e.message.topic == topics.TURNS:
-                    await stream_.ack(e)
-            for _ in range(2):  # the first may only wait for a periodic commit in flight
-                await app.consumer.commit()
+            await settle_outage(down, events, deliver=deliver,
+                                ack=stream_.ack if stream_ is not None else None,
+                                commit=app.consumer.commit)
         except Exception as exc:  # noqa: BLE001 - stopping anyway; a restart reads it again
             log.warning("could not commit the stored offsets before stopping: %r", exc)
         runtime.fatal(down)

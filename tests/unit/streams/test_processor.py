@@ -286,3 +286,31 @@ def test_store_client_connection_errors_count_as_an_unreachable_store() -> None:
     assert is_transient(TimeoutError()) and is_transient(ConnectionRefusedError())
     assert not is_transient(ValueError("vector has the wrong size"))
     assert not is_transient(wrapped(ValueError("bad payload")))
+
+
+def test_on_an_outage_the_handled_records_are_acked_after_their_notices_then_committed() -> None:
+    from types import SimpleNamespace
+
+    from streams.app import settle_outage
+    from streams.processor import Outbox, StoreUnavailable
+
+    calls: list[tuple[str, object]] = []
+
+    def event(partition: int, offset: int) -> SimpleNamespace:
+        return SimpleNamespace(message=SimpleNamespace(topic=topics.TURNS, partition=partition,
+                                                       offset=offset))
+
+    async def deliver(out: Outbox) -> None:
+        calls.append(("deliver", len(out.dead)))
+
+    async def ack(e: SimpleNamespace) -> None:
+        calls.append(("ack", (e.message.partition, e.message.offset)))
+
+    async def commit() -> None:
+        calls.append(("commit", None))
+
+    down = StoreUnavailable("store down", Outbox(), {0: 12})
+    events = [event(0, 10), event(0, 11), event(0, 12), event(1, 4)]
+    run(settle_outage(down, events, deliver=deliver, ack=ack, commit=commit))
+    assert calls == [("deliver", 0), ("ack", (0, 10)), ("ack", (0, 11)),
+                     ("commit", None), ("commit", None)]
