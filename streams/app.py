@@ -126,9 +126,10 @@ async def settle_outage(down: StoreUnavailable, events: Sequence[Any], *,
     rest of the batch is left unacknowledged and read again after a restart.
     """
     await deliver(down.outbox)
-    for e in events if ack is not None else ():
+    for e in events:
         m = e.message
-        if m.topic == topics.TURNS and m.offset < down.done.get(m.partition, -1):
+        if ack is not None and m.topic == topics.TURNS \
+                and m.offset < down.done.get(m.partition, -1):
             await ack(e)
     for _ in range(2):  # the first may only wait for a periodic commit already in flight
         await commit()
