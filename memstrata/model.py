@@ -34,6 +34,16 @@ Identifier = Annotated[
     str, StringConstraints(min_length=1, max_length=MAX_ID_LEN, pattern=ID_PATTERN)
 ]
 Role = Literal["user", "assistant"]
+_ID = re.compile(ID_PATTERN)
+
+
+def is_identifier(value: str) -> bool:
+    """Whether ``value`` is a valid id, matched as a whole.
+
+    ``re.match`` with ``$`` would let ``"maya\n"`` through (``$`` also matches
+    before a final newline), which pydantic's validator then refuses.
+    """
+    return 0 < len(value) <= MAX_ID_LEN and _ID.fullmatch(value) is not None
 
 
 class Layer(IntEnum):

@@ -9,15 +9,17 @@ one partition.
 
 from __future__ import annotations
 
-from datetime import datetime
+import re
+from datetime import UTC, datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
 from memstrata.model import Identifier, Message, Role, Scope, SessionMeta
 
-__all__ = ["MESSAGE_ID_PATTERN", "TURNS_TOPIC", "MessageId", "TurnEvent", "WireEvent",
-           "event_key"]
+__all__ = ["EVENT_TIME_RANGE", "MAX_EVENT_TIME", "MESSAGE_ID_PATTERN", "MIN_EVENT_TIME",
+           "TURNS_TOPIC", "MessageId", "TurnEvent", "WireEvent", "check_event_time",
+           "event_key", "is_message_id"]
 
 TURNS_TOPIC = "memstrata.turns.v1"
 
@@ -26,6 +28,39 @@ TURNS_TOPIC = "memstrata.turns.v1"
 MESSAGE_ID_PATTERN = r"^[^\s\x00-\x1f\x7f]+$"
 MessageId = Annotated[str, StringConstraints(min_length=1, max_length=128,
                                              pattern=MESSAGE_ID_PATTERN)]
+_MESSAGE_ID = re.compile(MESSAGE_ID_PATTERN)
+
+#: Event times (``ts``, ``session_date``) must lie in this range, in UTC (a time
+#: without a zone is read as UTC). Inside it ``datetime.timestamp()``, zone
+#: conversion and date arithmetic of up to a year either way cannot overflow;
+#: a year-1 or year-9999 date is a client bug, refused at the edge.
+MIN_EVENT_TIME = datetime(1900, 1, 1, tzinfo=UTC)
+MAX_EVENT_TIME = datetime(9999, 1, 1, tzinfo=UTC)
+EVENT_TIME_RANGE = f"from {MIN_EVENT_TIME:%Y-%m-%d} to before {MAX_EVENT_TIME:%Y-%m-%d} (UTC)"
+
+
+def is_message_id(value: str) -> bool:
+    """Whether ``value`` is a valid message id (the whole text: a trailing newline is not)."""
+    return 0 < len(value) <= 128 and _MESSAGE_ID.fullmatch(value) is not None
+
+
+def check_event_time(value: datetime) -> datetime:
+    """``value`` if it lies in the event-time range, else ValueError naming the range.
+
+    The one place the rule lives: the query service builds a :class:`TurnEvent`
+    (and so refuses with INVALID_ARGUMENT) and the stream worker decodes one
+    (and so dead-letters with ``bad_field``).
+    """
+    aware = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+    try:
+        ok = MIN_EVENT_TIME <= aware < MAX_EVENT_TIME
+        if ok:
+            aware.timestamp()  # an exotic tzinfo could still fail here
+    except (OverflowError, ValueError, OSError):
+        ok = False
+    if not ok:
+        raise ValueError(f"must be {EVENT_TIME_RANGE}, got {value.isoformat()[:40]}")
+    return value
 
 
 def event_key(tenant_id: str, user_id: str, session_id: str | None) -> bytes:
@@ -62,8 +97,14 @@ class TurnEvent(WireEvent):
     session_date: datetime | None = None
     speaker: str | None = None
     #: Free-form session labels (source, sample id); the first event's labels stick.
-    labels: dict[str, Annotated[str, StringConstraints(max_length=128)]] = Field(
+    labels: dict[Annotated[str, StringConstraints(min_length=1, max_length=128)],
+                 Annotated[str, StringConstraints(max_length=128)]] = Field(
         default_factory=dict)
+
+    @field_validator("ts", "session_date")
+    @classmethod
+    def _in_range(cls, value: datetime | None) -> datetime | None:
+        return None if value is None else check_event_time(value)
 
     @property
     def scope(self) -> Scope:

@@ -7,7 +7,6 @@ without reading server logs; nothing of the request's content is logged.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import wraps
 from typing import Any, TypeVar
@@ -16,14 +15,13 @@ import grpc
 
 from memstrata.config import ConfigError
 from memstrata.layers.lazy import SessionNotFound
-from memstrata.model import ID_PATTERN, MAX_ID_LEN
+from memstrata.model import MAX_ID_LEN, is_identifier
 from memstrata.retrieval.hybrid import QueryError
-from memstrata.wire import MESSAGE_ID_PATTERN
+from memstrata.wire import is_message_id
 from query_service.work import WorkCancelled
 from query_service.writes import DeleteIncomplete
 
 log = logging.getLogger(__name__)
-_ID = re.compile(ID_PATTERN)
 T = TypeVar("T")
 
 
@@ -46,20 +44,17 @@ def check_id(field: str, value: str, *, required: bool = True) -> str:
         return value
     if len(value) > MAX_ID_LEN:
         raise InvalidArgument(f"{field}: {len(value)} characters, limit is {MAX_ID_LEN}")
-    if not _ID.match(value):
+    if not is_identifier(value):
         raise InvalidArgument(f"{field}: only letters, digits and . _ : @ / + - are allowed "
                               f"(no spaces), limit {MAX_ID_LEN} characters")
     return value
 
 
-#: The turns topic's own rule, so a message id the service accepts never goes to the DLQ.
-_MESSAGE_ID = re.compile(MESSAGE_ID_PATTERN)
-
-
 def check_message_id(field: str, value: str) -> str:
     if not value:
         raise InvalidArgument(f"{field}: required")
-    if len(value) > MAX_ID_LEN or not _MESSAGE_ID.match(value):
+    # The turns topic's own rule, so a message id the service accepts never goes to the DLQ.
+    if len(value) > MAX_ID_LEN or not is_message_id(value):
         raise InvalidArgument(f"{field}: printable text without whitespace, limit "
                               f"{MAX_ID_LEN} characters")
     return value

@@ -9,6 +9,8 @@ from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
 from typing import Any
 
+from pydantic import ValidationError
+
 from memstrata.client._proto import memory_pb2 as pb
 from memstrata.client._proto import memory_pb2_grpc as pb_grpc
 from memstrata.client.answers import answer_to_wire
@@ -58,6 +60,27 @@ def _date(field: str, text: str) -> datetime | None:
         return date_from_wire(text)
     except ValueError:
         raise InvalidArgument(f"{field}: not an ISO 8601 date ({text[:40]!r})") from None
+
+
+def _validation_message(field: str, exc: ValidationError) -> str:
+    """``field.sub: why`` for the first error of a wire-contract check."""
+    err = exc.errors()[0]
+    where = ".".join(str(p) for p in err.get("loc", ()))
+    cause = (err.get("ctx") or {}).get("error")
+    why = str(cause) if cause is not None else err.get("msg", "invalid")
+    return f"{field}.{where}: {why}" if where else f"{field}: {why}"
+
+
+def _first_of_each(records: Sequence[TurnEvent]) -> list[TurnEvent]:
+    """The records in order, each message id (per user and session) kept once."""
+    seen: set[tuple[str, str, str]] = set()
+    out: list[TurnEvent] = []
+    for r in records:
+        key = (r.user_id, r.session_id, r.message_id)
+        if key not in seen:
+            seen.add(key)
+            out.append(r)
+    return out
 
 
 class MemoryServicer(pb_grpc.MemoryServiceServicer):
@@ -273,20 +296,30 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
             if not k or len(k) > 128 or len(v) > 128:
                 raise InvalidArgument(f"{field}.labels: keys and values up to 128 characters "
                                       "(keys not empty)")
-        return TurnEvent(tenant_id=tenant, user_id=e.user_id, session_id=e.session_id,
-                          message_id=e.message_id, role=e.role,  # type: ignore[arg-type]
-                          content=e.content, ts=_date(f"{field}.ts", e.ts) or now_utc(),
-                          session_date=_date(f"{field}.session_date", e.session_date),
-                          speaker=e.speaker or None, labels=dict(e.labels))
+        ts = _date(f"{field}.ts", e.ts) or now_utc()
+        session_date = _date(f"{field}.session_date", e.session_date)
+        try:  # the wire contract's own rules (event-time range ...): one check for both routes
+            return TurnEvent(tenant_id=tenant, user_id=e.user_id, session_id=e.session_id,
+                             message_id=e.message_id, role=e.role,  # type: ignore[arg-type]
+                             content=e.content, ts=ts, session_date=session_date,
+                             speaker=e.speaker or None, labels=dict(e.labels))
+        except ValidationError as exc:
+            raise InvalidArgument(_validation_message(field, exc)) from None
 
     async def _ingest(self, records: Sequence[TurnEvent], context: Any) -> pb.IngestReply:
+        # A message id repeated inside the request is a duplicate like one stored
+        # before: sent once, counted exactly.
+        unique = _first_of_each(records)
+        repeated = len(records) - len(unique)
         if self.publisher is not None:
-            await self.publisher.publish(records)
-            return pb.IngestReply(accepted=len(records), route=self.publisher.route)
+            await self.publisher.publish(unique)
+            return pb.IngestReply(accepted=len(unique), route=self.publisher.route,
+                                  duplicates=repeated)
         dups = await self.pools.run(self.pools.write, context,
-                                    lambda t: writes.append_direct(self.memory, records),
+                                    lambda t: writes.append_direct(self.memory, unique),
                                     method="Ingest")
-        return pb.IngestReply(accepted=len(records) - dups, route="direct", duplicates=dups)
+        return pb.IngestReply(accepted=len(unique) - dups, route="direct",
+                              duplicates=dups + repeated)
 
     @rpc_errors
     async def Ingest(self, request: pb.IngestRequest, context: Any) -> pb.IngestReply:

@@ -23,10 +23,17 @@ import faust
 from memstrata.roles import MemoryWriter
 from streams import topics
 from streams.metrics import StreamMetrics
-from streams.processor import Outbox, Processor, Record, TurnProgress, publish
+from streams.processor import (
+    Outbox,
+    Processor,
+    Record,
+    StoreUnavailable,
+    TurnProgress,
+    publish,
+)
 from streams.settings import KafkaSettings, StreamSettings
 
-__all__ = ["ExtraService", "StreamApp", "build_app"]
+__all__ = ["ExtraService", "StreamApp", "build_app", "settle_outage"]
 
 log = logging.getLogger("memstrata.stream")
 
@@ -107,6 +114,27 @@ async def committed_offsets(brokers: str, group: str, topic: str,
         await admin.close()
 
 
+async def settle_outage(down: StoreUnavailable, events: Sequence[Any], *,
+                        deliver: Callable[[Outbox], Awaitable[None]],
+                        ack: Callable[[Any], Awaitable[Any]] | None,
+                        commit: Callable[[], Awaitable[Any]]) -> None:
+    """Before stopping on an unreachable store: commit what the stores hold.
+
+    The notices of the records handled before the outage are sent, those
+    records (``down.done``: per partition, the offset below which all are
+    handled) are acknowledged, and the acknowledged offsets committed. The
+    rest of the batch is left unacknowledged and read again after a restart.
+    """
+    await deliver(down.outbox)
+    for e in events:
+        m = e.message
+        if ack is not None and m.topic == topics.TURNS \
+                and m.offset < down.done.get(m.partition, -1):
+            await ack(e)
+    for _ in range(2):  # the first may only wait for a periodic commit already in flight
+        await commit()
+
+
 def build_app(
     writer: MemoryWriter,
     brokers: str,
@@ -135,6 +163,7 @@ def build_app(
         topic_replication_factor=kafka.replication,
         topic_allow_declare=True,
         producer_acks=1,
+        producer_max_request_size=kafka.max_request_bytes,
         broker_session_timeout=kafka.session_timeout_s,
         broker_heartbeat_interval=kafka.heartbeat_s,
         broker_commit_interval=kafka.commit_interval_s,
@@ -174,7 +203,8 @@ def build_app(
 
     progress = TurnProgress(committed)
     processor = Processor(writer, stream, metrics=metrics, sessions=sessions,
-                          progress=progress, owned=owned, replay=replay)
+                          progress=progress, owned=owned, replay=replay,
+                          dead_letter_max_bytes=kafka.dead_letter_max_bytes())
     runtime = StreamApp(app=app, processor=processor, metrics=metrics, brokers=brokers)
 
     async def send(topic: str, value: bytes, key: bytes | None) -> None:
@@ -183,7 +213,18 @@ def build_app(
         await app.producer.send_and_wait(topic, key, value, None, None, None)
 
     async def deliver(out: Outbox) -> None:
-        await publish(out, send)
+        from aiokafka.errors import MessageSizeTooLargeError
+
+        await publish(out, send, too_large=(MessageSizeTooLargeError,))
+
+    async def stop_on_outage(down: StoreUnavailable, stream_: Any, events: Sequence[Any]) -> None:
+        try:
+            await settle_outage(down, events, deliver=deliver,
+                                ack=stream_.ack if stream_ is not None else None,
+                                commit=app.consumer.commit)
+        except Exception as exc:  # noqa: BLE001 - stopping anyway; a restart reads it again
+            log.warning("could not commit the stored offsets before stopping: %r", exc)
+        runtime.fatal(down)
 
     def record(event: Any) -> Record:
         m = event.message
@@ -197,6 +238,8 @@ def build_app(
                 await deliver(await processor.handle_turns([record(e) for e in events]))
             except asyncio.CancelledError:
                 raise
+            except StoreUnavailable as down:
+                await stop_on_outage(down, stream_, events)
             except BaseException as exc:  # noqa: BLE001
                 runtime.fatal(exc)
 
@@ -209,6 +252,8 @@ def build_app(
                 await deliver(await processor.handle_controls([record(e) for e in events]))
             except asyncio.CancelledError:
                 raise
+            except StoreUnavailable as down:  # commit earlier batches only
+                await stop_on_outage(StoreUnavailable(str(down)), stream_, ())
             except BaseException as exc:  # noqa: BLE001
                 runtime.fatal(exc)
 
@@ -220,6 +265,8 @@ def build_app(
                 await deliver(Outbox(l0=notes))
         except asyncio.CancelledError:
             raise
+        except StoreUnavailable as down:  # commit earlier batches only
+            await stop_on_outage(StoreUnavailable(str(down)), None, ())
         except BaseException as exc:  # noqa: BLE001
             runtime.fatal(exc)
 

@@ -9,9 +9,11 @@ a crashed agent. Limits (sizes, label counts) come from
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Literal, TypeVar
 
 from pydantic import Field, ValidationError
 
@@ -21,6 +23,7 @@ from streams.settings import StreamSettings
 
 __all__ = [
     "ControlEvent",
+    "DEAD_LETTER_OVERHEAD",
     "DeadLetter",
     "Invalid",
     "L0Event",
@@ -33,7 +36,16 @@ __all__ = [
 
 #: Names of the reasons a DLQ record can carry (also the ``reason`` label of the metric).
 REASONS = ("too_large", "not_json", "bad_version", "missing_field", "bad_id", "bad_role",
-           "bad_field", "bad_key", "rejected")
+           "bad_field", "bad_key", "rejected", "store_failed")
+
+#: Bytes a dead letter needs besides the original value and key (JSON fields,
+#: detail, Kafka record framing); the value is cut to fit the rest.
+DEAD_LETTER_OVERHEAD = 4096
+#: Longest detail text a dead letter carries.
+MAX_DETAIL_CHARS = 1000
+#: Longest original key a dead letter carries (legitimate keys are a few hundred bytes).
+MAX_DEAD_KEY_BYTES = 1024
+_E = TypeVar("_E")
 
 _ID_FIELDS = {"tenant_id", "user_id", "session_id", "message_id"}
 
@@ -102,12 +114,18 @@ class DeadLetter(WireEvent):
     topic: str
     partition: int
     offset: int
-    #: Original key and value, base64 (they may not be text at all).
+    #: Original key and value, base64 (they may not be text at all). A value too
+    #: large to forward is cut (``truncated``); ``value_size`` and ``value_sha256``
+    #: describe the whole original, so it can be found and checked on replay.
     key_b64: str | None = None
     value_b64: str
+    value_size: int = 0
+    value_sha256: str = ""
+    truncated: bool = False
     ts: datetime
 
     def original(self) -> bytes:
+        """The original value (its first bytes only when ``truncated``)."""
         return base64.b64decode(self.value_b64)
 
 
@@ -121,11 +139,28 @@ class Invalid(Exception):
         self.detail = detail
 
     def dead_letter(self, *, topic: str, partition: int, offset: int, key: bytes | None,
-                    value: bytes) -> DeadLetter:
+                    value: bytes, max_bytes: int | None = None) -> DeadLetter:
+        """The DLQ record; with ``max_bytes`` its value is cut so the record fits in it.
+
+        base64 grows the value by a third, so a value just under the event limit
+        could otherwise make a record the producer refuses, and a refused DLQ
+        send would stop the worker.
+        """
+        truncated = False
+        if key is not None and len(key) > MAX_DEAD_KEY_BYTES:
+            key, truncated = key[:MAX_DEAD_KEY_BYTES], True
+        kept = value
+        if max_bytes is not None:
+            room = max_bytes - DEAD_LETTER_OVERHEAD - 2 * len(key or b"")
+            fits = max(0, room) * 3 // 4
+            if len(value) > fits:
+                kept, truncated = value[:fits], True
         return DeadLetter(
-            reason=self.reason, detail=self.detail, topic=topic, partition=partition,
-            offset=offset, key_b64=base64.b64encode(key).decode() if key is not None else None,
-            value_b64=base64.b64encode(value).decode(), ts=utcnow())
+            reason=self.reason, detail=self.detail[:MAX_DETAIL_CHARS], topic=topic,
+            partition=partition, offset=offset,
+            key_b64=base64.b64encode(key).decode() if key is not None else None,
+            value_b64=base64.b64encode(kept).decode(), value_size=len(value),
+            value_sha256=hashlib.sha256(value).hexdigest(), truncated=truncated, ts=utcnow())
 
 
 def _load(raw: bytes | None, limits: StreamSettings) -> dict[str, object]:
@@ -136,8 +171,11 @@ def _load(raw: bytes | None, limits: StreamSettings) -> dict[str, object]:
                       f"{limits.max_event_bytes} (MEMSTRATA_STREAM_MAX_EVENT_BYTES)")
     try:
         data = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise Invalid("not_json", f"cannot decode JSON: {exc}") from None
+    except RecursionError:
+        raise Invalid("not_json", "cannot decode JSON: nested too deeply") from None
+    except Exception as exc:  # noqa: BLE001 - bad UTF-8, bad JSON, numbers too long ...
+        raise Invalid("not_json", f"cannot decode JSON: {type(exc).__name__}: "
+                      f"{str(exc)[:200]}") from None
     if not isinstance(data, dict):
         raise Invalid("not_json", f"expected a JSON object, got {type(data).__name__}")
     if data.get("v") != 1:
@@ -166,8 +204,29 @@ def _check_key(key: bytes | None, expected: bytes) -> None:
                       f"{expected!r} (tenant/user/session keeps a session on one partition)")
 
 
+def _guarded(decode: Callable[[], _E]) -> _E:
+    """Run a decoder; any failure of the value becomes :class:`Invalid`, never a crash.
+
+    The explicit checks name the field; this is the net under them (a value
+    nested too deeply for the validator, a number too large for a date ...).
+    """
+    try:
+        return decode()
+    except Invalid:
+        raise
+    except RecursionError:
+        raise Invalid("bad_field", "value nested too deeply") from None
+    except Exception as exc:  # noqa: BLE001 - the value is bad, the worker is not
+        raise Invalid("bad_field", f"cannot validate the value: {type(exc).__name__}: "
+                      f"{str(exc)[:200]}") from None
+
+
 def decode_turn(raw: bytes | None, limits: StreamSettings, key: bytes | None = None) -> TurnEvent:
     """Bytes from the turns topic -> a valid :class:`TurnEvent`, or :class:`Invalid`."""
+    return _guarded(lambda: _decode_turn(raw, limits, key))
+
+
+def _decode_turn(raw: bytes | None, limits: StreamSettings, key: bytes | None) -> TurnEvent:
     data = _load(raw, limits)
     try:
         ev = TurnEvent.model_validate(data)
@@ -189,6 +248,11 @@ def decode_turn(raw: bytes | None, limits: StreamSettings, key: bytes | None = N
 def decode_control(raw: bytes | None, limits: StreamSettings,
                    key: bytes | None = None) -> ControlEvent:
     """Bytes from the control topic -> a valid :class:`ControlEvent`, or :class:`Invalid`."""
+    return _guarded(lambda: _decode_control(raw, limits, key))
+
+
+def _decode_control(raw: bytes | None, limits: StreamSettings,
+                    key: bytes | None) -> ControlEvent:
     data = _load(raw, limits)
     try:
         ev = ControlEvent.model_validate(data)

@@ -24,6 +24,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    retry_if_exception,
+    retry_if_exception_type,
+    wait_exponential,
+)
+
 from memstrata.model import Message, Scope, SessionMeta
 from memstrata.roles import AppendReport, MemoryWriter
 from streams import topics
@@ -38,15 +46,36 @@ from streams.events import (
     utcnow,
 )
 from streams.metrics import StreamMetrics
-from streams.settings import StreamSettings
+from streams.settings import KafkaSettings, StreamSettings
 
-__all__ = ["Outbox", "Processor", "Record", "Replay", "TurnProgress"]
+__all__ = ["Outbox", "Processor", "Record", "Replay", "StoreUnavailable", "TurnProgress"]
 
 log = logging.getLogger("memstrata.stream")
 T = TypeVar("T")
 
 #: Errors worth retrying as they are (a store or the network hiccuped).
 TRANSIENT: tuple[type[BaseException], ...] = (OSError, ConnectionError, TimeoutError)
+#: The same kind of error as the store clients raise it, by module and class name (the
+#: clients are optional extras, so they are not imported here): httpx under the Qdrant
+#: client, opensearch-py's own ConnectionError and ConnectionTimeout.
+_TRANSIENT_NAMES = {("httpx", "TransportError"), ("opensearchpy.exceptions", "ConnectionError")}
+
+
+def is_transient(exc: BaseException | None) -> bool:
+    """Whether ``exc`` says the store is unreachable (retry; stop if it lasts).
+
+    Anything else is a refusal of this data. Wrapped errors count by their
+    cause (the Qdrant client wraps httpx's in ResponseHandlingException).
+    """
+    for _ in range(8):
+        if exc is None:
+            return False
+        if isinstance(exc, TRANSIENT) or any(
+                (cls.__module__, cls.__qualname__) in _TRANSIENT_NAMES
+                for cls in type(exc).__mro__):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 @dataclass(frozen=True)
@@ -66,6 +95,53 @@ class Outbox:
 
     l0: list[L0Event] = field(default_factory=list)
     dead: list[DeadLetter] = field(default_factory=list)
+
+
+class StoreUnavailable(RuntimeError):
+    """The stores stayed unreachable through every retry: the worker has to stop.
+
+    ``outbox`` is what the records handled before the outage ask to publish,
+    and ``done`` maps a partition to the offset below which every record of the
+    batch is handled (stored or dead-lettered), so those offsets may be
+    committed once ``outbox`` is sent; the rest is read again after a restart.
+    """
+
+    def __init__(self, message: str, outbox: Outbox | None = None,
+                 done: dict[int, int] | None = None) -> None:
+        super().__init__(message)
+        self.outbox = outbox or Outbox()
+        self.done = done or {}
+
+    def after(self, records: Sequence[Record], handled: Sequence[bool],
+              out: Outbox) -> "StoreUnavailable":
+        """This outage, with the committable prefix of ``records`` and its notices."""
+        done: dict[int, int] = {}
+        blocked: set[int] = set()
+        for rec, ok in zip(records, handled, strict=True):
+            if rec.partition in blocked:
+                continue
+            if ok:
+                done[rec.partition] = rec.offset + 1
+            else:
+                blocked.add(rec.partition)
+        dead = [d for d in out.dead if d.offset < done.get(d.partition, -1)]
+        return StoreUnavailable(str(self), Outbox(l0=list(out.l0), dead=dead), done)
+
+
+@dataclass
+class _Group:
+    """One session's share of a batch: its messages and the records they came from."""
+
+    meta: SessionMeta
+    messages: list[Message] = field(default_factory=list)
+    indices: list[int] = field(default_factory=list)
+
+
+def _log_retry(state: RetryCallState) -> None:
+    exc = state.outcome.exception() if state.outcome is not None else None
+    wait = state.next_action.sleep if state.next_action is not None else 0.0
+    log.warning("store write failed (%s: %s), attempt %d, retry in %.1fs",
+                type(exc).__name__, exc, state.attempt_number, wait)
 
 
 #: Reads the turns topic again: {partition: (from offset, to offset)} -> records in order.
@@ -156,7 +232,7 @@ class Processor:
         progress: TurnProgress | None = None,
         owned: Callable[[int], bool] | None = None,
         replay: Replay | None = None,
-        retries: int | None = None,
+        dead_letter_max_bytes: int | None = None,
     ) -> None:
         self.writer = writer
         self.limits = limits
@@ -167,7 +243,9 @@ class Processor:
         self.progress = progress or TurnProgress()
         self.owned = owned or (lambda p: True)
         self.replay = replay
-        self.retries = retries
+        #: DLQ records are cut to this size (the producer refuses larger requests).
+        self.dead_letter_max_bytes = (KafkaSettings().dead_letter_max_bytes()
+                                      if dead_letter_max_bytes is None else dead_letter_max_bytes)
         #: Held while a batch is stored and its offsets noted, and while a delete
         #: and its replay run: a delete sees exactly which turns are stored.
         self._order = asyncio.Lock()
@@ -176,62 +254,81 @@ class Processor:
     def close(self) -> None:
         self.writer_thread.shutdown(wait=True)
 
-    async def _write(self, fn: Callable[[], T]) -> T:
+    async def _write(self, fn: Callable[[], T], *, retry_any: bool = False) -> T:
+        """Run a store call on the writer thread, retried with backoff (bounded).
+
+        Connection and timeout errors are tried ``store_attempts`` times, then
+        raise :class:`StoreUnavailable` (the worker stops). Other errors are
+        tried ``store_refused_attempts`` times with ``retry_any`` (a session
+        that may be poison), else raised at once.
+        """
         loop = asyncio.get_running_loop()
-        delay = 0.2
-        attempt = 0
-        while True:  # a store that is down stalls the partition; it never loses the batch
-            try:
-                return await loop.run_in_executor(self.writer_thread, fn)
-            except TRANSIENT as exc:
-                attempt += 1
-                if self.retries is not None and attempt > self.retries:
-                    raise
-                log.warning("store write failed (%s), retry %d in %.1fs", exc, attempt, delay)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 5.0)
+        lim = self.limits
+
+        def stop(state: RetryCallState) -> bool:
+            exc = state.outcome.exception() if state.outcome is not None else None
+            limit = lim.store_attempts if is_transient(exc) else lim.store_refused_attempts
+            return state.attempt_number >= limit
+
+        retrying = AsyncRetrying(
+            stop=stop,
+            wait=wait_exponential(multiplier=lim.store_backoff_s, max=lim.store_backoff_max_s),
+            retry=retry_if_exception_type(Exception) if retry_any
+            else retry_if_exception(is_transient),
+            before_sleep=_log_retry, reraise=True)
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    return await loop.run_in_executor(self.writer_thread, fn)
+        except Exception as exc:
+            if is_transient(exc):
+                raise StoreUnavailable(f"store unreachable after {lim.store_attempts} "
+                                       f"attempts: {type(exc).__name__}: {exc}") from exc
+            raise
+        raise AssertionError("unreachable: tenacity returns or raises")  # pragma: no cover
 
     # -- turns ------------------------------------------------------------
     async def handle_turns(self, records: Sequence[Record]) -> Outbox:
-        """Store a batch of turn records; returns what to publish."""
+        """Store a batch of turn records; returns what to publish.
+
+        Raises :class:`StoreUnavailable` (with what may still be published and
+        committed) only when the stores stay unreachable; every other failure
+        becomes a dead letter.
+        """
         async with self._order:
             return await self._store_turns(records)
 
     async def _store_turns(self, records: Sequence[Record], replay: bool = False) -> Outbox:
         out = Outbox()
-        groups: OrderedDict[tuple[Scope, str], tuple[SessionMeta, list[Message]]] = OrderedDict()
+        groups: OrderedDict[tuple[Scope, str], _Group] = OrderedDict()
+        handled = [False] * len(records)
         stamps: list[float] = []
-        for rec in records:
+        for i, rec in enumerate(records):
             if not replay:
                 self.metrics.events_in.labels(rec.topic).inc()
             try:
                 ev = decode_turn(rec.value, self.limits, rec.key)
+                meta, message, stamp = ev.meta(), ev.message(), ev.ts.timestamp()
             except Invalid as bad:
                 out.dead.append(self._dead(bad, rec))
+                handled[i] = True
                 continue
-            key = (ev.scope, ev.session_id)
-            if key not in groups:
-                groups[key] = (ev.meta(), [])
-            groups[key][1].append(ev.message())
-            stamps.append(ev.ts.timestamp())
+            except Exception as exc:  # noqa: BLE001 - a check the decoder missed: still DLQ
+                out.dead.append(self._dead(Invalid("bad_field", f"{type(exc).__name__}: "
+                                                   f"{str(exc)[:200]}"), rec))
+                handled[i] = True
+                continue
+            group = groups.setdefault((ev.scope, ev.session_id), _Group(meta))
+            group.messages.append(message)
+            group.indices.append(i)
+            stamps.append(stamp)
         if groups:
             started = time.perf_counter()
             try:
-                reports = await self._write(lambda: self._append_all(list(groups.values())))
-            except TRANSIENT:
-                raise
-            except Exception as exc:  # noqa: BLE001 - isolate the session that fails
-                log.warning("batch refused (%s); writing session by session", exc)
-                reports = []
-                for (scope, sid), group in groups.items():
-                    try:
-                        reports += await self._write(functools.partial(self._append_all, [group]))
-                    except TRANSIENT:
-                        raise
-                    except Exception as one:  # noqa: BLE001
-                        out.dead += [self._dead(Invalid("rejected", f"{type(one).__name__}: "
-                                                        f"{one}"), rec) for rec in records
-                                     if _record_session(rec) == (scope, sid)]
+                reports = await self._store_groups(list(groups.values()), records, out,
+                                                   handled)
+            except StoreUnavailable as down:
+                raise down.after(records, handled, out) from down.__cause__
             took = time.perf_counter() - started
             self.metrics.l0_build_seconds.observe(took)
             log.info("batch: %d records, %d sessions, stored in %.2fs", len(records),
@@ -244,6 +341,38 @@ class Processor:
         for rec in records:
             await self.progress.advance(rec.partition, rec.offset + 1)
         return out
+
+    async def _store_groups(self, groups: list[_Group], records: Sequence[Record], out: Outbox,
+                            handled: list[bool]) -> list[AppendReport]:
+        """Store every session; one that keeps failing is dead-lettered, the rest stored."""
+        try:
+            reports = await self._write(lambda: self._append_all(
+                [(g.meta, g.messages) for g in groups]))
+        except StoreUnavailable:
+            raise
+        except Exception as exc:  # noqa: BLE001 - isolate the session that fails
+            log.warning("batch refused (%s: %s); storing session by session",
+                        type(exc).__name__, exc)
+        else:
+            for g in groups:
+                for i in g.indices:
+                    handled[i] = True
+            return reports
+        reports = []
+        for g in groups:
+            one = [(g.meta, g.messages)]
+            try:
+                reports += await self._write(functools.partial(self._append_all, one),
+                                             retry_any=True)
+            except StoreUnavailable:
+                raise
+            except Exception as exc:  # noqa: BLE001 - this session stays refused: DLQ it
+                why = Invalid("store_failed", f"{type(exc).__name__}: {exc} (after "
+                              f"{self.limits.store_refused_attempts} attempts)")
+                out.dead += [self._dead(why, records[i]) for i in g.indices]
+            for i in g.indices:
+                handled[i] = True
+        return reports
 
     def _append_all(self, groups: list[tuple[SessionMeta, list[Message]]]) -> list[AppendReport]:
         # One embedding call and one upsert per store for the whole batch where the
@@ -310,9 +439,11 @@ class Processor:
                         self.limits.control_wait_s)
         try:
             out.l0 += await self.apply(ev)
-        except TRANSIENT:
+        except StoreUnavailable:
             raise
         except Exception as exc:  # noqa: BLE001 - the writer refused this event: DLQ it
+            if is_transient(exc):  # the broker, reading turns again after a delete
+                raise
             out.dead.append(self._dead(Invalid("rejected", f"{type(exc).__name__}: {exc}"), rec))
             return False
         self.metrics.control_applied.labels(ev.type).inc()
@@ -392,7 +523,8 @@ class Processor:
         self.metrics.dlq_events.labels(bad.reason).inc()
         log.info("dead letter %s[%d]@%d: %s", rec.topic, rec.partition, rec.offset, bad)
         return bad.dead_letter(topic=rec.topic, partition=rec.partition, offset=rec.offset,
-                               key=rec.key, value=rec.value or b"")
+                               key=rec.key, value=rec.value or b"",
+                               max_bytes=self.dead_letter_max_bytes)
 
 
 def _same(state: Any, scope: Scope, session_id: str | None) -> bool:
@@ -420,11 +552,24 @@ def _record_session(rec: Record) -> tuple[Scope, str] | None:
 Publish = Callable[[str, bytes, bytes | None], Awaitable[None]]
 
 
-async def publish(out: Outbox, send: Publish) -> None:
-    """Send an outbox: dead letters keyed like the original, L0 notices by session."""
+async def publish(out: Outbox, send: Publish,
+                  too_large: tuple[type[BaseException], ...] = ()) -> None:
+    """Send an outbox: dead letters keyed like the original, L0 notices by session.
+
+    Dead letters are cut to the producer's request size already; should the
+    producer still refuse one as too large (``too_large``), it is sent again
+    without the original value (size and digest stay), never stopping the worker.
+    """
     for dead in out.dead:
         key = None if dead.key_b64 is None else base64.b64decode(dead.key_b64)
-        await send(topics.DLQ, dead.to_bytes(), key)
+        try:
+            await send(topics.DLQ, dead.to_bytes(), key)
+        except too_large as exc:
+            log.warning("dead letter %s[%d]@%d refused as too large (%s): sent without "
+                        "its value", dead.topic, dead.partition, dead.offset, exc)
+            bare = dead.model_copy(update={"value_b64": "", "key_b64": None,
+                                           "truncated": True})
+            await send(topics.DLQ, bare.to_bytes(), None)
     for note in out.l0:
         key = f"{note.tenant_id}/{note.user_id}/{note.session_id}".encode()
         await send(topics.L0, note.to_bytes(), key)

@@ -53,6 +53,15 @@ class StreamSettings(BaseSettings):
     log_level: Literal["debug", "info", "warning", "error"] = "warning"
     #: ``memstrata up`` waits at most this long for the worker to drain its topics on stop.
     drain_timeout_s: float = Field(60.0, ge=0, le=3600)
+    #: Attempts to reach the stores (connection or timeout errors) before the worker
+    #: stops, committing what is stored (a restart reads the rest again).
+    store_attempts: int = Field(8, ge=1, le=100)
+    #: Attempts to store one session the stores refuse (any other error) before its
+    #: events go to the DLQ as ``store_failed`` and the rest of the batch is stored.
+    store_refused_attempts: int = Field(3, ge=1, le=100)
+    #: First wait between store attempts; it doubles up to ``store_backoff_max_s``.
+    store_backoff_s: float = Field(0.2, ge=0, le=60)
+    store_backoff_max_s: float = Field(5.0, ge=0, le=600)
 
 
 class KafkaSettings(BaseSettings):
@@ -72,6 +81,13 @@ class KafkaSettings(BaseSettings):
     commit_interval_s: float = Field(1.0, gt=0, le=60)
     #: Per-request timeout of producers and admin calls.
     request_timeout_s: float = Field(30.0, gt=0, le=600)
+    #: Largest request the worker's producer sends (Kafka's ``max.request.size``); dead
+    #: letters are cut to fit in it with room to spare.
+    max_request_bytes: int = Field(1_000_000, ge=64 * 1024, le=64 * 1024 * 1024)
+
+    def dead_letter_max_bytes(self) -> int:
+        """Cap on one DLQ record: 90% of the producer's request size (framing, headers)."""
+        return self.max_request_bytes * 9 // 10
 
     @model_validator(mode="after")
     def _check(self) -> "KafkaSettings":

@@ -41,12 +41,12 @@ from memstrata.model import (
     Session,
     SessionMeta,
     TurnEvent,
+    is_identifier,
 )
 from memstrata.text.dates import parse_datetime
 
 Format = Literal["locomo", "longmemeval", "jsonl"]
 FORMATS: tuple[str, ...] = ("auto", "locomo", "longmemeval", "jsonl")
-_ID_OK = re.compile(ID_PATTERN)
 #: Issues kept in full (the rest are only counted), so a file of bad lines stays cheap.
 MAX_KEPT_ISSUES = 1000
 
@@ -134,7 +134,7 @@ class Source:
             raise FormatError(f"{path}: no such file")
         if fmt not in FORMATS:
             raise FormatError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
-        if not _ID_OK.match(tenant_id) or len(tenant_id) > 128:
+        if not is_identifier(tenant_id):
             raise FormatError(
                 f"tenant id {tenant_id!r} is not a valid id ({ID_PATTERN}, <= 128 chars)")
         self.path = path
@@ -190,7 +190,7 @@ def read_file(path: Path, fmt: str = "auto", tenant_id: str = "default") -> Pars
 def _check_id(value: Any, where: str, name: str) -> str | IngestIssue:
     if not isinstance(value, str) or not value:
         return IngestIssue(where, name, "missing or not a string")
-    if len(value) > 128 or not _ID_OK.match(value):
+    if not is_identifier(value):
         return IngestIssue(where, name, f"{value!r} is not a valid id ({ID_PATTERN}, <= 128 chars)")
     return value
 

@@ -9,6 +9,7 @@ import socket
 import subprocess
 import time
 from collections.abc import Iterator
+from datetime import datetime
 
 import pytest
 
@@ -69,7 +70,7 @@ async def _create_topic(brokers: str) -> None:
         await admin.close()
 
 
-async def _consume(brokers: str, n: int) -> list[tuple[str, dict]]:
+async def _consume(brokers: str, n: int, stop_at=None) -> list[tuple[str, dict]]:
     from aiokafka import AIOKafkaConsumer
 
     consumer = AIOKafkaConsumer(TURNS_TOPIC, bootstrap_servers=brokers,
@@ -80,7 +81,7 @@ async def _consume(brokers: str, n: int) -> list[tuple[str, dict]]:
         async with asyncio.timeout(20):
             async for rec in consumer:
                 out.append((rec.key.decode(), json.loads(rec.value)))
-                if len(out) >= n:
+                if len(out) >= n or (stop_at is not None and stop_at(out[-1][0])):
                     break
     finally:
         await consumer.stop()
@@ -122,3 +123,42 @@ def test_ingest_publishes_turn_events(service: Service, broker: str, tmp_path):
     for key_text, value in records:
         parsed = TurnEvent.model_validate(value)
         assert parsed.key.decode() == key_text
+
+
+def test_ingest_refuses_a_year_one_date_and_counts_repeated_ids_once(service: Service,
+                                                                     broker: str, tmp_path):
+    """Issue 16: the year-1 turn used to be acknowledged and then stop the stream worker;
+    three copies of one message id were acknowledged as three new messages."""
+    import grpc
+
+    from memstrata.client._proto import memory_pb2 as pb
+    from memstrata.client._proto import memory_pb2_grpc as pb_grpc
+
+    keys = tmp_path / "keys.json"
+    _, key = add_key(keys, "acme")
+    settings = ServiceSettings(port=0, keys_file=keys)
+    year_one = datetime(1, 1, 1)
+
+    async def scenario():
+        await _create_topic(broker)
+        handle = await build_server(service.memory, settings,
+                                    kafka=KafkaProducerSettings(brokers=broker))
+        try:
+            async with grpc.aio.insecure_channel(handle.address) as channel:
+                stub = pb_grpc.MemoryServiceStub(channel)
+                with pytest.raises(grpc.RpcError) as refused:
+                    await stub.Ingest(pb.IngestRequest(event=event(
+                        "zed", "z1", "z#0", "user", "Old news.", ts=year_one)),
+                        metadata=(("x-api-key", key),))
+            async with AsyncMemoryClient(handle.address, api_key=key) as c:
+                reply = await c.ingest([event("zed", "z1", "z#1", "user", "Hello again.")] * 3)
+        finally:
+            await handle.stop(0)
+        records = await _consume(broker, 1_000, stop_at=lambda k: k == "acme/zed/z1")
+        return refused.value, reply, [v for k, v in records if k == "acme/zed/z1"]
+
+    refused, reply, published = asyncio.run(scenario())
+    assert refused.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "event.ts" in refused.details() and "1900-01-01" in refused.details()
+    assert (reply.accepted, reply.duplicates, reply.route) == (1, 2, "kafka")
+    assert [v["message_id"] for v in published] == ["z#1"]

@@ -61,6 +61,21 @@ BAD = [
     ("Ingest", pb.IngestRequest(), "event", "required"),
     ("Ingest", pb.IngestRequest(event=_event(labels={f"k{i}": "v" for i in range(17)})),
      "event.labels", "16"),
+    # Issue 16: event times out of range, ids ending in a newline.
+    ("Ingest", pb.IngestRequest(event=_event(ts="0001-01-01T00:00:00")), "event.ts",
+     "1900-01-01"),
+    ("IngestBatch", pb.IngestBatchRequest(events=[
+        _event(), _event(session_date="9999-06-01T00:00:00+00:00")]),
+     "events[1].session_date", "9999-01-01"),
+    ("Ingest", pb.IngestRequest(event=_event(message_id="m1\n")), "event.message_id",
+     "whitespace"),
+    ("Ingest", pb.IngestRequest(event=_event(user_id="maya\n")), "event.user_id", "no spaces"),
+    ("Search", pb.SearchRequest(user_id="maya\n", queries=["q"]), "user_id", "no spaces"),
+    ("ReadTurns", pb.SessionRequest(user_id="maya", session_id="s1\n"), "session_id",
+     "no spaces"),
+    ("DeleteSession", pb.SessionRequest(user_id="maya\n", session_id="s1"), "user_id",
+     "no spaces"),
+    ("DeleteUser", pb.UserRequest(user_id="maya\n"), "user_id", "no spaces"),
 ]
 
 

@@ -79,3 +79,11 @@ def test_stats_count_the_keys_tenant_only(service: Service, client: MemoryClient
     with MemoryClient(service.address, api_key=service.keys.globex) as globex:
         g = globex.stats()
     assert (g.tenant_id, g.users, g.sessions, g.turns) == ("globex", 1, 1, 1)
+
+
+def test_a_message_id_repeated_in_one_batch_is_counted_once(client: MemoryClient):
+    same = event("sam", "w5-kite", "w5:1", "user", "I fly a red kite on Sundays.",
+                 session_date=DATE)
+    reply = client.ingest([same] * 3)
+    assert (reply.accepted, reply.duplicates) == (1, 2)
+    assert [[m.source_id for m in t.messages] for t in client.raw(SAM, "w5-kite")] == [["w5:1"]]

@@ -99,3 +99,95 @@ def test_turn_event_fields_are_the_documented_contract() -> None:
 def test_kafka_settings_check_heartbeat_against_session_timeout() -> None:
     with pytest.raises(ValueError, match="MEMSTRATA_KAFKA_HEARTBEAT_S"):
         KafkaSettings(session_timeout_s=3, heartbeat_s=2)
+
+
+# -- poison values (issue 16) -------------------------------------------------------------------
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("ts", "0001-01-01T00:00:00"),
+    ("ts", "1899-12-31T23:59:59Z"),
+    ("ts", "1900-01-01T00:30:00+01:00"),  # 1899 in UTC
+    ("ts", "9999-01-01T00:00:00"),
+    ("ts", "9999-12-31T23:59:59.999999"),
+    ("ts", "9998-12-31T23:30:00-14:00"),  # 9999 in UTC
+    ("session_date", "0001-01-01T00:00:00+14:00"),
+    ("session_date", "9999-12-31"),
+])
+def test_event_times_outside_the_range_are_refused_naming_the_field(field: str,
+                                                                      value: str) -> None:
+    with pytest.raises(Invalid) as info:
+        decode_turn(raw(**{field: value}), LIMITS)
+    assert info.value.reason == "bad_field"
+    assert repr(field) in info.value.detail and "1900-01-01" in info.value.detail
+
+
+@pytest.mark.parametrize("value", ["1900-01-01T00:00:00Z", "1900-01-01T00:00:00",
+                                   "9998-12-31T23:59:59", "2024-02-29T12:00:00+05:30"])
+def test_event_times_at_the_edges_of_the_range_are_kept(value: str) -> None:
+    ev = decode_turn(raw(ts=value, session_date=value), LIMITS)
+    assert ev.ts.timestamp() and ev.session_date is not None
+
+
+def test_the_time_range_is_one_rule_in_the_core() -> None:
+    from datetime import datetime
+
+    from memstrata.wire import EVENT_TIME_RANGE, check_event_time
+
+    with pytest.raises(ValueError, match="1900-01-01"):
+        check_event_time(datetime(1, 1, 1))
+    assert "9999-01-01" in EVENT_TIME_RANGE
+    with pytest.raises(ValueError):  # the model the query service builds uses it too
+        TurnEvent(tenant_id="a", user_id="b", session_id="s", message_id="m", role="user",
+                  content="x", ts=datetime(1, 1, 1))
+
+
+def test_ids_ending_in_a_newline_are_refused_everywhere() -> None:
+    from memstrata.model import is_identifier
+    from memstrata.wire import is_message_id
+    from query_service.errors import InvalidArgument, check_id, check_message_id
+
+    assert is_identifier("maya") and not is_identifier("maya\n")
+    assert is_message_id("chat#1") and not is_message_id("chat#1\n")
+    for check in (check_id, check_message_id):
+        with pytest.raises(InvalidArgument, match="user_id"):
+            check("user_id", "maya\n")
+    assert reason(raw(user_id="maya\n")) == "bad_id"
+    assert reason(raw(message_id="s1#1\n")) == "bad_id"
+
+
+@pytest.mark.parametrize("value", [
+    b"[" * 100_000,  # RecursionError in the JSON decoder
+    b'{"v": 1, "labels": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+    b'{"v": 1, "ts": ' + b"9" * 5000 + b"}",  # int longer than Python parses
+    b'{"v": 1, "ts": 1e300}',
+    b'{"v": 1, "content": "\\ud800"}',  # lone surrogate
+    "{\"v\": 1, \"content\": \"caf\u00e9\"}".encode("latin-1"),  # not UTF-8
+])
+def test_any_failure_of_the_value_is_an_invalid_event(value: bytes) -> None:
+    limits = StreamSettings(max_event_bytes=400_000)
+    with pytest.raises(Invalid) as info:
+        decode_turn(value, limits)
+    assert info.value.reason in ("not_json", "bad_field", "missing_field") and info.value.detail
+
+
+def test_a_value_nested_too_deeply_for_the_validator_is_a_bad_field() -> None:
+    nested: object = "x"
+    for _ in range(200):
+        nested = {"k": nested}
+    assert reason(json.dumps({**GOOD, "labels": nested}).encode()) == "bad_field"
+
+
+def test_a_dead_letter_too_large_to_send_is_cut_with_size_and_digest() -> None:
+    import hashlib
+
+    value = bytes(range(256)) * 4096  # 1 MiB
+    dead = Invalid("too_large", "value is 1048576 bytes").dead_letter(
+        topic="t", partition=0, offset=5, key=b"k" * 5000, value=value, max_bytes=900_000)
+    record = dead.to_bytes()
+    assert len(record) + 1024 <= 900_000
+    assert dead.truncated and dead.value_size == len(value)
+    assert dead.value_sha256 == hashlib.sha256(value).hexdigest()
+    assert value.startswith(dead.original()) and len(dead.original()) > 600_000
+    small = Invalid("not_json", "x").dead_letter(topic="t", partition=0, offset=1, key=None,
+                                                 value=b"{oops", max_bytes=900_000)
+    assert not small.truncated and small.original() == b"{oops" and small.value_size == 5

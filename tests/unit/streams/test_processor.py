@@ -57,12 +57,17 @@ def test_poison_events_go_to_the_dlq_and_the_rest_is_written() -> None:
     assert p.metrics.dlq_events.labels("not_json")._value.get() == 1  # noqa: SLF001
 
 
+#: Store retries without waiting, so the retry tests take no time.
+QUICK = StreamSettings(store_attempts=3, store_refused_attempts=2, store_backoff_s=0,
+                       store_backoff_max_s=0)
+
+
 def test_a_session_the_writer_refuses_is_dead_lettered_alone() -> None:
     w = RecordingWriterDouble(fail_on="poison")
-    p = Processor(w, StreamSettings())
+    p = Processor(w, QUICK)
     out = run(p.handle_turns(records(turn("a", 1), turn("b", 1, content="poison"), turn("c", 1))))
-    assert [(d.reason, d.offset) for d in out.dead] == [("rejected", 1)]
-    assert "cannot index" in out.dead[0].detail
+    assert [(d.reason, d.offset) for d in out.dead] == [("store_failed", 1)]
+    assert "cannot index" in out.dead[0].detail and "2 attempts" in out.dead[0].detail
     assert set(k[1] for k in w.messages) == {"a", "c"}
 
 
@@ -165,3 +170,147 @@ def test_a_lagging_partition_is_waited_for_while_it_moves() -> None:
         return moving, stalled
 
     assert run(scenario()) == (True, False)  # 0.7 s of progress > 0.3 s timeout: still waited
+
+
+# -- poison events and store failures (issue 16) ------------------------------------------------
+
+def _with(ev: TurnEvent, **change: object) -> bytes:
+    return json.dumps({**json.loads(ev.to_bytes()), **change}).encode()
+
+
+def test_a_year_one_timestamp_is_dead_lettered_and_the_batch_goes_on() -> None:
+    w = RecordingWriterDouble()
+    p = Processor(w, StreamSettings())
+    year_one = _with(turn("a", 2), ts="0001-01-01T00:00:00")
+    out = run(p.handle_turns(records(turn("a", 1), year_one, turn("a", 3))))
+    assert [(d.reason, d.offset) for d in out.dead] == [("bad_field", 1)]
+    assert "'ts'" in out.dead[0].detail
+    assert [m.source_id for m in w.messages[(MAYA, "a")]] == ["a#1", "a#3"]
+
+
+def test_a_huge_poison_value_makes_a_dead_letter_that_fits_the_producer() -> None:
+    w = RecordingWriterDouble()
+    p = Processor(w, StreamSettings(), dead_letter_max_bytes=100_000)
+    out = run(p.handle_turns(records(b"x" * 1_000_000, turn("a", 1))))
+    [dead] = out.dead
+    assert dead.reason == "too_large" and dead.truncated and dead.value_size == 1_000_000
+    assert len(dead.to_bytes()) < 100_000
+    assert (MAYA, "a") in w.messages
+
+
+class FlakyWriterDouble(RecordingWriterDouble):
+    """Raises ``error`` on the first ``failures`` appends (every append when None)."""
+
+    def __init__(self, error: BaseException, failures: int | None) -> None:
+        super().__init__()
+        self.error, self.failures, self.attempts = error, failures, 0
+
+    def append_messages(self, meta, messages):  # noqa: ANN001, ANN201
+        self.attempts += 1
+        if self.failures is None or self.attempts <= self.failures:
+            raise self.error
+        return super().append_messages(meta, messages)
+
+
+def test_a_store_that_hiccups_is_retried_and_nothing_is_lost() -> None:
+    w = FlakyWriterDouble(ConnectionError("store restarting"), failures=2)
+    p = Processor(w, QUICK)
+    out = run(p.handle_turns(records(turn("a", 1), turn("b", 1))))
+    assert not out.dead and w.attempts == 4  # two failed tries of a, then a and b
+    assert set(k[1] for k in w.messages) == {"a", "b"}
+
+
+def test_a_store_that_stays_down_stops_with_the_handled_prefix_committable() -> None:
+    from streams.processor import StoreUnavailable
+
+    w = FlakyWriterDouble(TimeoutError("store down"), failures=None)
+    p = Processor(w, QUICK)
+    batch = records(b"{oops", turn("a", 1), partition=0) + records(b"[1]", partition=1, start=7)
+    try:
+        run(p.handle_turns(batch))
+    except StoreUnavailable as down:
+        assert "3 attempts" in str(down) and "store down" in str(down)
+        # Partition 0: the bad record before the unstored turn; partition 1: all of it.
+        assert down.done == {0: 1, 1: 8}
+        assert sorted((d.partition, d.offset) for d in down.outbox.dead) == [(0, 0), (1, 7)]
+    else:
+        raise AssertionError("an unreachable store must stop the worker")
+    assert w.attempts == 3
+
+
+def test_a_dead_letter_the_producer_still_refuses_is_sent_without_its_value() -> None:
+    from streams.events import Invalid
+    from streams.processor import Outbox, publish
+
+    class TooLarge(Exception):
+        pass
+
+    sent: list[tuple[str, bytes, bytes | None]] = []
+
+    async def send(topic: str, value: bytes, key: bytes | None) -> None:
+        if len(value) > 1000:
+            raise TooLarge(len(value))
+        sent.append((topic, value, key))
+
+    dead = Invalid("too_large", "big").dead_letter(topic=topics.TURNS, partition=0, offset=3,
+                                                  key=b"k", value=b"v" * 5000)
+    run(publish(Outbox(dead=[dead]), send, too_large=(TooLarge,)))
+    [(topic, value, key)] = sent
+    from streams.events import DeadLetter
+
+    back = DeadLetter.model_validate_json(value)
+    assert topic == topics.DLQ and back.truncated and back.value_size == 5000
+    assert back.value_b64 == "" and back.offset == 3
+
+
+def test_store_client_connection_errors_count_as_an_unreachable_store() -> None:
+    import httpx
+    from opensearchpy.exceptions import ConnectionTimeout
+
+    from streams.processor import is_transient
+
+    class WrapperDouble(Exception):
+        """Stands in for qdrant-client's ResponseHandlingException (its import is slow)."""
+
+    def wrapped(inner: Exception) -> BaseException:
+        try:
+            try:
+                raise inner
+            except Exception as exc:
+                raise WrapperDouble(exc)  # as the Qdrant client does: no "from"
+        except WrapperDouble as outer:
+            return outer
+
+    assert is_transient(wrapped(httpx.ConnectError("connection refused")))
+    assert is_transient(ConnectionTimeout("TIMEOUT", "read timed out", None))
+    assert is_transient(TimeoutError()) and is_transient(ConnectionRefusedError())
+    assert not is_transient(ValueError("vector has the wrong size"))
+    assert not is_transient(wrapped(ValueError("bad payload")))
+
+
+def test_on_an_outage_the_handled_records_are_acked_after_their_notices_then_committed() -> None:
+    from types import SimpleNamespace
+
+    from streams.app import settle_outage
+    from streams.processor import Outbox, StoreUnavailable
+
+    calls: list[tuple[str, object]] = []
+
+    def event(partition: int, offset: int) -> SimpleNamespace:
+        return SimpleNamespace(message=SimpleNamespace(topic=topics.TURNS, partition=partition,
+                                                       offset=offset))
+
+    async def deliver(out: Outbox) -> None:
+        calls.append(("deliver", len(out.dead)))
+
+    async def ack(e: SimpleNamespace) -> None:
+        calls.append(("ack", (e.message.partition, e.message.offset)))
+
+    async def commit() -> None:
+        calls.append(("commit", None))
+
+    down = StoreUnavailable("store down", Outbox(), {0: 12})
+    events = [event(0, 10), event(0, 11), event(0, 12), event(1, 4)]
+    run(settle_outage(down, events, deliver=deliver, ack=ack, commit=commit))
+    assert calls == [("deliver", 0), ("ack", (0, 10)), ("ack", (0, 11)),
+                     ("commit", None), ("commit", None)]
