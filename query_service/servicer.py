@@ -9,6 +9,8 @@ from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
 from typing import Any
 
+import grpc
+
 from memstrata.client._proto import memory_pb2 as pb
 from memstrata.client._proto import memory_pb2_grpc as pb_grpc
 from memstrata.client.answers import answer_to_wire
@@ -44,13 +46,14 @@ from query_service.errors import (
 )
 from query_service.limits import SpendLedger, TenantGate
 from query_service.metrics import ServiceMetrics
-from query_service.publish import TurnPublisher, now_utc
+from query_service.publish import NotStored, TurnPublisher, now_utc
 from query_service.settings import ServiceSettings
 from query_service.work import GuardedReader, Pools, WorkToken, call_end_reason
 
 log = logging.getLogger(__name__)
 
 _DONE = object()
+_DURABILITY = {"stored": pb.DURABILITY_STORED, "broker": pb.DURABILITY_BROKER}
 
 
 def _date(field: str, text: str) -> datetime | None:
@@ -280,13 +283,28 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
                           speaker=e.speaker or None, labels=dict(e.labels))
 
     async def _ingest(self, records: Sequence[TurnEvent], context: Any) -> pb.IngestReply:
+        """Publish or write ``records``; the reply says what the acknowledgement promises.
+
+        ``STORED``: in the stores, flushed (direct writes, and the embedded broker,
+        whose publisher waits for the worker). ``BROKER``: acknowledged by Kafka at
+        ``acks=all``. A publisher that cannot confirm in time fails the call with
+        UNAVAILABLE: nothing is acknowledged, and a retry with the same message ids
+        adds nothing twice.
+        """
         if self.publisher is not None:
-            await self.publisher.publish(records)
-            return pb.IngestReply(accepted=len(records), route=self.publisher.route)
+            left = context.time_remaining()
+            try:
+                await self.publisher.publish(
+                    records, timeout_s=None if left is None else max(0.0, left - 0.05))
+            except NotStored as exc:
+                await context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
+            return pb.IngestReply(accepted=len(records), route=self.publisher.route,
+                                  durability=_DURABILITY[self.publisher.durability])
         dups = await self.pools.run(self.pools.write, context,
                                     lambda t: writes.append_direct(self.memory, records),
                                     method="Ingest")
-        return pb.IngestReply(accepted=len(records) - dups, route="direct", duplicates=dups)
+        return pb.IngestReply(accepted=len(records) - dups, route="direct", duplicates=dups,
+                              durability=pb.DURABILITY_STORED)
 
     @rpc_errors
     async def Ingest(self, request: pb.IngestRequest, context: Any) -> pb.IngestReply:

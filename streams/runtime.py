@@ -22,7 +22,7 @@ from typing import Any
 
 from memstrata.config import Settings
 from streams import topics
-from streams.app import ExtraService, build_app
+from streams.app import ExtraService, StreamApp, build_app
 from streams.broker import EmbeddedBroker, ensure_topics
 from streams.metrics import StreamMetrics
 from streams.settings import BROKER_FILE, KafkaSettings, StreamSettings
@@ -51,6 +51,9 @@ class StreamRuntime:
     #: Called with the broker address once it is known (``up`` prints it).
     on_ready: Callable[[str], None] | None = None
     open_memory: Callable[[Settings], Any] | None = None
+    #: The running app, once built: services on its loop may read what the worker
+    #: has stored (``stream_app.processor.progress``; embedded Ingest waits on it).
+    stream_app: StreamApp | None = field(default=None, init=False)
 
     def run(self, *, embedded_broker: bool) -> None:
         from streams.worker import run_worker
@@ -61,26 +64,30 @@ class StreamRuntime:
         broker_file: Path | None = None
         memory = None
         try:
-            if embedded_broker:
-                broker = EmbeddedBroker(log_dir=data_dir / "broker").start()
-                brokers = broker.address
-            else:
-                brokers = self.kafka.resolve_brokers(data_dir)
-            asyncio.run(ensure_topics(brokers, topics.specs(self.kafka.partitions,
-                                                            self.kafka.replication)))
             settings = self.settings
             if "tantivy_commit" not in settings.model_fields_set and \
                     "MEMSTRATA_TANTIVY_COMMIT" not in os.environ:
                 # The worker flushes after every batch, before it commits offsets:
                 # tantivy can commit then too instead of on every write.
                 settings = settings.model_copy(update={"tantivy_commit": "flush"})
+            # The stores first: they take the data dir's writer lock, so a second process
+            # on this data dir stops here, before it touches the broker state dir.
             memory = (self.open_memory or _open_memory)(settings)
+            if embedded_broker:
+                # Stops a broker left running by a holder of this data dir that is gone.
+                broker = EmbeddedBroker(log_dir=data_dir / "broker").start()
+                brokers = broker.address
+            else:
+                brokers = self.kafka.resolve_brokers(data_dir)
+            asyncio.run(ensure_topics(brokers, topics.specs(self.kafka.partitions,
+                                                            self.kafka.replication)))
             metrics = StreamMetrics.create()
             if self.stream.metrics_port:
                 metrics.serve(self.stream.metrics_port, self.stream.metrics_addr)
             app = build_app(memory, brokers, stream=self.stream, kafka=self.kafka,
                             work_dir=data_dir / "stream-worker", services=self.services,
                             service_arg=memory, metrics=metrics)
+            self.stream_app = app
             if broker is not None:
                 broker_file = write_broker_file(data_dir, brokers)
                 app.on_fatal.append(broker.stop)
