@@ -32,8 +32,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from memstrata.wire import TURNS_TOPIC, TurnEvent
 
 __all__ = ["TURNS_TOPIC", "Durability", "KafkaProducerSettings", "KafkaPublisher",
-           "NotStored", "StoredOffsets", "StoredPublisher", "TurnEvent", "TurnPublisher",
-           "now_utc"]
+           "NotStored", "Refused", "StoredOffsets", "StoredPublisher", "TurnEvent",
+           "TurnPublisher", "now_utc"]
 
 #: What an acknowledged publish promises (the reply's ``durability``).
 Durability = Literal["stored", "broker"]
@@ -145,19 +145,26 @@ class KafkaPublisher:
 
 
 class StoredOffsets(Protocol):
-    """What the stream worker has stored (:class:`streams.processor.TurnProgress`)."""
+    """What the stream worker in this process has stored (:class:`streams.runtime.StoredTurns`)."""
 
     def reached(self, partition: int, offset: int) -> bool: ...
+
+    def refused(self, partition: int, offset: int) -> str | None: ...
+
+
+class Refused(ValueError):
+    """The stream worker refused an event (it went to the DLQ): not stored, not acknowledged."""
 
 
 class StoredPublisher(KafkaPublisher):
     """Publish, then answer once the stream worker in this process has stored the records.
 
-    For the embedded broker, which holds topics in memory only. The worker notes a
-    batch's offsets only after the stores have it written and flushed, so
+    For the embedded broker, which holds topics in memory only. The worker's
+    offsets are noted only after the stores have a batch written and flushed, so
     ``progress.reached`` for every record's offset means the records survive a
-    crash of this process. Polled (a dict lookup) rather than signalled: the
-    worker's notes are its own, and a few milliseconds are nothing next to a batch.
+    crash of this process, unless the worker refused one (``progress.refused``:
+    sent to the DLQ), which fails the call. Polled (a dict lookup) rather than
+    signalled: a few milliseconds are nothing next to a batch.
     """
 
     durability: Durability = "stored"
@@ -176,7 +183,8 @@ class StoredPublisher(KafkaPublisher):
         limit = self.wait_s if timeout_s is None else min(self.wait_s, timeout_s)
         deadline = loop.time() + limit
         need: dict[int, int] = {}
-        for meta in await self._send(records):
+        metas = await self._send(records)
+        for meta in metas:
             need[meta.partition] = max(need.get(meta.partition, 0), meta.offset + 1)
         while not all(self.progress.reached(p, o) for p, o in need.items()):
             if loop.time() >= deadline:
@@ -186,6 +194,13 @@ class StoredPublisher(KafkaPublisher):
                     f"call's deadline); nothing is acknowledged: retry with the same "
                     f"message_id values (duplicates are ignored)")
             await asyncio.sleep(self.poll_s)
+        refused = [(i, why) for i, meta in enumerate(metas)
+                   if (why := self.progress.refused(meta.partition, meta.offset)) is not None]
+        if refused:
+            i, why = refused[0]
+            raise Refused(f"events[{i}]: refused by the stream worker ({why}); "
+                          f"{len(refused)} of {len(records)} events refused, the others are "
+                          f"stored")
 
 
 def now_utc() -> datetime:

@@ -46,7 +46,7 @@ from query_service.errors import (
 )
 from query_service.limits import SpendLedger, TenantGate
 from query_service.metrics import ServiceMetrics
-from query_service.publish import NotStored, TurnPublisher, now_utc
+from query_service.publish import NotStored, Refused, TurnPublisher, now_utc
 from query_service.settings import ServiceSettings
 from query_service.work import GuardedReader, Pools, WorkToken, call_end_reason
 
@@ -298,6 +298,8 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
                     records, timeout_s=None if left is None else max(0.0, left - 0.05))
             except NotStored as exc:
                 await context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
+            except Refused as exc:
+                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
             return pb.IngestReply(accepted=len(records), route=self.publisher.route,
                                   durability=_DURABILITY[self.publisher.durability])
         dups = await self.pools.run(self.pools.write, context,

@@ -193,11 +193,10 @@ def _serve_with_stream(settings: Any, svc: Any, marker: Path, banner: str) -> No
     async def grpc_service(memory: Any) -> None:
         # Ingest answers once this process's worker has stored the turns (the broker
         # keeps them in memory only): see query_service.publish.
-        assert runtime.stream_app is not None
         await run_server(memory, svc, handle_signals=False,
                          kafka=KafkaProducerSettings(brokers=brokers[-1],
                                                       stream_group=stream_settings.app_id),
-                         stored=runtime.stream_app.processor.progress)
+                         stored=runtime.stored)
 
     runtime = StreamRuntime(settings, stream=stream_settings, kafka=kafka,
                             services=[grpc_service], on_ready=ready)

@@ -109,6 +109,17 @@ def test_every_acknowledged_message_survives_sigkill(crash: dict[str, Any]):
     assert not missing, f"{len(missing)} of {len(crash['acked'])} acknowledged messages lost"
 
 
+def test_an_event_the_worker_refuses_is_not_acknowledged(crash: dict[str, Any]):
+    """Stored means stored: an event the stream worker sends to the DLQ fails the call."""
+    from memstrata.client import InvalidRequest, MemoryClient
+
+    events = batch("crash", "s9", ["ok-1", "long-1"])
+    events[1].content = "kayak " * 6000  # 36,000 characters: over the worker's limit
+    with MemoryClient(crash["serve_b"].address, api_key=crash["key"]) as client:
+        with pytest.raises(InvalidRequest, match=r"events\[1\]"):
+            client.ingest(events)
+
+
 def test_broker_dies_with_its_sigkilled_parent(crash: dict[str, Any]):
     assert len(crash["tansu_before"]) == 1, "serve runs one embedded tansu broker"
     assert crash["tansu_left"] == [], "the tansu broker outlived its SIGKILLed parent"
