@@ -118,7 +118,7 @@ def run_mode(mode: str, kills: int, args: argparse.Namespace, rng: random.Random
                        "durability": sorted(set().union(*(w.durability for w in workers)))}
                 rows.append(row)
                 console.print(
-                    f"[{mode}] kill {k + 1}/{kills} after {delay:.1f}s: acked {row['acked']}, "
+                    f"\\[{mode}] kill {k + 1}/{kills} after {delay:.1f}s: acked {row['acked']}, "
                     f"of those stored {row['acked_stored']}, lost [bold]{row['lost']}[/bold]; "
                     f"stored unacked {row['unacked_stored']}; failed calls "
                     f"{row['failed_calls']}; orphan brokers {row['orphan_brokers']}; "

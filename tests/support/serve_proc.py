@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from streams.broker import free_port
+from streams.broker import _die_with_parent, free_port
 
 
 def add_key(data_dir: Path, tenant: str) -> str:
@@ -38,7 +38,8 @@ class ServeProcess:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "memstrata", "serve", "--port", str(self.port)],
             env={**os.environ, "MEMSTRATA_DATA_DIR": str(data_dir), **(env or {})},
-            stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log)
+            stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log,
+            preexec_fn=_die_with_parent())  # a killed test run takes its servers with it
 
     @property
     def pid(self) -> int:
