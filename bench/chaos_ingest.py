@@ -155,12 +155,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--kills", type=int, default=20, help="SIGKILLs in the default mode")
     p.add_argument("--baseline-kills", type=int, default=5,
                    help="SIGKILLs with the baseline (ack at the broker); 0 skips it")
-    p.add_argument("--clients", type=int, default=2)
-    p.add_argument("--batch", type=int, default=50, help="messages per IngestBatch")
+    p.add_argument("--clients", type=int, default=4)
+    p.add_argument("--batch", type=int, default=25, help="messages per IngestBatch")
     p.add_argument("--max-batches", type=int, default=400,
                    help="the most batches one client sends per round (bounds the loop)")
-    p.add_argument("--min-delay", type=float, default=1.0)
-    p.add_argument("--max-delay", type=float, default=8.0)
+    p.add_argument("--min-delay", type=float, default=4.0)
+    p.add_argument("--max-delay", type=float, default=20.0)
     p.add_argument("--seed", type=int, default=16)
     args = p.parse_args(argv)
     rng = random.Random(args.seed)
@@ -181,6 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         summary.append([mode, len(rs), acked, acked - lost, lost,
                         sum(r["unacked_stored"] for r in rs),
                         sum(r["orphan_brokers"] for r in rs),
+                        acked / sum(r["delay_s"] for r in rs),
                         max(r["restart_s"] for r in rs)])
     print_table("per kill", ["mode", "kill", "delay s", "acked", "acked+stored", "lost",
                              "unacked stored", "orphans"],
@@ -188,7 +189,8 @@ def main(argv: list[str] | None = None) -> int:
                   r["lost"], r["unacked_stored"], r["orphan_brokers"]] for r in rows])
     print_table("chaos: SIGKILL of memstrata serve during IngestBatch",
                 ["ack mode", "kills", "acknowledged", "stored after restart", "lost",
-                 "stored, not acked", "orphan brokers", "max restart s"], summary)
+                 "stored, not acked", "orphan brokers", "acked msg/s", "max restart s"],
+                summary)
     ours = [s for s in summary if s[0] == "stored"]
     if ours:
         console.print(f"nothing acknowledged lost, no orphan broker (ack once stored): "
