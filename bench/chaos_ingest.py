@@ -144,6 +144,7 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
                  else "ack once stored (default)")
         ax.set_title(f"{title}\n{lost} of {sum(r['acked'] for r in rs)} acknowledged lost")
         ax.set_xlabel("kill")
+        ax.set_xticks(x)
         ax.set_ylabel("messages")
         ax.legend(fontsize=8)
     fig.tight_layout()
