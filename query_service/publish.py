@@ -1,13 +1,21 @@
-"""Where Ingest sends turn events: the turns topic, or straight into the local memory.
+"""Where Ingest sends turn events, and what its acknowledgement promises.
 
-With ``MEMSTRATA_KAFKA_BROKERS`` set, events go to ``memstrata.turns.v1`` (one
-record per message, keyed ``tenant/user/session`` so a session stays in
-order on one partition) and Ingest answers once the broker has acknowledged
-them (``acks=all``). Without a broker (embedded, one process) they are written
-through the memory's writer role directly.
+* Embedded (``memstrata serve`` with its in-process broker and stream worker):
+  :class:`StoredPublisher` publishes to the turns topic, then waits until the
+  worker in this process has written and flushed those very records (their
+  offsets in :class:`streams.processor.TurnProgress`). The embedded broker keeps
+  topics in memory only, so an answer at the broker would promise nothing after
+  a crash; this one promises ``STORED``. A wait past the call's deadline or
+  ``MEMSTRATA_SERVICE_INGEST_WAIT_S`` fails the call (UNAVAILABLE) and claims nothing.
+* Kafka (``MEMSTRATA_KAFKA_BROKERS`` set): :class:`KafkaPublisher` answers once the
+  broker has acknowledged every record at ``acks=all``: ``BROKER``, as durable as
+  the topic's replication.
+* No broker: the service writes through the memory's writer role itself (``STORED``).
 
-The record schema is :class:`memstrata.wire.TurnEvent`, the same class the
-stream worker decodes with; this module holds the producer side only.
+Records go to ``memstrata.turns.v1``, one per message, keyed
+``tenant/user/session`` so a session stays in order on one partition. The
+record schema is :class:`memstrata.wire.TurnEvent`, the class the stream worker
+decodes with; this module holds the producer side only.
 """
 
 from __future__ import annotations
@@ -16,15 +24,23 @@ import asyncio
 import os
 from collections.abc import Sequence
 from datetime import datetime, timezone
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from memstrata.wire import TURNS_TOPIC, TurnEvent
 
-__all__ = ["TURNS_TOPIC", "KafkaProducerSettings", "KafkaPublisher", "TurnEvent",
+__all__ = ["TURNS_TOPIC", "Durability", "KafkaProducerSettings", "KafkaPublisher",
+           "NotStored", "Refused", "StoredOffsets", "StoredPublisher", "TurnEvent",
            "TurnPublisher", "now_utc"]
+
+#: What an acknowledged publish promises (the reply's ``durability``).
+Durability = Literal["stored", "broker"]
+
+
+class NotStored(TimeoutError):
+    """The records were published but not stored in time: the call claims nothing."""
 
 
 class KafkaProducerSettings(BaseSettings):
@@ -42,10 +58,12 @@ class KafkaProducerSettings(BaseSettings):
 
 class TurnPublisher(Protocol):
     route: str
+    durability: Durability
 
     async def start(self) -> None: ...
 
-    async def publish(self, records: Sequence[TurnEvent]) -> None: ...
+    async def publish(self, records: Sequence[TurnEvent],
+                      timeout_s: float | None = None) -> None: ...
 
     async def stop(self) -> None: ...
 
@@ -54,6 +72,7 @@ class KafkaPublisher:
     """aiokafka producer: ``publish`` returns once the broker holds every record."""
 
     route = "kafka"
+    durability: Durability = "broker"
 
     def __init__(self, brokers: str, topic: str = TURNS_TOPIC,
                  stream_group: str = "memstrata-stream") -> None:
@@ -69,13 +88,17 @@ class KafkaPublisher:
             bootstrap_servers=self.brokers, acks="all")
         await self._producer.start()
 
-    async def publish(self, records: Sequence[TurnEvent]) -> None:
+    async def publish(self, records: Sequence[TurnEvent],
+                      timeout_s: float | None = None) -> None:
+        await self._send(records)
+
+    async def _send(self, records: Sequence[TurnEvent]) -> list[Any]:
+        """Send every record; their metadata (partition, offset) once the broker has them."""
         if self._producer is None:
             raise RuntimeError("the Kafka producer is not started")
         futures = [await self._producer.send(self.topic, r.to_bytes(), key=r.key)
                    for r in records]
-        for f in futures:
-            await f
+        return [await f for f in futures]
 
     async def wait_stored(self, timeout_s: float, poll_s: float = 0.2) -> bool:
         """Wait until the stream worker has stored every turn on the topic now.
@@ -119,6 +142,65 @@ class KafkaPublisher:
         if self._producer is not None:
             await self._producer.stop()
             self._producer = None
+
+
+class StoredOffsets(Protocol):
+    """What the stream worker in this process has stored (:class:`streams.runtime.StoredTurns`)."""
+
+    def reached(self, partition: int, offset: int) -> bool: ...
+
+    def refused(self, partition: int, offset: int) -> str | None: ...
+
+
+class Refused(ValueError):
+    """The stream worker refused an event (it went to the DLQ): not stored, not acknowledged."""
+
+
+class StoredPublisher(KafkaPublisher):
+    """Publish, then answer once the stream worker in this process has stored the records.
+
+    For the embedded broker, which holds topics in memory only. The worker's
+    offsets are noted only after the stores have a batch written and flushed, so
+    ``progress.reached`` for every record's offset means the records survive a
+    crash of this process, unless the worker refused one (``progress.refused``:
+    sent to the DLQ), which fails the call. Polled (a dict lookup) rather than
+    signalled: a few milliseconds are nothing next to a batch.
+    """
+
+    durability: Durability = "stored"
+
+    def __init__(self, brokers: str, progress: StoredOffsets, *, topic: str = TURNS_TOPIC,
+                 stream_group: str = "memstrata-stream", wait_s: float = 30.0,
+                 poll_s: float = 0.01) -> None:
+        super().__init__(brokers, topic, stream_group)
+        self.progress = progress
+        self.wait_s = wait_s
+        self.poll_s = poll_s
+
+    async def publish(self, records: Sequence[TurnEvent],
+                      timeout_s: float | None = None) -> None:
+        loop = asyncio.get_running_loop()
+        limit = self.wait_s if timeout_s is None else min(self.wait_s, timeout_s)
+        deadline = loop.time() + limit
+        need: dict[int, int] = {}
+        metas = await self._send(records)
+        for meta in metas:
+            need[meta.partition] = max(need.get(meta.partition, 0), meta.offset + 1)
+        while not all(self.progress.reached(p, o) for p, o in need.items()):
+            if loop.time() >= deadline:
+                raise NotStored(
+                    f"{len(records)} events reached the broker but the stream worker has not "
+                    f"stored them within {limit:g} s (MEMSTRATA_SERVICE_INGEST_WAIT_S or the "
+                    f"call's deadline); nothing is acknowledged: retry with the same "
+                    f"message_id values (duplicates are ignored)")
+            await asyncio.sleep(self.poll_s)
+        refused = [(i, why) for i, meta in enumerate(metas)
+                   if (why := self.progress.refused(meta.partition, meta.offset)) is not None]
+        if refused:
+            i, why = refused[0]
+            raise Refused(f"events[{i}]: refused by the stream worker ({why}); "
+                          f"{len(refused)} of {len(records)} events refused, the others are "
+                          f"stored")
 
 
 def now_utc() -> datetime:

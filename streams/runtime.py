@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,12 +23,12 @@ from typing import Any
 
 from memstrata.config import Settings
 from streams import topics
-from streams.app import ExtraService, build_app
+from streams.app import ExtraService, StreamApp, build_app
 from streams.broker import EmbeddedBroker, ensure_topics
 from streams.metrics import StreamMetrics
 from streams.settings import BROKER_FILE, KafkaSettings, StreamSettings
 
-__all__ = ["StreamRuntime", "write_broker_file"]
+__all__ = ["StoredTurns", "StreamRuntime", "write_broker_file"]
 
 log = logging.getLogger("memstrata.stream")
 
@@ -37,6 +38,52 @@ def write_broker_file(data_dir: Path, brokers: str) -> Path:
     path.write_text(json.dumps({"brokers": brokers, "pid": os.getpid(),
                                 "started": time.time()}), encoding="utf-8")
     return path
+
+
+class StoredTurns:
+    """Which records of the turns topic this process's worker has stored, or refused.
+
+    The embedded Ingest acknowledges on this (``query_service.publish.StoredPublisher``).
+    :meth:`watch` wraps the worker's ``handle_turns``, which returns only once a
+    batch is written and flushed (a failure stops the worker instead), and notes
+    the batch's offsets after it returns, together with the records it sent to the
+    DLQ: a refused record is never reported as stored.
+    """
+
+    def __init__(self, keep_refused: int = 100_000) -> None:
+        self.done: dict[int, int] = {}
+        self._refused: OrderedDict[tuple[int, int], str] = OrderedDict()
+        self._keep = keep_refused
+
+    def reached(self, partition: int, offset: int) -> bool:
+        """True once every record of ``partition`` before ``offset`` is stored or refused."""
+        return self.done.get(partition, 0) >= offset
+
+    def refused(self, partition: int, offset: int) -> str | None:
+        """Why the worker refused that record (DLQ reason and detail); None if it did not."""
+        return self._refused.get((partition, offset))
+
+    def note(self, records: Sequence[Any], dead: Sequence[Any]) -> None:
+        for d in dead:
+            if d.topic == topics.TURNS:
+                self._refused[(d.partition, d.offset)] = f"{d.reason}: {d.detail}"
+        while len(self._refused) > self._keep:
+            self._refused.popitem(last=False)
+        for r in records:
+            if r.offset + 1 > self.done.get(r.partition, 0):
+                self.done[r.partition] = r.offset + 1
+
+    def watch(self, app: StreamApp) -> "StoredTurns":
+        processor = app.processor
+        handle = processor.handle_turns
+
+        async def handle_turns(records: Sequence[Any]) -> Any:
+            out = await handle(records)
+            self.note(records, out.dead)
+            return out
+
+        processor.handle_turns = handle_turns  # type: ignore[method-assign]
+        return self
 
 
 @dataclass
@@ -51,6 +98,11 @@ class StreamRuntime:
     #: Called with the broker address once it is known (``up`` prints it).
     on_ready: Callable[[str], None] | None = None
     open_memory: Callable[[Settings], Any] | None = None
+    #: The running app, once built.
+    stream_app: StreamApp | None = field(default=None, init=False)
+    #: What the worker has stored, for services on its loop (the embedded Ingest
+    #: acknowledges on it).
+    stored: StoredTurns = field(default_factory=StoredTurns, init=False)
 
     def run(self, *, embedded_broker: bool) -> None:
         from streams.worker import run_worker
@@ -61,26 +113,31 @@ class StreamRuntime:
         broker_file: Path | None = None
         memory = None
         try:
-            if embedded_broker:
-                broker = EmbeddedBroker(log_dir=data_dir / "broker").start()
-                brokers = broker.address
-            else:
-                brokers = self.kafka.resolve_brokers(data_dir)
-            asyncio.run(ensure_topics(brokers, topics.specs(self.kafka.partitions,
-                                                            self.kafka.replication)))
             settings = self.settings
             if "tantivy_commit" not in settings.model_fields_set and \
                     "MEMSTRATA_TANTIVY_COMMIT" not in os.environ:
                 # The worker flushes after every batch, before it commits offsets:
                 # tantivy can commit then too instead of on every write.
                 settings = settings.model_copy(update={"tantivy_commit": "flush"})
+            # The stores first: they take the data dir's writer lock, so a second process
+            # on this data dir stops here, before it touches the broker state dir.
             memory = (self.open_memory or _open_memory)(settings)
+            if embedded_broker:
+                # Stops a broker left running by a holder of this data dir that is gone.
+                broker = EmbeddedBroker(log_dir=data_dir / "broker").start()
+                brokers = broker.address
+            else:
+                brokers = self.kafka.resolve_brokers(data_dir)
+            asyncio.run(ensure_topics(brokers, topics.specs(self.kafka.partitions,
+                                                            self.kafka.replication)))
             metrics = StreamMetrics.create()
             if self.stream.metrics_port:
                 metrics.serve(self.stream.metrics_port, self.stream.metrics_addr)
             app = build_app(memory, brokers, stream=self.stream, kafka=self.kafka,
                             work_dir=data_dir / "stream-worker", services=self.services,
                             service_arg=memory, metrics=metrics)
+            self.stored.watch(app)
+            self.stream_app = app
             if broker is not None:
                 broker_file = write_broker_file(data_dir, brokers)
                 app.on_fatal.append(broker.stop)

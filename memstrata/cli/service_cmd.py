@@ -191,9 +191,12 @@ def _serve_with_stream(settings: Any, svc: Any, marker: Path, banner: str) -> No
                   "in another shell publishes to it)", soft_wrap=True)
 
     async def grpc_service(memory: Any) -> None:
+        # Ingest answers once this process's worker has stored the turns (the broker
+        # keeps them in memory only): see query_service.publish.
         await run_server(memory, svc, handle_signals=False,
                          kafka=KafkaProducerSettings(brokers=brokers[-1],
-                                                      stream_group=stream_settings.app_id))
+                                                      stream_group=stream_settings.app_id),
+                         stored=runtime.stored)
 
     runtime = StreamRuntime(settings, stream=stream_settings, kafka=kafka,
                             services=[grpc_service], on_ready=ready)

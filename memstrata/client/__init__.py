@@ -18,6 +18,7 @@ _EXPORTS = {
     "AsyncMemoryClient": "memstrata.client.aio",
     "MemoryClient": "memstrata.client.sync",
     "ClientSettings": "memstrata.client.settings",
+    "Durability": "memstrata.client.durability",
     "InvalidRequest": "memstrata.client.errors",
     "RateLimited": "memstrata.client.errors",
     "RemoteError": "memstrata.client.errors",

@@ -116,6 +116,7 @@ class AsyncMemoryClient:
             call.cancel()
 
     async def ingest(self, events: Sequence[pb.TurnEvent]) -> pb.IngestReply:
+        """Send turn events in one batch; ``Durability.of(reply)`` says what the ack promises."""
         return await self._call(  # type: ignore[no-any-return]
             plan.Plan("IngestBatch", pb.IngestBatchRequest(events=list(events)), lambda r: r))
 

@@ -129,7 +129,11 @@ class MemoryClient:
 
     # -- writes and deletes -------------------------------------------------------
     def ingest(self, events: Sequence[pb.TurnEvent]) -> pb.IngestReply:
-        """Send turn events (see :func:`memstrata.client.plan.event`) in one batch."""
+        """Send turn events (see :func:`memstrata.client.plan.event`) in one batch.
+
+        The reply's ``durability`` (``Durability.of(reply)``) says what the
+        acknowledgement promises: ``stored`` (in the stores) or ``broker`` (Kafka).
+        """
         return self._call(plan.Plan("IngestBatch", pb.IngestBatchRequest(events=list(events)),
                                     lambda r: r))
 

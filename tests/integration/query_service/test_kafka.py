@@ -13,7 +13,7 @@ from datetime import datetime
 
 import pytest
 
-from memstrata.client import AsyncMemoryClient, event
+from memstrata.client import AsyncMemoryClient, Durability, RemoteError, event
 from query_service.keys import add_key
 from query_service.publish import TURNS_TOPIC, KafkaProducerSettings
 from query_service.server import build_server
@@ -109,6 +109,7 @@ def test_ingest_publishes_turn_events(service: Service, broker: str, tmp_path):
 
     reply, records = asyncio.run(scenario())
     assert (reply.accepted, reply.route) == (2, "kafka")
+    assert Durability.of(reply) == Durability.BROKER  # acks=all; as durable as the topic
     assert [k for k, _ in records] == ["acme/kim/k1", "acme/kim/k1"]
     first = records[0][1]
     assert first["v"] == 1 and first["tenant_id"] == "acme" and first["message_id"] == "chat#1"
@@ -162,3 +163,55 @@ def test_ingest_refuses_a_year_one_date_and_counts_repeated_ids_once(service: Se
     assert "event.ts" in refused.details() and "1900-01-01" in refused.details()
     assert (reply.accepted, reply.duplicates, reply.route) == (1, 2, "kafka")
     assert [v["message_id"] for v in published] == ["z#1"]
+
+
+def test_embedded_ingest_acknowledges_only_what_the_worker_stored(service: Service, broker: str,
+                                                                   tmp_path):
+    """The embedded publisher answers STORED once the worker's offsets pass the records,
+    and UNAVAILABLE (nothing claimed) when they do not within the wait."""
+    import grpc
+
+    from streams.processor import Record
+    from streams.runtime import StoredTurns
+
+    keys = tmp_path / "keys.json"
+    _, key = add_key(keys, "acme")
+    settings = ServiceSettings(port=0, keys_file=keys, ingest_wait_s=1.0)
+    stored = StoredTurns()
+
+    async def worker_stand_in(stop: asyncio.Event) -> None:
+        # Stands in for the stream worker: notes what it "stored" from the topic's records.
+        from aiokafka import AIOKafkaConsumer
+
+        consumer = AIOKafkaConsumer(TURNS_TOPIC, bootstrap_servers=broker,
+                                    auto_offset_reset="earliest", group_id=None)
+        await consumer.start()
+        try:
+            while not stop.is_set():
+                got = await consumer.getmany(timeout_ms=100)
+                for msgs in got.values():
+                    stored.note([Record(m.topic, m.partition, m.offset, m.key, m.value)
+                                 for m in msgs], [])
+        finally:
+            await consumer.stop()
+
+    async def scenario():
+        await _create_topic(broker)
+        handle = await build_server(service.memory, settings, stored=stored,
+                                    kafka=KafkaProducerSettings(brokers=broker))
+        stop = asyncio.Event()
+        try:
+            async with AsyncMemoryClient(handle.address, api_key=key) as c:
+                with pytest.raises(RemoteError) as timed_out:  # no worker: never stored
+                    await c.ingest([event("kim", "k2", "w#1", "user", "Nobody stores me.")])
+                task = asyncio.create_task(worker_stand_in(stop))
+                reply = await c.ingest([event("kim", "k2", "w#2", "user", "Stored, then acked.")])
+                stop.set()
+                await task
+        finally:
+            await handle.stop(0)
+        return timed_out.value, reply
+
+    refused, reply = asyncio.run(scenario())
+    assert refused.code == grpc.StatusCode.UNAVAILABLE and "nothing is acknowledged" in str(refused)
+    assert Durability.of(reply) == Durability.STORED and reply.accepted == 1
