@@ -140,6 +140,9 @@ def serve(
                   and settings.vector_backend == "qdrant-edge")
     if why := bind_problem(svc.host, svc.port):  # before the broker and stores start
         _cannot_listen(svc.host, svc.port, why)
+    if svc.metrics_port and (why := bind_problem(svc.host, svc.metrics_port)):
+        _cannot_listen(svc.host, svc.metrics_port, why, "--metrics-port",
+                       "MEMSTRATA_SERVICE_METRICS_PORT")
     n_keys = len(read_keys_file(svc.keys_file).keys)
     marker = ServeMarker(settings.data_dir / SERVE_FILE)
 
@@ -183,9 +186,10 @@ def _serve_logging() -> None:
         logging.getLogger(name).setLevel(logging.INFO)
 
 
-def _cannot_listen(host: str, port: int, why: str) -> None:
+def _cannot_listen(host: str, port: int, why: str, option: str = "--port",
+                   setting: str = "MEMSTRATA_SERVICE_PORT") -> None:
     err.print(f"[red]cannot listen on {host}:{port}: {escape(why or 'bind failed')}; choose "
-              f"another port with --port or MEMSTRATA_SERVICE_PORT[/red]", soft_wrap=True)
+              f"another port with {option} or {setting}[/red]", soft_wrap=True)
     raise typer.Exit(Exit.UNREACHABLE)
 
 
@@ -238,12 +242,12 @@ def _serve_with_stream(settings: Any, svc: Any, listening: Callable[[Any], None]
     from memstrata.cli.stream_cmd import _stream_settings
     from memstrata.roles import DataDirLocked
     from query_service.publish import KafkaProducerSettings
-    from query_service.server import BindError, run_server
+    from query_service.server import run_server
     from streams.runtime import StreamRuntime
 
     stream_settings, kafka = _stream_settings()
     brokers: list[str] = []
-    failed: list[BindError] = []
+    failed: list[Exception] = []
 
     def ready(address: str) -> None:
         brokers.append(address)
@@ -258,7 +262,9 @@ def _serve_with_stream(settings: Any, svc: Any, listening: Callable[[Any], None]
             await run_server(memory, svc, handle_signals=False, on_listening=announce,
                              kafka=KafkaProducerSettings(brokers=brokers[-1],
                                                           stream_group=stream_settings.app_id))
-        except BindError as exc:  # the port was taken after the check: stop the worker too
+        except Exception as exc:  # noqa: BLE001 - e.g. the port taken after the check
+            # Stop the worker too, and report it below as one line (an error in a Faust
+            # task would end in "We experienced a crash!" and a traceback).
             failed.append(exc)
             signal.raise_signal(signal.SIGTERM)
 
@@ -275,7 +281,11 @@ def _serve_with_stream(settings: Any, svc: Any, listening: Callable[[Any], None]
         err.print(f"[red]{escape(str(exc))}[/red]", soft_wrap=True)
         raise typer.Exit(Exit.FAILED) from None
     if failed:
-        raise failed[0]
+        if isinstance(failed[0], OSError):  # BindError included: serve words it
+            raise failed[0]
+        err.print(f"[red]cannot serve: {escape(str(failed[0]) or type(failed[0]).__name__)}"
+                  f"[/red]", soft_wrap=True)
+        raise typer.Exit(Exit.FAILED)
 
 
 # -- --remote for ask and search --------------------------------------------------
