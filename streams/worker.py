@@ -89,12 +89,12 @@ class _ShortWaitEmpty(logging.Filter):
     """
 
     def filter(self, record: logging.LogRecord) -> bool:
-        msg = str(record.msg)
-        if msg.startswith("wait_empty: Waiting for tasks"):
+        msg = str(record.msg)  # mode prefixes its services' lines: "[^--Consumer]: ..."
+        if "wait_empty: Waiting for tasks" in msg:
             waiting = record.args[0] if isinstance(record.args, tuple) and record.args else ()
             record.msg = "stopping: waiting for %d events in progress to be stored"
             record.args = (len(waiting) if hasattr(waiting, "__len__") else 0,)
-        return not msg.startswith("Agent tracebacks")
+        return "Agent tracebacks:" not in msg
 
 
 _SHORT_WAIT_EMPTY = _ShortWaitEmpty()

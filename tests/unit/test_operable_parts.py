@@ -30,12 +30,13 @@ def test_the_wait_empty_warning_is_a_count_not_kilobytes() -> None:
     from streams.worker import _ShortWaitEmpty
 
     shorten = _ShortWaitEmpty()
+    waiting = [(1, "m" * 200)] * 40  # Faust lists (refcount, message) for each
     big = logging.LogRecord("faust.transport.consumer", logging.WARNING, __file__, 1,
-                            "wait_empty: Waiting for tasks %r", ([(1, "m" * 200)] * 40,), None)
+                            "[^--Consumer]: wait_empty: Waiting for tasks %r", (waiting,), None)
     assert shorten.filter(big)
     assert big.getMessage() == "stopping: waiting for 40 events in progress to be stored"
     traces = logging.LogRecord("faust.transport.consumer", logging.INFO, __file__, 1,
-                               "Agent tracebacks:\n%s", ("...",), None)
+                               "[^--Consumer]: Agent tracebacks:\n%s", ("...",), None)
     assert not shorten.filter(traces)
     other = logging.LogRecord("faust", logging.WARNING, __file__, 1, "something else", (), None)
     assert shorten.filter(other) and other.getMessage() == "something else"
