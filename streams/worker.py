@@ -237,7 +237,14 @@ def run_worker(stream_app: StreamApp, *, drain_timeout_s: float = 0.0,
     """Run until SIGINT/SIGTERM (blocks; raises SystemExit when done).
 
     Logs a one-line summary when it stops (uptime, turns stored, what is left).
+    Handlers are the caller's (``logging.basicConfig``, the CLI's plain or rich
+    lines); ``loglevel`` sets the level of the worker's and Faust's loggers.
     """
+    level = logging.getLevelName(loglevel.upper())
+    for name in ("faust", "mode", "memstrata.stream"):
+        logging.getLogger(name).setLevel(level)
+    if stop_log.level == logging.NOTSET:  # the start/stop lines are worth an INFO
+        stop_log.setLevel(min(logging.INFO, level))
     worker = StreamWorker(stream_app, drain_timeout_s=drain_timeout_s, loglevel=loglevel,
                           memory_only=memory_only, quiet=True, redirect_stdouts=False)
     try:

@@ -56,7 +56,7 @@ def _settings(data_dir: Path | None) -> Settings:
 
 def _open(data_dir: Path | None, *, read_only: bool = False):  # -> Memory (lazy: fast --help)
     """Open memory for one command; read-only commands pass ``read_only=True``."""
-    from memstrata.cli.locked import locked_message
+    from memstrata.cli.locked import exit_locked
     from memstrata.memory import Memory
     from memstrata.roles import DataDirLocked
 
@@ -69,8 +69,7 @@ def _open(data_dir: Path | None, *, read_only: bool = False):  # -> Memory (lazy
     try:
         return Memory.open(settings, read_only=read_only)
     except DataDirLocked as exc:
-        err.print(f"[red]{escape(locked_message(exc, read_only=read_only))}[/red]", soft_wrap=True)
-        raise typer.Exit(Exit.LOCKED) from None
+        exit_locked(exc, read_only=read_only)
     except Exception as exc:  # a backend that cannot start is a usage problem here
         err.print(f"[red]cannot open memory: {escape(str(exc))}[/red]")
         raise typer.Exit(2) from None

@@ -238,7 +238,7 @@ def _serve_with_stream(settings: Any, svc: Any, listening: Callable[[Any], None]
     """Broker, stream worker and gRPC server in one process over one Memory."""
     import signal
 
-    from memstrata.cli.locked import locked_message
+    from memstrata.cli.locked import exit_locked
     from memstrata.cli.stream_cmd import _stream_settings
     from memstrata.roles import DataDirLocked
     from query_service.publish import KafkaProducerSettings
@@ -273,8 +273,7 @@ def _serve_with_stream(settings: Any, svc: Any, listening: Callable[[Any], None]
     try:
         runtime.run(embedded_broker=True)
     except DataDirLocked as exc:
-        err.print(f"[red]{escape(locked_message(exc, read_only=False))}[/red]", soft_wrap=True)
-        raise typer.Exit(Exit.LOCKED) from None
+        exit_locked(exc)
     except OSError:
         raise
     except Exception as exc:  # noqa: BLE001 - the broker failed to start...

@@ -159,7 +159,7 @@ def _run(data_dir: Path | None, embedded_broker: bool) -> None:
     import logging
 
     from memstrata.cli import setup_logging
-    from memstrata.cli.locked import locked_message
+    from memstrata.cli.locked import exit_locked
     from memstrata.roles import DataDirLocked
 
     stream, kafka = _stream_settings()
@@ -187,8 +187,7 @@ def _run(data_dir: Path | None, embedded_broker: bool) -> None:
     try:
         runtime.run(embedded_broker=embedded_broker)
     except DataDirLocked as exc:
-        err.print(f"[red]{escape(locked_message(exc, read_only=False))}[/red]", soft_wrap=True)
-        raise typer.Exit(Exit.LOCKED) from None
+        exit_locked(exc)
     except Exception as exc:  # noqa: BLE001 - broker unreachable, failed to start...
         err.print(f"[red]{escape(str(exc) or type(exc).__name__)}[/red]", soft_wrap=True)
         unreachable = not embedded_broker and (
