@@ -197,11 +197,19 @@ def _run(data_dir: Path | None, embedded_broker: bool) -> None:
 
 @app.command()
 def worker(data_dir: DataDir = None) -> None:
-    """Run the stream worker against MEMSTRATA_KAFKA_BROKERS (stops on Ctrl-C or SIGTERM)."""
+    """Run the stream worker against MEMSTRATA_KAFKA_BROKERS (stops on Ctrl-C or SIGTERM).
+
+    What it has not stored stays in the broker for the group; a second Ctrl-C stops at once.
+    """
     _run(data_dir, embedded_broker=False)
 
 
 @app.command()
 def up(data_dir: DataDir = None) -> None:
-    """Start an embedded broker and the stream worker over the embedded stores, in one process."""
+    """Start an embedded broker and the stream worker over the embedded stores, in one process.
+
+    Ctrl-C or SIGTERM waits for the topics to drain (at most
+    MEMSTRATA_STREAM_DRAIN_TIMEOUT_S), then stops and says what was not stored (the
+    embedded broker keeps topics in memory only: that is lost). A second Ctrl-C stops now.
+    """
     _run(data_dir, embedded_broker=True)
