@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +46,39 @@ from query_service.work import Pools
 log = logging.getLogger(__name__)
 
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["MemoryService"].full_name
+
+
+class BindError(OSError):
+    """The server cannot listen on its address: the port is taken or the host is not local."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.host, self.port = host, port
+        super().__init__(f"cannot listen on {host}:{port}: {bind_problem(host, port)}")
+
+
+def bind_problem(host: str, port: int) -> str:
+    """Why ``host:port`` cannot be bound, in words ("the port is in use", ...), or ''."""
+    import errno
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError as exc:
+        return f"the host does not resolve ({exc.strerror or exc})"
+    family, _, _, _, sockaddr = infos[0]
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as grpc binds
+        try:
+            sock.bind(sockaddr)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return "the port is in use by another process"
+            if exc.errno == errno.EADDRNOTAVAIL:
+                return "the host is not an address of this machine"
+            if exc.errno == errno.EACCES:
+                return "permission denied (ports below 1024 need privileges)"
+            return exc.strerror or str(exc)
+    return ""
 
 
 @dataclass
@@ -145,14 +179,17 @@ async def build_server(
         (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
          reflection.SERVICE_NAME), server)
     address = f"{settings.host}:{settings.port}"
-    if settings.tls_cert is not None and settings.tls_key is not None:
-        creds = grpc.ssl_server_credentials(
-            [(settings.tls_key.read_bytes(), settings.tls_cert.read_bytes())])
-        port = server.add_secure_port(address, creds)
-    else:
-        port = server.add_insecure_port(address)
+    try:
+        if settings.tls_cert is not None and settings.tls_key is not None:
+            creds = grpc.ssl_server_credentials(
+                [(settings.tls_key.read_bytes(), settings.tls_cert.read_bytes())])
+            port = server.add_secure_port(address, creds)
+        else:
+            port = server.add_insecure_port(address)
+    except RuntimeError:  # newer grpcio raises where older ones returned 0
+        port = 0
     if port == 0:
-        raise OSError(f"cannot listen on {address}")
+        raise BindError(settings.host, settings.port)
     await server.start()
     handle = ServiceHandle(server, port, servicer, metrics, health, pools, publisher)
     try:
@@ -178,13 +215,34 @@ def _probe_scope() -> Any:
     return Scope(tenant_id="_health", user_id="_probe")
 
 
+def stop_summary(handle: ServiceHandle, uptime_s: float) -> str:
+    """One line for the log when the service stops: uptime, calls served, calls failed."""
+    calls = failed = 0.0
+    for metric in handle.metrics.latency.collect():
+        calls += sum(s.value for s in metric.samples if s.name.endswith("_count"))
+    for metric in handle.metrics.errors.collect():
+        failed += sum(s.value for s in metric.samples if s.name.endswith("_total"))
+    m, sec = divmod(int(uptime_s), 60)
+    h, m = divmod(m, 60)
+    took = f"{h}h{m:02d}m{sec:02d}s" if h else f"{m}m{sec:02d}s" if m else f"{sec}s"
+    return f"query service stopped: ran {took}; {int(calls)} calls served, {int(failed)} failed"
+
+
 async def run_server(memory: Any, settings: ServiceSettings | None = None, *,
                      stop: asyncio.Event | None = None, handle_signals: bool = True,
+                     on_listening: Callable[[ServiceHandle], None] | None = None,
                      **kwargs: Any) -> None:
-    """Serve until ``stop`` is set (or SIGTERM/SIGINT), then shut down gracefully."""
+    """Serve until ``stop`` is set (or SIGTERM/SIGINT), then shut down gracefully.
+
+    ``on_listening`` is called once the server listens and answers health
+    checks: announcing the address any earlier sends clients to a closed port.
+    """
     settings = settings or ServiceSettings()
     stop = stop or asyncio.Event()
     handle = await build_server(memory, settings, **kwargs)
+    started = time.monotonic()
+    if on_listening is not None:
+        on_listening(handle)
     loop = asyncio.get_running_loop()
     installed: list[signal.Signals] = []
     if handle_signals:
@@ -200,7 +258,10 @@ async def run_server(memory: Any, settings: ServiceSettings | None = None, *,
         log.info("shutting down: finishing in-flight calls (grace %.0f s)", settings.grace_s)
         for sig in installed:
             loop.remove_signal_handler(sig)
-        await handle.stop(settings.grace_s)
+        try:
+            await handle.stop(settings.grace_s)
+        finally:
+            log.info("%s", stop_summary(handle, time.monotonic() - started))
 
 
 def as_loop_service(settings: ServiceSettings | None = None,

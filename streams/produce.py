@@ -8,7 +8,9 @@ sent in file order per session, keyed ``tenant/user/session``.
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,6 +22,8 @@ from streams import topics
 from streams.events import ControlEvent, TurnEvent, event_key, utcnow
 
 __all__ = ["ProduceReport", "StreamProducer", "produce_file", "session_events"]
+
+log = logging.getLogger("memstrata.stream.produce")
 
 
 def session_events(session: Session) -> list[TurnEvent]:
@@ -62,7 +66,13 @@ class StreamProducer:
         self._inflight: list[asyncio.Future[object]] = []
 
     async def start(self) -> "StreamProducer":
-        await self._producer.start()
+        try:
+            await self._producer.start()
+        except BaseException:
+            # A broker that is down: close what start() opened, or aiokafka warns
+            # "Unclosed AIOKafkaProducer" when the object is collected.
+            await self._producer.stop()
+            raise
         return self
 
     async def stop(self) -> None:
@@ -138,64 +148,117 @@ class StreamProducer:
 
 @dataclass
 class ProduceReport:
+    """What a produce run did; filled in as it goes, so an interrupted run can say so."""
+
     sessions: int = 0
+    #: Messages the broker acknowledged.
     messages: int = 0
     controls: int = 0
     seconds: float = 0.0
     issues: list[IngestIssue] = field(default_factory=list)
     format: str = ""
+    #: Messages in the input (known before the first is sent).
+    total: int = 0
+    #: Sessions whose every message the broker acknowledged.
+    finished: int = 0
+    #: Ctrl-C stopped the run before every message was sent.
+    interrupted: bool = False
 
     @property
     def rate(self) -> float:
         return self.messages / self.seconds if self.seconds > 0 else 0.0
 
 
+#: After Ctrl-C, how long a run may take to collect acks and close the finished sessions.
+FINISH_S = 10.0
+
+
 async def produce_sessions(
     producer: StreamProducer, sessions: list[Session], *, rate: float | None = None,
     close: bool = True, progress: Callable[[int], None] | None = None,
-    stamp: bool = True, interleave: bool = False,
+    stamp: bool = True, interleave: bool = False, report: ProduceReport | None = None,
 ) -> ProduceReport:
     """Send every session's messages in order, then (by default) close each session.
 
     ``rate`` caps messages per second overall; ``stamp`` sets each event's
     ``ts`` at send time (so freshness is measured from the send);
     ``interleave`` sends one message of each session in turn (live traffic of
-    many users at once) instead of session after session.
+    many users at once) instead of session after session. ``progress`` is
+    called as the broker acknowledges messages. When the task is cancelled
+    (Ctrl-C), the sessions whose messages were all acknowledged are still
+    closed (within :data:`FINISH_S`), ``report`` (pass one to read it after
+    the cancellation) says how far it got, and the cancellation goes on.
     """
-    report = ProduceReport(sessions=len(sessions))
+    report = report if report is not None else ProduceReport()
+    report.sessions = len(sessions)
     start = time.monotonic()
     pending: list[asyncio.Future[object]] = []
     sent = 0
     per_session = [session_events(s) for s in sessions]
+    report.total = sum(len(evs) for evs in per_session)
+    left = [len(evs) for evs in per_session]
+    tagged = [[(i, ev) for ev in evs] for i, evs in enumerate(per_session)]
     if interleave:
-        order = [ev for row in itertools.zip_longest(*per_session) for ev in row if ev]
+        order = [pair for row in itertools.zip_longest(*tagged) for pair in row if pair]
     else:
-        order = [ev for evs in per_session for ev in evs]
-    for ev in order:
-        if rate:
-            delay = start + sent / rate - time.monotonic()
-            if delay > 0:
-                await asyncio.sleep(delay)
-        if stamp:
-            ev = ev.model_copy(update={"ts": utcnow()})
-        pending.append(await producer.send_turn(ev))
-        sent += 1
-        if len(pending) >= 500:
-            await asyncio.gather(*pending)
-            if progress:
-                progress(len(pending))
-            pending = []
-    if pending:
-        await asyncio.gather(*pending)
+        order = [pair for pairs in tagged for pair in pairs]
+
+    def acked(i: int, fut: "asyncio.Future[object]") -> None:
+        if fut.cancelled() or fut.exception() is not None:
+            return
+        report.messages += 1
+        left[i] -= 1
+        if left[i] == 0:
+            report.finished += 1
         if progress:
-            progress(len(pending))
-    if close:
-        for session in sessions:
-            await producer.control("close_session", session.scope, session.session_id)
-            report.controls += 1
-    report.messages = sent
-    report.seconds = time.monotonic() - start
+            progress(1)
+
+    try:
+        for i, ev in order:
+            if rate:
+                delay = start + sent / rate - time.monotonic()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+            if stamp:
+                ev = ev.model_copy(update={"ts": utcnow()})
+            fut = await producer.send_turn(ev)
+            fut.add_done_callback(functools.partial(acked, i))
+            pending.append(fut)
+            sent += 1
+            if len(pending) >= 500:
+                await asyncio.gather(*pending)
+                pending = []
+        if pending:
+            await asyncio.gather(*pending)
+        if close:
+            for session in sessions:
+                await producer.control("close_session", session.scope, session.session_id)
+                report.controls += 1
+    except asyncio.CancelledError:
+        report.interrupted = True
+        try:
+            await asyncio.wait_for(_finish(producer, sessions, pending, left, close, report),
+                                   FINISH_S)
+        except Exception as exc:  # noqa: BLE001 - the broker went away too: say what was done
+            log.warning("after the interruption: %s", exc)
+        raise
+    finally:
+        report.seconds = time.monotonic() - start
     return report
+
+
+async def _finish(producer: StreamProducer, sessions: list[Session],
+                  pending: list["asyncio.Future[object]"], left: list[int], close: bool,
+                  report: ProduceReport) -> None:
+    """After Ctrl-C: collect the acks in flight, close the sessions that were sent whole."""
+    await asyncio.gather(*pending, return_exceptions=True)
+    if not close:
+        return
+    closed = report.controls  # a cancelled close loop: those already closed stay closed
+    done = [s for s, n in zip(sessions, left) if n == 0]
+    for session in done[closed:]:
+        await producer.control("close_session", session.scope, session.session_id)
+        report.controls += 1
 
 
 async def produce_file(
@@ -203,14 +266,29 @@ async def produce_file(
     rate: float | None = None, close: bool = True,
     progress: Callable[[int], None] | None = None,
     on_total: Callable[[int], None] | None = None,
+    report: ProduceReport | None = None,
 ) -> ProduceReport:
-    """Read a LoCoMo, LongMemEval or JSONL file and publish it as turn events."""
+    """Read a LoCoMo, LongMemEval or JSONL file and publish it as turn events.
+
+    Cancelled (Ctrl-C), it returns what it did with ``interrupted`` set instead
+    of raising: the finished sessions are closed, the count is in ``report``.
+    """
     parsed = read_file(path, fmt, tenant_id=tenant_id)
-    if on_total:
-        on_total(sum(len(t.messages) for s in parsed.sessions for t in s.turns))
-    async with StreamProducer(brokers) as producer:
-        report = await produce_sessions(producer, parsed.sessions, rate=rate, close=close,
-                                        progress=progress)
+    report = report if report is not None else ProduceReport()
     report.issues = parsed.issues
     report.format = parsed.format
+    report.sessions = len(parsed.sessions)
+    report.total = sum(len(t.messages) for s in parsed.sessions for t in s.turns)
+    if on_total:
+        on_total(report.total)
+    try:
+        async with StreamProducer(brokers) as producer:
+            await produce_sessions(producer, parsed.sessions, rate=rate, close=close,
+                                   progress=progress, report=report)
+    except asyncio.CancelledError:
+        if not report.interrupted:  # cancelled before the first send
+            report.interrupted = True
+        task = asyncio.current_task()
+        if task is not None:
+            task.uncancel()
     return report

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
+import threading
 import time
 from collections.abc import Sequence
 
@@ -33,9 +35,9 @@ async def group_lag(brokers: str, group: str,
 
     admin = AIOKafkaAdminClient(bootstrap_servers=brokers)
     consumer = AIOKafkaConsumer(bootstrap_servers=brokers, enable_auto_commit=False)
-    await admin.start()
-    await consumer.start()
-    try:
+    try:  # closed even when cancelled half-started (a second Ctrl-C during the drain)
+        await admin.start()
+        await consumer.start()
         await consumer.topics()
         tps = [TopicPartition(t, p) for t in topic_names
                for p in sorted(consumer.partitions_for_topic(t) or ())]
@@ -71,34 +73,186 @@ async def wait_drained(brokers: str, group: str, timeout_s: float,
         await asyncio.sleep(poll_s)
 
 
+#: After a second SIGINT/SIGTERM, the worker has this long to wind down before it exits hard.
+STOP_NOW_S = 3.0
+#: How long the lag check that counts what is left at stop may take.
+COUNT_LEFT_S = 5.0
+
+stop_log = logging.getLogger("memstrata.stream.worker")
+
+
+class _ShortWaitEmpty(logging.Filter):
+    """Faust's ``wait_empty`` warning lists every unacked message (kilobytes, every 10 s).
+
+    Shortened to a count: the drain lines of :class:`StreamWorker` already
+    say what stopping waits for; the agent tracebacks that follow are dropped.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        msg = str(record.msg)  # mode prefixes its services' lines: "[^--Consumer]: ..."
+        if "wait_empty: Waiting for tasks" in msg:
+            waiting = record.args[0] if isinstance(record.args, tuple) and record.args else ()
+            record.msg = "stopping: waiting for %d events in progress to be stored"
+            record.args = (len(waiting) if hasattr(waiting, "__len__") else 0,)
+        return "Agent tracebacks:" not in msg
+
+
+_SHORT_WAIT_EMPTY = _ShortWaitEmpty()
+for _name in ("faust.transport.consumer", "faust.transport.drivers.aiokafka"):
+    logging.getLogger(_name).addFilter(_SHORT_WAIT_EMPTY)
+
+
+def _total(registry: object, name: str) -> int:
+    """The sum of a counter's samples over all its labels (0 if absent)."""
+    total = 0.0
+    for metric in registry.collect():  # type: ignore[attr-defined]
+        for sample in metric.samples:
+            if sample.name == name:
+                total += sample.value
+    return int(total)
+
+
+def _duration(seconds: float) -> str:
+    m, s = divmod(int(seconds), 60)
+    h, m = divmod(m, 60)
+    return f"{h}h{m:02d}m{s:02d}s" if h else f"{m}m{s:02d}s" if m else f"{s}s"
+
+
+def _left_text(left: dict[tuple[str, int], int]) -> str:
+    turns = sum(n for (t, _), n in left.items() if t == topics.TURNS)
+    controls = sum(n for (t, _), n in left.items() if t == topics.CONTROL)
+    return f"{turns} turn events and {controls} close/delete events"
+
+
 class StreamWorker(faust.Worker):
-    """A Faust worker that, on SIGINT/SIGTERM, first waits for its topics to drain.
+    """A Faust worker that, on SIGINT/SIGTERM, first waits (bounded) for its topics to drain.
 
     ``drain_timeout_s = 0`` stops at once (what a worker of a shared group
     does: the partitions move to the others, uncommitted records are re-read).
+    Past the timeout it stops without waiting for the events in hand, and says
+    what is left and where: with a ``memory_only`` broker (the embedded tansu)
+    those events are lost when the broker stops; with a real one they stay in
+    the group's topics. A second SIGINT/SIGTERM stops at once (exit 130).
+    Logging is left to the caller (no colour codes in a log file).
     """
 
     def __init__(self, stream_app: StreamApp, *, drain_timeout_s: float = 0.0,
-                 **kwargs: object) -> None:
+                 memory_only: bool | None = None, **kwargs: object) -> None:
+        kwargs.setdefault("override_logging", False)
         super().__init__(stream_app.app, **kwargs)  # type: ignore[arg-type]
+        self.spinner = None  # Faust's start-up spinner writes cursor codes even into a log file
         self.stream_app = stream_app
         self.drain_timeout_s = drain_timeout_s
+        self.memory_only = drain_timeout_s > 0 if memory_only is None else memory_only
+        self.began = time.monotonic()
+        #: What was not stored when the drain gave up, per (topic, partition); None: drained.
+        self.left: dict[tuple[str, int], int] | None = None
+        self._drain: asyncio.Task[bool] | None = None
+        #: A second signal stopped it without draining (the process exits 130).
+        self.forced = False
+        self._hard_exit: threading.Timer | None = None
 
     async def _stop_on_signal(self, sig: signal.Signals) -> None:  # type: ignore[override]
         if self.drain_timeout_s > 0:
-            log.warning("stopping: waiting up to %.0fs for the topics to drain",
-                        self.drain_timeout_s)
-            ok = await wait_drained(self.stream_app.brokers, self.app.conf.id,
-                                    self.drain_timeout_s)
-            if not ok:
-                log.warning("topics not drained after %.0fs: the rest stays in the broker",
-                            self.drain_timeout_s)
+            stop_log.info("stopping: waiting up to %.0fs for the topics to drain "
+                          "(Ctrl-C again to stop now)", self.drain_timeout_s)
+            self._drain = asyncio.ensure_future(wait_drained(
+                self.stream_app.brokers, self.app.conf.id, self.drain_timeout_s))
+            try:
+                drained = await self._drain
+            except asyncio.CancelledError:
+                drained = False
+            if not drained:
+                await self._give_up_draining()
         await super()._stop_on_signal(sig)
+
+    async def _give_up_draining(self) -> None:
+        """Stop without waiting for the events in hand; note what is left."""
+        self.app.conf.stream_wait_empty = False
+        why = ("stopped by a second signal" if self.forced else
+               f"not drained after {self.drain_timeout_s:.0f}s (MEMSTRATA_STREAM_DRAIN_TIMEOUT_S)")
+        try:
+            self.left = await asyncio.wait_for(
+                group_lag(self.stream_app.brokers, self.app.conf.id),
+                1.0 if self.forced else COUNT_LEFT_S)
+        except Exception as exc:  # noqa: BLE001 - the broker is busy: count later
+            stop_log.debug("cannot count what is left: %s", exc)
+            self.left = {}
+        where = ("they are lost when the embedded broker stops (it keeps topics in memory "
+                 "only)" if self.memory_only else "they stay in the broker for the next worker")
+        stop_log.warning("%s: %s are not stored; %s", why, _left_text(self.left), where)
+
+    def _schedule_shutdown(self, sig: signal.Signals) -> None:  # type: ignore[override]
+        if self._signal_stop_time:
+            self._stop_now(sig)
+            return
+        super()._schedule_shutdown(sig)
+
+    def _stop_now(self, sig: signal.Signals) -> None:
+        """A second signal: stop draining; if winding down takes longer than STOP_NOW_S, exit."""
+        if self._hard_exit is not None:
+            self._exit_now()
+        self.forced = True
+        stop_log.warning("%s again: stopping now, without waiting for the topics to drain",
+                         sig.name)
+        self.app.conf.stream_wait_empty = False
+        if self._drain is not None and not self._drain.done():
+            self._drain.cancel()
+        self._hard_exit = threading.Timer(STOP_NOW_S, self._exit_now)
+        self._hard_exit.daemon = True
+        self._hard_exit.start()
+
+    def _exit_now(self) -> None:
+        stop_log.warning("stopped without draining: %s", self.summary())
+        logging.shutdown()
+        for hook in self.stream_app.on_fatal:  # stops the embedded broker
+            try:
+                hook()
+            except Exception:  # noqa: BLE001
+                pass
+        os._exit(130)
+
+    def cancel_hard_exit(self) -> None:
+        if self._hard_exit is not None:
+            self._hard_exit.cancel()
+
+    def summary(self) -> str:
+        """One line: how long it ran, what it stored, what it did not."""
+        reg = self.stream_app.metrics.registry
+        line = (f"ran {_duration(time.monotonic() - self.began)}; "
+                f"{_total(reg, 'memstrata_stream_turns_indexed_total')} turns stored, "
+                f"{_total(reg, 'memstrata_stream_control_applied_total')} close/delete applied, "
+                f"{_total(reg, 'memstrata_stream_dlq_events_total')} events to the DLQ")
+        if self.left and any(self.left.values()):
+            # Counted when the drain stopped: a batch in hand then may still have been stored.
+            fate = "lost (memory-only broker)" if self.memory_only else "left in the broker"
+            line += f"; up to {_left_text(self.left)} {fate}"
+        elif self.drain_timeout_s > 0:
+            line += "; nothing left unstored"
+        return line
 
 
 def run_worker(stream_app: StreamApp, *, drain_timeout_s: float = 0.0,
-               loglevel: str = "warning") -> None:
-    """Run until SIGINT/SIGTERM (blocks; raises SystemExit when done)."""
+               loglevel: str = "warning", memory_only: bool | None = None) -> None:
+    """Run until SIGINT/SIGTERM (blocks; raises SystemExit when done).
+
+    Logs a one-line summary when it stops (uptime, turns stored, what is left).
+    Handlers are the caller's (``logging.basicConfig``, the CLI's plain or rich
+    lines); ``loglevel`` sets the level of the worker's and Faust's loggers.
+    """
+    level = logging.getLevelName(loglevel.upper())
+    for name in ("faust", "mode", "memstrata.stream"):
+        logging.getLogger(name).setLevel(level)
+    if stop_log.level == logging.NOTSET:  # the start/stop lines are worth an INFO
+        stop_log.setLevel(min(logging.INFO, level))
     worker = StreamWorker(stream_app, drain_timeout_s=drain_timeout_s, loglevel=loglevel,
-                          quiet=True, redirect_stdouts=False)
-    worker.execute_from_commandline()
+                          memory_only=memory_only, quiet=True, redirect_stdouts=False)
+    try:
+        worker.execute_from_commandline()
+    except SystemExit as exc:
+        if worker.forced and exc.code in (0, None):
+            raise SystemExit(130) from None  # stopped by a second signal, as Ctrl-C reads
+        raise
+    finally:
+        worker.cancel_hard_exit()
+        stop_log.info("stream worker stopped: %s", worker.summary())

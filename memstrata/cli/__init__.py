@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import re
 import sys
 from pathlib import Path
@@ -22,11 +23,13 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from memstrata.cli.exits import EXIT_CODES_HELP, Exit
 from memstrata.config import ConfigError, Settings, load_settings
 
 app = typer.Typer(
     name="memstrata",
     help="Long-term memory for LLM assistants: ingest conversations, search and read them.",
+    epilog=EXIT_CODES_HELP,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -53,7 +56,7 @@ def _settings(data_dir: Path | None) -> Settings:
 
 def _open(data_dir: Path | None, *, read_only: bool = False):  # -> Memory (lazy: fast --help)
     """Open memory for one command; read-only commands pass ``read_only=True``."""
-    from memstrata.cli.locked import locked_message
+    from memstrata.cli.locked import exit_locked
     from memstrata.memory import Memory
     from memstrata.roles import DataDirLocked
 
@@ -66,11 +69,38 @@ def _open(data_dir: Path | None, *, read_only: bool = False):  # -> Memory (lazy
     try:
         return Memory.open(settings, read_only=read_only)
     except DataDirLocked as exc:
-        err.print(f"[red]{escape(locked_message(exc, read_only=read_only))}[/red]", soft_wrap=True)
-        raise typer.Exit(2) from None
+        exit_locked(exc, read_only=read_only)
     except Exception as exc:  # a backend that cannot start is a usage problem here
         err.print(f"[red]cannot open memory: {escape(str(exc))}[/red]")
         raise typer.Exit(2) from None
+
+
+def setup_logging(level: int | str = logging.WARNING, *,
+                  ours: int | str | None = None) -> None:
+    """Log lines on stderr: rich on a terminal, plain text otherwise.
+
+    Redirected to a file (``2> serve.log``, journald, a container's log) a line
+    carries no terminal escape codes. ``ours`` sets the ``memstrata`` loggers'
+    level apart from the root's (a service's start/stop lines at INFO while its
+    libraries stay at WARNING).
+    """
+    handler: logging.Handler
+    if err.is_terminal:
+        from rich.logging import RichHandler
+
+        handler = RichHandler(console=err, show_path=False, markup=False,
+                              rich_tracebacks=False, log_time_format="%H:%M:%S")
+        handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+    else:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter(
+            "%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(level)
+    logging.getLogger("memstrata").setLevel(level if ours is None else ours)
 
 
 def show_scope(scope) -> str:  # noqa: ANN001 - a Scope (imported lazily)
@@ -136,18 +166,25 @@ def ingest(
     max_issues: Annotated[int, typer.Option(help="How many skipped records to list.")] = 20,
 ) -> None:
     """Read a file of conversations into memory (re-ingesting the same file adds nothing)."""
-    from memstrata.cli.ingest_input import nothing_read, unusable_path
+    from memstrata.cli.ingest_input import nothing_read, undecodable, unusable_path
     from memstrata.ingest.formats import FormatError, open_source
     from memstrata.memory import IngestReport
 
     if (why := unusable_path(file)) is not None:
         err.print(f"[red]{escape(why)}[/red]", soft_wrap=True)
-        raise typer.Exit(2)
+        raise typer.Exit(Exit.USAGE)
     try:
         source = open_source(file, fmt, tenant_id=tenant)
     except FormatError as exc:
         err.print(f"[red]{escape(str(exc))}[/red]")
-        raise typer.Exit(2) from None
+        raise typer.Exit(Exit.USAGE) from None
+    except UnicodeDecodeError as exc:  # past the peek: a bad byte further in
+        err.print(f"[red]{escape(undecodable(file, exc))}[/red]", soft_wrap=True)
+        raise typer.Exit(Exit.USAGE) from None
+    except OSError as exc:  # unreadable: permissions, a device, a broken link
+        err.print(f"[red]{escape(f'{file}: cannot read: {exc.strerror or exc}')}[/red]",
+                  soft_wrap=True)
+        raise typer.Exit(Exit.USAGE) from None
     for issue in source.issues[:max_issues]:
         err.print(f"[yellow]skipped[/yellow] {escape(str(issue))}", soft_wrap=True)
     if source.issue_count > max_issues:
@@ -168,6 +205,9 @@ def ingest(
                 task = bar.add_task("ingest", total=source.turns)
                 memory.ingest(source.sessions(), progress=lambda n: bar.advance(task, n),
                               report=report)
+        except UnicodeDecodeError as exc:
+            err.print(f"[red]{escape(undecodable(file, exc))}[/red]", soft_wrap=True)
+            raise typer.Exit(Exit.USAGE) from None
         except KeyboardInterrupt:
             done = report.committed + report.unchanged
             err.print(
@@ -175,7 +215,7 @@ def ingest(
                 f"committed ({report.committed} written now, {report.unchanged} already there); "
                 f"the sessions in progress are marked unfinished. Run the same command again "
                 f"to finish the job: committed sessions are skipped.", soft_wrap=True)
-            raise typer.Exit(130) from None
+            raise typer.Exit(Exit.INTERRUPTED) from None
     console.print(
         f"{source.format}: {source.session_count} sessions read, {report.sessions} ingested "
         f"({report.turns} turns, {report.units} L0 units), {report.unchanged} unchanged, "

@@ -4,10 +4,13 @@ Embedded stores admit one process per data dir (:mod:`memstrata.store.lock`).
 Tantivy and SQLite can be read beside a writer, but Qdrant Edge locks its
 files even to read, so with the default stores a read-only command waits too.
 The message names the data dir, the holder, why, and what to do instead of a
-backend's lock error.
+backend's lock error. Every command exits with the same status for it
+(:attr:`memstrata.cli.exits.Exit.LOCKED`, 3), ``serve`` and ``up`` included.
 """
 
 from __future__ import annotations
+
+from typing import NoReturn
 
 from memstrata.roles import DataDirLocked
 
@@ -34,3 +37,15 @@ def locked_message(exc: DataDirLocked, *, read_only: bool) -> str:
                    "MEMSTRATA_DOC_BACKEND=opensearch)")
     return (f"the data dir {exc.data_dir} is in use by {holder}: {why}.\n"
             f"What to do: {stop}; {servers}.")
+
+
+def exit_locked(exc: DataDirLocked, *, read_only: bool = False) -> NoReturn:
+    """Print :func:`locked_message` on stderr and exit with the data-dir-in-use status."""
+    import typer
+    from rich.markup import escape
+
+    from memstrata.cli import err
+    from memstrata.cli.exits import Exit
+
+    err.print(f"[red]{escape(locked_message(exc, read_only=read_only))}[/red]", soft_wrap=True)
+    raise typer.Exit(Exit.LOCKED) from None

@@ -27,6 +27,7 @@ from rich.table import Table
 from memstrata.cli import (
     DataDir, _open, _scope, _settings, app, console, err, print_hits, render_layers,
     show_scope)
+from memstrata.cli.exits import Exit
 
 SERVE_FILE = "serve.json"
 DEFAULT_KEYS_FILE = "service-keys.json"
@@ -125,88 +126,168 @@ def serve(
     stream worker, the embedded stores) in this one process, since the embedded stores
     admit one writer: Ingest publishes to the broker and the worker indexes. With
     MEMSTRATA_KAFKA_BROKERS set, or --no-stream, it runs the query service alone.
+    It says "serving ..." only once it listens; a second Ctrl-C stops it without draining.
     """
-    import logging
-
     from query_service.keys import read_keys_file
+    from query_service.server import bind_problem
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: "
-                                                   "%(message)s")
+    _serve_logging()
     settings = _settings(data_dir)
     svc = _service_settings(port=port, host=host, metrics_port=metrics_port)
     svc = svc.model_copy(update={"keys_file": _keys_path(keys_file, data_dir)})
     if stream is None:
         stream = (not os.environ.get("MEMSTRATA_KAFKA_BROKERS")
                   and settings.vector_backend == "qdrant-edge")
+    if why := bind_problem(svc.host, svc.port):  # before the broker and stores start
+        _cannot_listen(svc.host, svc.port, why)
+    if svc.metrics_port and (why := bind_problem(svc.host, svc.metrics_port)):
+        _cannot_listen(svc.host, svc.metrics_port, why, "--metrics-port",
+                       "MEMSTRATA_SERVICE_METRICS_PORT")
     n_keys = len(read_keys_file(svc.keys_file).keys)
-    marker = settings.data_dir / SERVE_FILE
-    banner = (f"serving memstrata.v1.MemoryService on {svc.host}:{svc.port} over "
-              f"{settings.data_dir}; keys: {svc.keys_file} ({n_keys} keys"
-              f"{'' if n_keys else ': add one with `memstrata keys add TENANT`'})"
-              + (f"; metrics on :{svc.metrics_port}/metrics" if svc.metrics_port else ""))
+    marker = ServeMarker(settings.data_dir / SERVE_FILE)
+
+    def banner(bound: int) -> str:
+        return (f"serving memstrata.v1.MemoryService on {svc.host}:{bound} over "
+                f"{settings.data_dir}; keys: {svc.keys_file} ({n_keys} keys"
+                f"{'' if n_keys else ': add one with `memstrata keys add TENANT`'})"
+                + (f"; metrics on :{svc.metrics_port}/metrics" if svc.metrics_port else ""))
+
+    def listening(handle: Any) -> None:
+        marker.write(f"{svc.host}:{handle.port}")
+        err.print(banner(handle.port), soft_wrap=True)
+
+    from query_service.server import BindError
+
     try:
         if stream:
-            _serve_with_stream(settings, svc, marker, banner)
+            _serve_with_stream(settings, svc, listening)
         else:
-            _serve_alone(data_dir, svc, marker, banner)
-    except OSError as exc:
-        err.print(f"[red]cannot serve on {svc.host}:{svc.port}: {escape(str(exc))}[/red]")
-        raise typer.Exit(2) from None
+            _serve_alone(data_dir, svc, listening)
+    except BindError as exc:
+        _cannot_listen(exc.host, exc.port, bind_problem(exc.host, exc.port) or str(exc))
+    except OSError as exc:  # the metrics port taken, a keys or TLS file unreadable...
+        import errno
+
+        err.print(f"[red]cannot serve: {escape(str(exc))}[/red]", soft_wrap=True)
+        raise typer.Exit(Exit.UNREACHABLE if exc.errno == errno.EADDRINUSE
+                         else Exit.FAILED) from None
     finally:
-        marker.unlink(missing_ok=True)
+        marker.remove()
 
 
-def _mark(marker: Path, svc: Any, banner: str) -> None:
-    marker.write_text(json.dumps({"address": f"{svc.host}:{svc.port}", "pid": os.getpid()}))
-    err.print(banner, soft_wrap=True)
+def _serve_logging() -> None:
+    """Plain log lines (rich on a terminal); the service's own start/stop lines at INFO."""
+    import logging
+
+    from memstrata.cli import setup_logging
+
+    setup_logging(logging.WARNING)
+    for name in ("query_service", "memstrata.stream.worker"):
+        logging.getLogger(name).setLevel(logging.INFO)
 
 
-def _serve_alone(data_dir: Path | None, svc: Any, marker: Path, banner: str) -> None:
+def _cannot_listen(host: str, port: int, why: str, option: str = "--port",
+                   setting: str = "MEMSTRATA_SERVICE_PORT") -> None:
+    err.print(f"[red]cannot listen on {host}:{port}: {escape(why or 'bind failed')}; choose "
+              f"another port with {option} or {setting}[/red]", soft_wrap=True)
+    raise typer.Exit(Exit.UNREACHABLE)
+
+
+class ServeMarker:
+    """``<data dir>/serve.json``: where the service holding the data dir listens.
+
+    Written once the server listens; removed only by the process that wrote
+    it, so a ``serve`` refused because the data dir is held never takes away
+    the address of the one that holds it.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.written = False
+
+    def write(self, address: str) -> None:
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"address": address, "pid": os.getpid()}))
+        tmp.replace(self.path)
+        self.written = True
+
+    def remove(self) -> None:
+        if not self.written:
+            return
+        try:
+            ours = json.loads(self.path.read_text()).get("pid") == os.getpid()
+        except (OSError, ValueError, AttributeError):
+            return
+        if ours:
+            self.path.unlink(missing_ok=True)
+
+
+def _serve_alone(data_dir: Path | None, svc: Any, listening: Callable[[Any], None]) -> None:
     import asyncio
 
     from query_service.server import run_server
 
     memory = _open(data_dir)
     try:
-        _mark(marker, svc, banner)
-        asyncio.run(run_server(memory, svc))
+        asyncio.run(run_server(memory, svc, on_listening=listening))
     finally:
         memory.close()
 
 
-def _serve_with_stream(settings: Any, svc: Any, marker: Path, banner: str) -> None:
+def _serve_with_stream(settings: Any, svc: Any, listening: Callable[[Any], None]) -> None:
     """Broker, stream worker and gRPC server in one process over one Memory."""
+    import signal
+
+    from memstrata.cli.locked import exit_locked
     from memstrata.cli.stream_cmd import _stream_settings
+    from memstrata.roles import DataDirLocked
     from query_service.publish import KafkaProducerSettings
     from query_service.server import run_server
     from streams.runtime import StreamRuntime
 
     stream_settings, kafka = _stream_settings()
     brokers: list[str] = []
+    failed: list[Exception] = []
 
     def ready(address: str) -> None:
         brokers.append(address)
-        _mark(marker, svc, banner)
-        err.print(f"stream worker: embedded broker at {address} (memstrata produce FILE "
+
+    def announce(handle: Any) -> None:
+        listening(handle)
+        err.print(f"stream worker: embedded broker at {brokers[-1]} (memstrata produce FILE "
                   "in another shell publishes to it)", soft_wrap=True)
 
     async def grpc_service(memory: Any) -> None:
         # Ingest answers once this process's worker has stored the turns (the broker
         # keeps them in memory only): see query_service.publish.
-        await run_server(memory, svc, handle_signals=False,
-                         kafka=KafkaProducerSettings(brokers=brokers[-1],
-                                                      stream_group=stream_settings.app_id),
-                         stored=runtime.stored)
+        try:
+            await run_server(memory, svc, handle_signals=False, on_listening=announce,
+                             kafka=KafkaProducerSettings(brokers=brokers[-1],
+                                                          stream_group=stream_settings.app_id),
+                             stored=runtime.stored)
+        except Exception as exc:  # noqa: BLE001 - e.g. the port taken after the check
+            # Stop the worker too, and report it below as one line (an error in a Faust
+            # task would end in "We experienced a crash!" and a traceback).
+            failed.append(exc)
+            signal.raise_signal(signal.SIGTERM)
 
     runtime = StreamRuntime(settings, stream=stream_settings, kafka=kafka,
                             services=[grpc_service], on_ready=ready)
     try:
         runtime.run(embedded_broker=True)
+    except DataDirLocked as exc:
+        exit_locked(exc)
     except OSError:
         raise
-    except Exception as exc:  # stores locked, broker failed to start...
-        err.print(f"[red]{escape(str(exc))}[/red]")
-        raise typer.Exit(1) from None
+    except Exception as exc:  # noqa: BLE001 - the broker failed to start...
+        err.print(f"[red]{escape(str(exc))}[/red]", soft_wrap=True)
+        raise typer.Exit(Exit.FAILED) from None
+    if failed:
+        if isinstance(failed[0], OSError):  # BindError included: serve words it
+            raise failed[0]
+        err.print(f"[red]cannot serve: {escape(str(failed[0]) or type(failed[0]).__name__)}"
+                  f"[/red]", soft_wrap=True)
+        raise typer.Exit(Exit.FAILED)
 
 
 # -- --remote for ask and search --------------------------------------------------
@@ -264,8 +345,15 @@ def _client(remote: str) -> Any:
 
 
 def _remote_failure(exc: Exception) -> None:
+    import grpc
+
     err.print(f"[red]{escape(str(exc))}[/red]")
-    raise typer.Exit(1 if "NOT_FOUND" in str(exc) else 2) from None
+    code = getattr(exc, "code", None)
+    if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+        raise typer.Exit(Exit.UNREACHABLE) from None
+    if code == grpc.StatusCode.NOT_FOUND or "NOT_FOUND" in str(exc):
+        raise typer.Exit(Exit.FAILED) from None
+    raise typer.Exit(Exit.USAGE) from None
 
 
 def remote_search(remote: str, query: list[str], tenant: str, user: str, top_k: int | None,

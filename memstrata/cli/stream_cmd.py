@@ -22,6 +22,7 @@ from rich.progress import (
 )
 
 from memstrata.cli import DataDir, _settings, app, console, err
+from memstrata.cli.exits import Exit
 
 
 def _stream_settings() -> tuple[Any, Any]:
@@ -73,57 +74,111 @@ def produce(
     data_dir: DataDir = None,
     max_issues: Annotated[int, typer.Option(help="How many skipped records to list.")] = 20,
 ) -> None:
-    """Publish a file of conversations as turn events (one event per message)."""
-    import asyncio
+    """Publish a file of conversations as turn events (one event per message).
 
+    Ctrl-C stops it: it says how many messages the broker took and closes the
+    sessions that were sent whole (exit 130).
+    """
+    import asyncio
+    import logging
+
+    from memstrata.cli import setup_logging
+    from memstrata.cli.ingest_input import undecodable, unusable_path
     from memstrata.ingest.formats import FormatError
 
     _, kafka = _stream_settings()
-    from streams.produce import produce_file
+    from streams.produce import ProduceReport, produce_file
 
     if rate is not None and rate <= 0:
         err.print("[red]--rate must be positive[/red]")
-        raise typer.Exit(2)
+        raise typer.Exit(Exit.USAGE)
+    if (why := unusable_path(file)) is not None:
+        err.print(f"[red]{escape(why.replace('nothing to ingest', 'nothing to produce'))}[/red]",
+                  soft_wrap=True)
+        raise typer.Exit(Exit.USAGE)
     address = _brokers(kafka, _settings(data_dir).data_dir, brokers)
+    report = ProduceReport()
+    setup_logging(logging.WARNING)
+    logging.getLogger("aiokafka").setLevel(logging.CRITICAL)  # a failure is reported below
+    # Transient: the lines below say what was sent; a bar left behind was stale.
     with Progress(TextColumn("[bold]produce[/bold]"), BarColumn(), MofNCompleteColumn(),
                   TextColumn("messages"), TimeElapsedColumn(), TimeRemainingColumn(),
-                  console=err) as bar:
+                  console=err, transient=True) as bar:
         task = bar.add_task("produce", total=None)
         try:
-            report = asyncio.run(produce_file(
+            asyncio.run(produce_file(
                 file, address, fmt=fmt, tenant_id=tenant, rate=rate, close=not no_close,
                 progress=lambda n: bar.advance(task, n),
-                on_total=lambda total: bar.update(task, total=total)))
+                on_total=lambda total: bar.update(task, total=total), report=report))
         except FormatError as exc:
             err.print(f"[red]{escape(str(exc))}[/red]")
-            raise typer.Exit(2) from None
-        except Exception as exc:  # the broker is down or refuses: a usage problem here
-            err.print(f"[red]cannot publish to {escape(address)}: {escape(str(exc))}[/red]")
-            raise typer.Exit(1) from None
+            raise typer.Exit(Exit.USAGE) from None
+        except UnicodeDecodeError as exc:
+            err.print(f"[red]{escape(undecodable(file, exc))}[/red]", soft_wrap=True)
+            raise typer.Exit(Exit.USAGE) from None
+        except KeyboardInterrupt:  # a second Ctrl-C: no more waiting for acks or closes
+            report.interrupted = True
+        except Exception as exc:  # noqa: BLE001 - the broker is down or refuses
+            code, why = _broker_failure(exc)
+            err.print(f"[red]cannot publish to {escape(address)}: {escape(why)}[/red]",
+                      soft_wrap=True)
+            raise typer.Exit(code) from None
+        finally:
+            bar.update(task, completed=report.messages)
     for issue in report.issues[:max_issues]:
         err.print(f"[yellow]skipped[/yellow] {escape(str(issue))}", soft_wrap=True)
+    if report.interrupted:
+        closes = ("" if no_close else
+                  f"; {report.controls} of them closed (close_session sent)")
+        err.print(
+            f"[yellow]interrupted:[/yellow] {report.messages} of {report.total} messages sent to "
+            f"{escape(address)} (acknowledged by the broker); {report.finished} of "
+            f"{report.sessions} sessions sent whole{closes}. Running the same command again "
+            f"sends everything again: the worker skips messages it already stored (same "
+            f"message ids).", soft_wrap=True)
+        raise typer.Exit(Exit.INTERRUPTED)
     console.print(
         f"{report.format}: {report.messages} messages in {report.sessions} sessions sent to "
         f"{address} ({report.rate:.0f} msg/s), {report.controls} close_session events, "
         f"{len(report.issues)} skipped records", soft_wrap=True)
 
 
+def _broker_failure(exc: BaseException) -> tuple[int, str]:
+    """The exit status and one line for a failed publish: unreachable (4) or failed (1)."""
+    from aiokafka.errors import KafkaConnectionError, KafkaTimeoutError
+
+    text = str(exc) or type(exc).__name__
+    if isinstance(exc, (KafkaConnectionError, KafkaTimeoutError, OSError)):
+        return Exit.UNREACHABLE, (
+            f"the broker cannot be reached ({text}); is `memstrata up` running? "
+            f"(or pass --brokers / set MEMSTRATA_KAFKA_BROKERS)")
+    return Exit.FAILED, f"{type(exc).__name__}: {text}"
+
+
 def _run(data_dir: Path | None, embedded_broker: bool) -> None:
     import logging
 
+    from memstrata.cli import setup_logging
+    from memstrata.cli.locked import exit_locked
+    from memstrata.roles import DataDirLocked
+
     stream, kafka = _stream_settings()
+    from streams.broker import BrokerError
     from streams.runtime import StreamRuntime
 
     settings = _settings(data_dir)
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(message)s")
+    setup_logging(stream.log_level.upper())
+    logging.getLogger("memstrata.stream.worker").setLevel(
+        min(logging.INFO, logging.getLevelName(stream.log_level.upper())))
 
     def ready(address: str) -> None:
         where = "embedded broker" if embedded_broker else "broker"
         console.print(f"memstrata stream worker: {where} at [bold]{address}[/bold], "
                       f"data in {settings.data_dir}", soft_wrap=True)
         if embedded_broker:
-            console.print("  in another shell: memstrata produce FILE   (Ctrl-C here drains "
-                          "the topics and stops)", soft_wrap=True)
+            console.print(f"  in another shell: memstrata produce FILE   (Ctrl-C here drains "
+                          f"the topics for up to {stream.drain_timeout_s:.0f}s, then stops; "
+                          f"Ctrl-C twice stops now)", soft_wrap=True)
 
     if not embedded_broker:
         kafka_brokers = _brokers(kafka, settings.data_dir, None)
@@ -131,18 +186,30 @@ def _run(data_dir: Path | None, embedded_broker: bool) -> None:
     runtime = StreamRuntime(settings, stream=stream, kafka=kafka, on_ready=ready)
     try:
         runtime.run(embedded_broker=embedded_broker)
-    except Exception as exc:  # stores locked, broker unreachable...
-        err.print(f"[red]{escape(str(exc))}[/red]")
-        raise typer.Exit(1) from None
+    except DataDirLocked as exc:
+        exit_locked(exc)
+    except Exception as exc:  # noqa: BLE001 - broker unreachable, failed to start...
+        err.print(f"[red]{escape(str(exc) or type(exc).__name__)}[/red]", soft_wrap=True)
+        unreachable = not embedded_broker and (
+            isinstance(exc, BrokerError) or _broker_failure(exc)[0] == Exit.UNREACHABLE)
+        raise typer.Exit(Exit.UNREACHABLE if unreachable else Exit.FAILED) from None
 
 
 @app.command()
 def worker(data_dir: DataDir = None) -> None:
-    """Run the stream worker against MEMSTRATA_KAFKA_BROKERS (stops on Ctrl-C or SIGTERM)."""
+    """Run the stream worker against MEMSTRATA_KAFKA_BROKERS (stops on Ctrl-C or SIGTERM).
+
+    What it has not stored stays in the broker for the group; a second Ctrl-C stops at once.
+    """
     _run(data_dir, embedded_broker=False)
 
 
 @app.command()
 def up(data_dir: DataDir = None) -> None:
-    """Start an embedded broker and the stream worker over the embedded stores, in one process."""
+    """Start an embedded broker and the stream worker over the embedded stores, in one process.
+
+    Ctrl-C or SIGTERM waits for the topics to drain (at most
+    MEMSTRATA_STREAM_DRAIN_TIMEOUT_S), then stops and says what was not stored (the
+    embedded broker keeps topics in memory only: that is lost). A second Ctrl-C stops now.
+    """
     _run(data_dir, embedded_broker=True)

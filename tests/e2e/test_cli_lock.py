@@ -63,7 +63,7 @@ def held(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, subpr
 def test_ingest_while_another_process_writes_says_where_who_and_what_to_do(held):
     data, holder = held
     r = run("ingest", str(SAMPLE), data_dir=data)
-    assert r.returncode == 2
+    assert r.returncode == 3
     assert f"the data dir {data} is in use by process {holder.pid} on " in r.stderr
     assert "What to do: wait for it to finish" in r.stderr
     assert "MEMSTRATA_VECTOR_BACKEND=qdrant" in r.stderr
@@ -76,7 +76,7 @@ def test_eval_qa_on_a_held_data_dir_says_the_same(held, tmp_path: Path):
     mini = Path(__file__).resolve().parents[1] / "fixtures" / "longmemeval_mini.json"
     r = run("eval", "qa", "--dataset", str(mini), "--format", "longmemeval", "--data-dir",
             str(data), "--output", str(tmp_path / "qa.json"), data_dir=data)
-    assert r.returncode == 2
+    assert r.returncode == 3
     assert f"the data dir {data} is in use by" in r.stderr
     assert "LockBusy" not in r.stderr and "WouldBlock" not in r.stderr
 
@@ -86,7 +86,7 @@ def test_search_while_another_process_writes_says_why_it_waits(held):
     for command in (["search", "--tenant", "acme", "--user", "maya", "knee"],
                     ["sessions", "--tenant", "acme", "--user", "maya"]):
         r = run(*command, data_dir=data)
-        assert r.returncode == 2, r.stdout
+        assert r.returncode == 3, r.stdout
         assert f"the data dir {data} is in use by process {holder.pid}" in r.stderr
         assert "this command only reads" in r.stderr and "Qdrant Edge" in r.stderr
         assert "MEMSTRATA_VECTOR_BACKEND=qdrant" in r.stderr

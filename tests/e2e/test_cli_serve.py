@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -129,5 +130,9 @@ def test_serve_keys_remote_ask_and_graceful_stop(tmp_path: Path):
         except subprocess.TimeoutExpired:
             proc.kill()
             raise
-    assert code == 0, proc.stderr.read() if proc.stderr else ""
+    log = proc.stderr.read() if proc.stderr else ""
+    assert code == 0, log
+    # One summary line per part when it stops (issue 16).
+    assert re.search(r"query service stopped: ran \S+; \d+ calls served, \d+ failed", log), log
+    assert "stream worker stopped: ran " in log and "nothing left unstored" in log, log
     assert not (data / "serve.json").exists()
