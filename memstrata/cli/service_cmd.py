@@ -133,6 +133,7 @@ def serve(
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: "
                                                    "%(message)s")
     settings = _settings(data_dir)
+    from memstrata.cli.check_cmd import refuse_if_damaged; refuse_if_damaged(settings.docs_path)
     svc = _service_settings(port=port, host=host, metrics_port=metrics_port)
     svc = svc.model_copy(update={"keys_file": _keys_path(keys_file, data_dir)})
     if stream is None:
