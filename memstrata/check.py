@@ -41,7 +41,8 @@ class Finding:
     """One problem: how bad, what kind, where, what was seen and what to do."""
 
     severity: Severity
-    #: ``integrity``, ``totals``, ``counts``, ``digest``, ``unfinished``, ``settings``.
+    #: ``integrity``, ``totals``, ``counts``, ``session-index``, ``digest``, ``unfinished``,
+    #: ``settings``.
     kind: str
     #: A file path, or ``tenant=... user=... session=...``.
     where: str
@@ -77,9 +78,10 @@ class CheckReport:
         return not self.errors
 
     def sessions_to_repair(self) -> list[tuple[Scope, str]]:
+        """Sessions a rebuild from raw turns fixes (all but settings drift)."""
         seen: dict[tuple[Scope, str], None] = {}
-        for f in self.errors:
-            if f.scope is not None and f.session_id is not None:
+        for f in self.findings:
+            if f.scope is not None and f.session_id is not None and f.kind != "settings":
                 seen[(f.scope, f.session_id)] = None
         return list(seen)
 
@@ -139,8 +141,8 @@ def check_totals(docs: DocStore, vectors: VectorStore, lexical: LexicalStore,
             "error", "totals", "all sessions",
             f"L0 units {t['units']}, vectors {t['vectors']}, BM25 documents {t['lexical']} "
             "(they must be equal)",
-            "run `memstrata check` for the sessions concerned, then `memstrata check "
-            "--repair`"))
+            "`memstrata check` names the sessions concerned; `memstrata check --repair` "
+            "rebuilds them"))
 
 
 def _stored_fingerprint_key(docs: DocStore) -> str | None:
@@ -202,7 +204,9 @@ def check_stores(docs: DocStore, vectors: VectorStore, lexical: LexicalStore,
         if session_lexical is not None and tally.turns and "session" not in unsupported:
             try:
                 if session_lexical.count_session(scope, sid) != 1:
-                    add("counts", "its whole-session BM25 document is missing")
+                    # A warning: data dirs written before that index existed lack it.
+                    add("session-index", "its whole-session BM25 document is missing "
+                        "(search ranks it by its L0 units alone)", "warning")
             except NotImplementedError as exc:
                 unsupported.add("session")
                 report.skipped.append(f"whole-session BM25 per session: {exc}")
