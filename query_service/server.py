@@ -34,6 +34,7 @@ from query_service.metrics import ServiceMetrics
 from query_service.publish import KafkaProducerSettings, KafkaPublisher, TurnPublisher
 from query_service.servicer import MemoryServicer
 from query_service.settings import ServiceSettings
+from query_service.transport import SizeInterceptor, channel_options
 from query_service.work import Pools
 
 log = logging.getLogger(__name__)
@@ -123,8 +124,10 @@ async def build_server(
                               gate, SpendLedger(spend_path(memory, settings)), publisher,
                               prices)
     server = grpc.aio.server(interceptors=[MetricsInterceptor(metrics), AuthInterceptor(keys),
-                                           LimitsInterceptor(gate, metrics)],
-                             options=[("grpc.so_reuseport", 0)])
+                                           LimitsInterceptor(gate, metrics),
+                                           SizeInterceptor(settings.max_message_bytes)],
+                             options=[("grpc.so_reuseport", 0),
+                                      *channel_options(settings.max_message_bytes)])
     pb_grpc.add_MemoryServiceServicer_to_server(servicer, server)
     health = HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
@@ -147,6 +150,7 @@ async def build_server(
             await publisher.start()
         await asyncio.get_running_loop().run_in_executor(
             pools.read, lambda: memory.sessions(_probe_scope()))  # the stores answer
+        await asyncio.get_running_loop().run_in_executor(pools.read, _startup_totals, memory)
         if settings.metrics_port is not None:
             handle.metrics_http = metrics.serve_http(settings.metrics_port, settings.host)
     except BaseException:
@@ -157,6 +161,30 @@ async def build_server(
     log.info("memstrata query service listening on %s:%d (%s)", settings.host, port,
              "TLS" if settings.tls_cert else "plaintext")
     return handle
+
+
+def _startup_totals(memory: Any) -> None:
+    """The cheap part of ``memstrata check``: every L0 unit has a vector and a BM25 document.
+
+    A mismatch is logged (with the command that names and repairs the sessions),
+    not refused: the service still answers from what is there. (``memstrata
+    serve`` refuses a damaged SQLite file before it gets here.)
+    """
+    from memstrata.check import CheckReport, check_totals
+
+    stores = [getattr(memory, n, None) for n in ("docs", "vectors", "lexical")]
+    if any(s is None for s in stores):
+        return  # not a local Memory (a test double or a remote reader)
+    report = CheckReport()
+    try:
+        check_totals(stores[0], stores[1], stores[2], report)
+    except NotImplementedError:
+        return
+    for f in report.findings:
+        log.warning("data check on start: %s", f.line())
+    if report.ok:
+        log.info("data check on start: %s", ", ".join(
+            f"{k} {v}" for k, v in report.totals.items()))
 
 
 def _probe_scope() -> Any:
