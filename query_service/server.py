@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
+from prometheus_client import CollectorRegistry
 
 from memstrata.client._proto import memory_pb2 as pb
 from memstrata.client._proto import memory_pb2_grpc as pb_grpc
@@ -100,15 +101,19 @@ async def build_server(
     kafka: KafkaProducerSettings | None = None,
     chat: Any = None,
     prices: PriceTable | None = None,
+    extra_metrics: Sequence[CollectorRegistry] = (),
 ) -> ServiceHandle:
     """Start a server over ``memory`` (a :class:`~memstrata.memory.Memory`) and return it.
 
     The turn publisher is Kafka when ``MEMSTRATA_KAFKA_BROKERS`` is set (or
     ``publisher`` is given); otherwise Ingest writes to ``memory`` directly.
+    ``extra_metrics`` are served on the same /metrics port.
     """
     settings = settings or ServiceSettings()
     controller_settings = controller_settings or load_controller_settings()
     metrics = ServiceMetrics(tenant_label=settings.metrics_tenant_label)
+    for registry in extra_metrics:  # e.g. the stream worker's, when serve hosts it
+        metrics.include(registry)
     keys = KeyRing(settings.keys_file)
     gate = TenantGate(settings, keys)
     pools = Pools(settings.read_threads, settings.answer_threads,

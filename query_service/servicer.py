@@ -78,6 +78,8 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         self.gate = gate
         self.ledger = ledger
         self.publisher = publisher
+        #: A batch published to Kafka is wholly before or wholly after a delete (writes.py).
+        self.user_locks = writes.UserLocks()
         # The controller sees only a MemoryReader, so the query limit travels as an argument.
         self._controller_kwargs: dict[str, Any] = {
             "max_query_chars": memory.settings.max_query_chars}
@@ -281,7 +283,9 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
 
     async def _ingest(self, records: Sequence[TurnEvent], context: Any) -> pb.IngestReply:
         if self.publisher is not None:
-            await self.publisher.publish(records)
+            async with self.user_locks.hold(Scope(tenant_id=r.tenant_id, user_id=r.user_id)
+                                            for r in records):
+                await self.publisher.publish(records)
             return pb.IngestReply(accepted=len(records), route=self.publisher.route)
         dups = await self.pools.run(self.pools.write, context,
                                     lambda t: writes.append_direct(self.memory, records),
@@ -330,6 +334,10 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
                 f"nothing was changed: retry")
 
     async def _delete(self, context: Any, scope: Scope, sid: str | None) -> pb.DeleteReply:
+        async with self.user_locks.hold([scope]):  # no batch of this user half-stored meanwhile
+            return await self._delete_now(context, scope, sid)
+
+    async def _delete_now(self, context: Any, scope: Scope, sid: str | None) -> pb.DeleteReply:
         await self._wait_stored("delete")
 
         def work(token: WorkToken) -> Any:

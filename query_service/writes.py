@@ -2,11 +2,24 @@
 
 Each function runs in the service's single write thread (the embedded stores
 admit one writer).
+
+A batch is atomic with respect to a delete: it lands wholly before or wholly
+after it. Written directly, the whole batch is one job on the write thread
+and one hold of the memory's write lock (``Memory.append_batch``), so no
+delete, from this service or from a stream worker sharing the memory, can
+fall between its sessions. Published to Kafka, the stream worker may store a
+batch in several pieces, so :class:`UserLocks` orders the two in the service:
+a batch is published under its users' locks, and a delete holds its user's
+lock from the wait for earlier turns to the end of the delete. Every batch
+published before the delete is then wholly stored before it, and none can
+start publishing until it is done.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import asynccontextmanager
 from typing import Any
 
 from memstrata.layers.lazy import SessionNotFound
@@ -24,9 +37,43 @@ def group_by_session(records: Sequence[TurnEvent]) -> dict[tuple[Scope, str], li
     return out
 
 
+class UserLocks:
+    """One asyncio lock per (tenant, user), alive while someone holds or waits for it."""
+
+    def __init__(self) -> None:
+        self._locks: dict[Scope, asyncio.Lock] = {}
+        self._users: dict[Scope, int] = {}
+
+    @asynccontextmanager
+    async def hold(self, scopes: Iterable[Scope]) -> AsyncIterator[None]:
+        """Hold every scope's lock (taken in one sorted order, so two holders never deadlock)."""
+        wanted = sorted(set(scopes), key=lambda s: (s.tenant_id, s.user_id))
+        for scope in wanted:
+            self._users[scope] = self._users.get(scope, 0) + 1
+            self._locks.setdefault(scope, asyncio.Lock())
+        taken: list[asyncio.Lock] = []
+        try:
+            for scope in wanted:
+                lock = self._locks[scope]
+                await lock.acquire()
+                taken.append(lock)
+            yield
+        finally:
+            for lock in reversed(taken):
+                lock.release()
+            for scope in wanted:
+                self._users[scope] -= 1
+                if not self._users[scope]:
+                    del self._users[scope], self._locks[scope]
+
+    def held(self, scope: Scope) -> bool:
+        lock = self._locks.get(scope)
+        return lock is not None and lock.locked()
+
+
 def append_direct(memory: Any, records: Sequence[TurnEvent]) -> int:
-    """Append every record through ``append_messages``; flush; return duplicates ignored."""
-    duplicates = 0
+    """Append every record in one write (``append_batch``); flush; return duplicates ignored."""
+    items = []
     for (scope, session_id), group in group_by_session(records).items():
         date = next((r.session_date for r in group if r.session_date is not None), None)
         labels = next((r.labels for r in group if r.labels), {})
@@ -39,9 +86,14 @@ def append_direct(memory: Any, records: Sequence[TurnEvent]) -> int:
                            labels=labels)
         messages = [Message(role=r.role, content=r.content, speaker=r.speaker,
                             source_id=r.message_id) for r in group]
-        duplicates += memory.append_messages(meta, messages).duplicates
+        items.append((meta, messages))
+    batch = getattr(memory, "append_batch", None)
+    if batch is not None:  # one hold of the write lock for the whole batch
+        reports = list(batch(items))
+    else:
+        reports = [memory.append_messages(meta, messages) for meta, messages in items]
     memory.flush()
-    return duplicates
+    return sum(r.duplicates for r in reports)
 
 
 def close_session(memory: Any, scope: Scope, session_id: str) -> int:

@@ -51,6 +51,9 @@ class StreamRuntime:
     #: Called with the broker address once it is known (``up`` prints it).
     on_ready: Callable[[str], None] | None = None
     open_memory: Callable[[Settings], Any] | None = None
+    #: The worker's metrics; given when the caller serves them itself (``serve`` does,
+    #: on its own --metrics-port).
+    metrics: StreamMetrics | None = None
 
     def run(self, *, embedded_broker: bool) -> None:
         from streams.worker import run_worker
@@ -75,7 +78,7 @@ class StreamRuntime:
                 # tantivy can commit then too instead of on every write.
                 settings = settings.model_copy(update={"tantivy_commit": "flush"})
             memory = (self.open_memory or _open_memory)(settings)
-            metrics = StreamMetrics.create()
+            metrics = self.metrics or StreamMetrics.create()
             if self.stream.metrics_port:
                 metrics.serve(self.stream.metrics_port, self.stream.metrics_addr)
             app = build_app(memory, brokers, stream=self.stream, kafka=self.kafka,

@@ -191,13 +191,17 @@ def _serve_with_stream(settings: Any, svc: Any, marker: Path, banner: str) -> No
         err.print(f"stream worker: embedded broker at {address} (memstrata produce FILE "
                   "in another shell publishes to it)", soft_wrap=True)
 
+    from streams.metrics import StreamMetrics
+    stream_metrics = StreamMetrics.create()  # served on --metrics-port with the service's
+
     async def grpc_service(memory: Any) -> None:
         await run_server(memory, svc, handle_signals=False,
                          kafka=KafkaProducerSettings(brokers=brokers[-1],
-                                                      stream_group=stream_settings.app_id))
+                                                      stream_group=stream_settings.app_id),
+                         extra_metrics=[stream_metrics.registry])
 
     runtime = StreamRuntime(settings, stream=stream_settings, kafka=kafka,
-                            services=[grpc_service], on_ready=ready)
+                            services=[grpc_service], on_ready=ready, metrics=stream_metrics)
     try:
         runtime.run(embedded_broker=True)
     except OSError:
