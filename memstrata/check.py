@@ -179,7 +179,8 @@ def check_stores(docs: DocStore, vectors: VectorStore, lexical: LexicalStore,
     fp_key = _stored_fingerprint_key(docs)
     report.sessions = len(tallies)
     report.checked.append("per-session counts and digests")
-    per_session = {"vectors": vectors, "BM25 documents": lexical}
+    per_session: dict[str, VectorStore | LexicalStore] = {"vectors": vectors,
+                                                           "BM25 documents": lexical}
     unsupported: set[str] = set()
     for n, tally in enumerate(tallies, 1):
         scope, sid = tally.scope, tally.session_id

@@ -177,12 +177,12 @@ def _startup_totals(memory: Any) -> None:
     """
     from memstrata.check import CheckReport, check_totals
 
-    stores = [getattr(memory, n, None) for n in ("docs", "vectors", "lexical")]
-    if any(s is None for s in stores):
+    docs, vectors, lexical = (getattr(memory, n, None) for n in ("docs", "vectors", "lexical"))
+    if docs is None or vectors is None or lexical is None:
         return  # not a local Memory (a test double or a remote reader)
     report = CheckReport()
     try:
-        check_totals(stores[0], stores[1], stores[2], report)
+        check_totals(docs, vectors, lexical, report)
     except NotImplementedError:
         return
     for f in report.findings:
