@@ -185,7 +185,7 @@ def _startup_totals(memory: Any) -> None:
         check_totals(docs, vectors, lexical, report)
     except NotImplementedError:
         return
-    for f in report.findings:
+    for f in report.findings:  # (a stream worker already writing can cause a passing one)
         log.warning("data check on start: %s", f.line())
     if report.ok:
         log.info("data check on start: %s", ", ".join(
