@@ -114,7 +114,7 @@ def test_turns_changed_after_indexing_and_unfinished_writes_are_found(memory: Me
 
 
 def test_check_command_names_the_session_and_the_fix(pristine: Path, tmp_path: Path,
-                                           embedder: MiniLMEmbedder):
+                                                     embedder: MiniLMEmbedder):
     data = tmp_path / "data"
     shutil.copytree(pristine, data)
     from memstrata.config import Settings
