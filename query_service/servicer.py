@@ -80,6 +80,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         self.publisher = publisher
         #: A batch published to Kafka is wholly before or wholly after a delete (writes.py).
         self.user_locks = writes.UserLocks()
+        self.pending = writes.PendingWrites()
         # The controller sees only a MemoryReader, so the query limit travels as an argument.
         self._controller_kwargs: dict[str, Any] = {
             "max_query_chars": memory.settings.max_query_chars}
@@ -286,6 +287,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
             async with self.user_locks.hold(Scope(tenant_id=r.tenant_id, user_id=r.user_id)
                                             for r in records):
                 await self.publisher.publish(records)
+                self.pending.add(records)
             return pb.IngestReply(accepted=len(records), route=self.publisher.route)
         dups = await self.pools.run(self.pools.write, context,
                                     lambda t: writes.append_direct(self.memory, records),
@@ -339,6 +341,14 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
 
     async def _delete_now(self, context: Any, scope: Scope, sid: str | None) -> pb.DeleteReply:
         await self._wait_stored("delete")
+        if self.publisher is not None and not await self.pending.wait(
+                self.memory, scope, self.settings.delete_wait_s,
+                lambda fn: self.pools.run(self.pools.read, context, lambda t: fn())):
+            self.pending.forget(scope)  # never stored (refused by the worker?): do not block
+            raise writes.DeleteIncomplete(
+                f"the stream worker has not stored every turn this service published for "
+                f"user {scope.user_id!r} within {self.settings.delete_wait_s:g} s "
+                f"(MEMSTRATA_SERVICE_DELETE_WAIT_S); nothing was changed: retry")
 
         def work(token: WorkToken) -> Any:
             if sid is None:
@@ -348,6 +358,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
             return writes.delete(self.memory, scope, sid)
 
         receipt = await self.pools.run(self.pools.write, context, work, method="Delete")
+        self.pending.forget(scope, sid)
         return pb.DeleteReply(removed=[pb.StoreCount(store=k, removed=v)
                                        for k, v in sorted(receipt.removed.items())],
                               complete=receipt.complete)

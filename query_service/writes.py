@@ -71,6 +71,75 @@ class UserLocks:
         return lock is not None and lock.locked()
 
 
+class PendingWrites:
+    """Message ids this service published to Kafka that the stores do not hold yet, per user.
+
+    A delete must not fall inside a batch the stream worker is still storing.
+    The worker's committed offsets are not a sure sign that a record is stored
+    (they were seen running ahead of the stores under load), so before deleting,
+    the service also waits until the stores hold every message it published for
+    that user: read from the stores themselves, the truth.
+    """
+
+    def __init__(self) -> None:
+        self._pending: dict[Scope, dict[str, set[str]]] = {}
+
+    def add(self, records: Sequence[TurnEvent]) -> None:
+        for r in records:
+            scope = Scope(tenant_id=r.tenant_id, user_id=r.user_id)
+            self._pending.setdefault(scope, {}).setdefault(r.session_id, set()).add(
+                r.message_id)
+
+    def snapshot(self, scope: Scope) -> dict[str, set[str]]:
+        return {sid: set(ids) for sid, ids in self._pending.get(scope, {}).items()}
+
+    def settle(self, scope: Scope, stored: dict[str, set[str]]) -> int:
+        """Drop what the stores now hold; the number of messages still missing."""
+        sessions = self._pending.get(scope, {})
+        for sid, ids in stored.items():
+            if sid in sessions:
+                sessions[sid] -= ids
+                if not sessions[sid]:
+                    del sessions[sid]
+        if not sessions:
+            self._pending.pop(scope, None)
+        return sum(len(v) for v in sessions.values())
+
+    def forget(self, scope: Scope, session_id: str | None = None) -> None:
+        if session_id is None:
+            self._pending.pop(scope, None)
+        else:
+            self._pending.get(scope, {}).pop(session_id, None)
+
+    async def wait(self, memory: Any, scope: Scope, timeout_s: float,
+                   run: Any, poll_s: float = 0.05) -> bool:
+        """Until the stores hold every pending message of ``scope``; False on timeout.
+
+        ``run(fn)`` runs a store read off the event loop (the service's read pool).
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while True:
+            wanted = self.snapshot(scope)
+            if not wanted:
+                return True
+            stored = await run(lambda: stored_ids(memory, scope, wanted))
+            if not self.settle(scope, stored):
+                return True
+            if loop.time() >= deadline:
+                return False
+            await asyncio.sleep(poll_s)
+
+
+def stored_ids(memory: Any, scope: Scope, wanted: dict[str, set[str]]) -> dict[str, set[str]]:
+    """Of ``wanted`` (session -> message ids), those the doc store holds."""
+    out: dict[str, set[str]] = {}
+    for sid, ids in wanted.items():
+        have = {m for t in memory.docs.get_turns(scope, sid) for m in t.source_ids}
+        out[sid] = ids & have
+    return out
+
+
 def append_direct(memory: Any, records: Sequence[TurnEvent]) -> int:
     """Append every record in one write (``append_batch``); flush; return duplicates ignored."""
     items = []

@@ -66,10 +66,11 @@ def check(
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     data_dir: DataDir = None,
 ) -> None:
-    """Verify a data dir: SQLite integrity, and per session that L0 units, vectors and BM25
-    documents agree and that the stored digest matches the raw turns.
+    """Verify a data dir: SQLite integrity, store counts and digests per session.
 
-    Exit code 0: sound; 1: problems found (each with what to do); 2: cannot check.
+    SQLite's integrity_check; then, per session, that the L0 units, vectors and BM25
+    documents agree and that the stored digest matches the raw turns. Exit code 0:
+    sound; 1: problems found (each with what to do); 2: cannot check.
     """
     from memstrata.check import check_sqlite_file, check_stores, repair_sessions
 

@@ -89,18 +89,32 @@ def race(address: str, key: str, user: str, batches: int,
         stub.IngestBatch(batch(user, batches), metadata=meta, timeout=60)
         out.acked.append(batches)
         settle()
-        present: dict[int, int] = {k: 0 for k in out.acked}
-        try:
-            listed = stub.ListSessions(pb.ListSessionsRequest(user_id=user), metadata=meta)
-            sessions = [s.session_id for s in listed.sessions]
-        except grpc.RpcError as exc:
-            if exc.code() != grpc.StatusCode.NOT_FOUND:
-                raise
-            sessions = []
-        for sid in sessions:
-            k = int(sid.split("-")[0][1:])
-            raw = stub.ReadRaw(pb.ReadRawRequest(user_id=user, session_id=sid), metadata=meta)
-            present[k] = present.get(k, 0) + sum(len(t.messages) for t in raw.turns)
+
+        def read_back() -> dict[int, int]:
+            present: dict[int, int] = {k: 0 for k in out.acked}
+            try:
+                listed = stub.ListSessions(pb.ListSessionsRequest(user_id=user), metadata=meta)
+                sessions = [s.session_id for s in listed.sessions]
+            except grpc.RpcError as exc:
+                if exc.code() != grpc.StatusCode.NOT_FOUND:
+                    raise
+                sessions = []
+            for sid in sessions:
+                k = int(sid.split("-")[0][1:])
+                raw = stub.ReadRaw(pb.ReadRawRequest(user_id=user, session_id=sid),
+                                   metadata=meta)
+                present[k] = present.get(k, 0) + sum(len(t.messages) for t in raw.turns)
+            return present
+
+        # Settled: the last batch is whole and nothing changes for a second (a worker's
+        # committed offsets can run ahead of its stores, so they alone do not say it).
+        present, deadline = read_back(), time.monotonic() + 60
+        while time.monotonic() < deadline:
+            time.sleep(1.0)
+            again = read_back()
+            if again == present and present.get(batches) == 2 * SESSIONS_PER_BATCH:
+                break
+            present = again
         return out, present
     finally:
         channel.close()
