@@ -102,7 +102,29 @@ class ServiceMetrics:
         if fallback:
             self._at(self.budget_fallbacks, t).inc()
 
+    def include(self, registry: CollectorRegistry) -> None:
+        """Serve another registry's metrics on this one's /metrics too.
+
+        ``memstrata serve`` hosts the stream worker in the same process: its
+        ``memstrata_stream_*`` series (DLQ counts among them) then appear on the
+        service's ``--metrics-port`` beside the service's own.
+        """
+        self.registry.register(_Included(registry))
+
     def serve_http(self, port: int, host: str = "0.0.0.0") -> object:
         """Start the /metrics endpoint; returns the HTTP server (``shutdown()`` stops it)."""
         server, _thread = start_http_server(port, addr=host, registry=self.registry)
         return server
+
+
+class _Included:
+    """A collector that yields another registry's metrics (read at every scrape)."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self._registry = registry
+
+    def describe(self) -> list[Any]:
+        return []  # names are not claimed: the two registries never share a name
+
+    def collect(self) -> Any:
+        return self._registry.collect()

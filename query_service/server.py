@@ -14,7 +14,7 @@ import asyncio
 import logging
 import signal
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,7 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
+from prometheus_client import CollectorRegistry
 
 from memstrata.client._proto import memory_pb2 as pb
 from memstrata.client._proto import memory_pb2_grpc as pb_grpc
@@ -41,6 +42,7 @@ from query_service.publish import (
 )
 from query_service.servicer import MemoryServicer
 from query_service.settings import ServiceSettings
+from query_service.transport import SizeInterceptor, channel_options
 from query_service.work import Pools
 
 log = logging.getLogger(__name__)
@@ -140,6 +142,7 @@ async def build_server(
     stored: StoredOffsets | None = None,
     chat: Any = None,
     prices: PriceTable | None = None,
+    extra_metrics: Sequence[CollectorRegistry] = (),
 ) -> ServiceHandle:
     """Start a server over ``memory`` (a :class:`~memstrata.memory.Memory`) and return it.
 
@@ -147,10 +150,13 @@ async def build_server(
     ``publisher`` is given); otherwise Ingest writes to ``memory`` directly.
     ``stored`` is the in-process stream worker's progress (embedded broker): Ingest
     then answers once the worker has stored the turns (``MEMSTRATA_SERVICE_INGEST_ACK``).
+    ``extra_metrics`` are served on the same /metrics port.
     """
     settings = settings or ServiceSettings()
     controller_settings = controller_settings or load_controller_settings()
     metrics = ServiceMetrics(tenant_label=settings.metrics_tenant_label)
+    for registry in extra_metrics:  # e.g. the stream worker's, when serve hosts it
+        metrics.include(registry)
     keys = KeyRing(settings.keys_file)
     gate = TenantGate(settings, keys)
     pools = Pools(settings.read_threads, settings.answer_threads,
@@ -170,8 +176,10 @@ async def build_server(
                               gate, SpendLedger(spend_path(memory, settings)), publisher,
                               prices)
     server = grpc.aio.server(interceptors=[MetricsInterceptor(metrics), AuthInterceptor(keys),
-                                           LimitsInterceptor(gate, metrics)],
-                             options=[("grpc.so_reuseport", 0)])
+                                           LimitsInterceptor(gate, metrics),
+                                           SizeInterceptor(settings.max_message_bytes)],
+                             options=[("grpc.so_reuseport", 0),
+                                      *channel_options(settings.max_message_bytes)])
     pb_grpc.add_MemoryServiceServicer_to_server(servicer, server)
     health = HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
@@ -197,6 +205,7 @@ async def build_server(
             await publisher.start()
         await asyncio.get_running_loop().run_in_executor(
             pools.read, lambda: memory.sessions(_probe_scope()))  # the stores answer
+        await asyncio.get_running_loop().run_in_executor(pools.read, _startup_totals, memory)
         if settings.metrics_port is not None:
             handle.metrics_http = metrics.serve_http(settings.metrics_port, settings.host)
     except BaseException:
@@ -207,6 +216,30 @@ async def build_server(
     log.info("memstrata query service listening on %s:%d (%s)", settings.host, port,
              "TLS" if settings.tls_cert else "plaintext")
     return handle
+
+
+def _startup_totals(memory: Any) -> None:
+    """The cheap part of ``memstrata check``: every L0 unit has a vector and a BM25 document.
+
+    A mismatch is logged (with the command that names and repairs the sessions),
+    not refused: the service still answers from what is there. (``memstrata
+    serve`` refuses a damaged SQLite file before it gets here.)
+    """
+    from memstrata.check import CheckReport, check_totals
+
+    docs, vectors, lexical = (getattr(memory, n, None) for n in ("docs", "vectors", "lexical"))
+    if docs is None or vectors is None or lexical is None:
+        return  # not a local Memory (a test double or a remote reader)
+    report = CheckReport()
+    try:
+        check_totals(docs, vectors, lexical, report)
+    except NotImplementedError:
+        return
+    for f in report.findings:  # (a stream worker already writing can cause a passing one)
+        log.warning("data check on start: %s", f.line())
+    if report.ok:
+        log.info("data check on start: %s", ", ".join(
+            f"{k} {v}" for k, v in report.totals.items()))
 
 
 def _probe_scope() -> Any:

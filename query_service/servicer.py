@@ -103,6 +103,9 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         self.gate = gate
         self.ledger = ledger
         self.publisher = publisher
+        #: A batch published to Kafka is wholly before or wholly after a delete (writes.py).
+        self.user_locks = writes.UserLocks()
+        self.pending = writes.PendingWrites()
         # The controller sees only a MemoryReader, so the query limit travels as an argument.
         self._controller_kwargs: dict[str, Any] = {
             "max_query_chars": memory.settings.max_query_chars}
@@ -322,13 +325,17 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         repeated = len(records) - len(unique)
         if self.publisher is not None:
             left = context.time_remaining()
-            try:
-                await self.publisher.publish(
-                    unique, timeout_s=None if left is None else max(0.0, left - 0.05))
-            except NotStored as exc:
-                await context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
-            except Refused as exc:
-                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+            async with self.user_locks.hold(Scope(tenant_id=r.tenant_id, user_id=r.user_id)
+                                            for r in unique):
+                try:
+                    await self.publisher.publish(
+                        unique, timeout_s=None if left is None else max(0.0, left - 0.05))
+                except NotStored as exc:
+                    self.pending.add(unique)  # in the broker: a delete still waits for them
+                    await context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
+                except Refused as exc:
+                    await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+                self.pending.add(unique)
             return pb.IngestReply(accepted=len(unique), route=self.publisher.route,
                                   duplicates=repeated,
                                   durability=_DURABILITY[self.publisher.durability])
@@ -380,7 +387,19 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
                 f"nothing was changed: retry")
 
     async def _delete(self, context: Any, scope: Scope, sid: str | None) -> pb.DeleteReply:
+        async with self.user_locks.hold([scope]):  # no batch of this user half-stored meanwhile
+            return await self._delete_now(context, scope, sid)
+
+    async def _delete_now(self, context: Any, scope: Scope, sid: str | None) -> pb.DeleteReply:
         await self._wait_stored("delete")
+        if self.publisher is not None and not await self.pending.wait(
+                self.memory, scope, self.settings.delete_wait_s,
+                lambda fn: self.pools.run(self.pools.read, context, lambda t: fn())):
+            self.pending.forget(scope)  # never stored (refused by the worker?): do not block
+            raise writes.DeleteIncomplete(
+                f"the stream worker has not stored every turn this service published for "
+                f"user {scope.user_id!r} within {self.settings.delete_wait_s:g} s "
+                f"(MEMSTRATA_SERVICE_DELETE_WAIT_S); nothing was changed: retry")
 
         def work(token: WorkToken) -> Any:
             if sid is None:
@@ -390,6 +409,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
             return writes.delete(self.memory, scope, sid)
 
         receipt = await self.pools.run(self.pools.write, context, work, method="Delete")
+        self.pending.forget(scope, sid)
         return pb.DeleteReply(removed=[pb.StoreCount(store=k, removed=v)
                                        for k, v in sorted(receipt.removed.items())],
                               complete=receipt.complete)

@@ -71,6 +71,12 @@ class ServiceSettings(BaseSettings):
     max_labels: int = Field(16, ge=0, le=256)
     max_top_k: int = Field(100, ge=1, le=1000)
     max_answer_steps: int = Field(50, ge=1, le=200)
+    #: Largest request in bytes: a larger one gets INVALID_ARGUMENT naming its largest field
+    #: and this limit. The gRPC transport's own limits (both directions) are set a little
+    #: above it (an eighth, at least 64 KiB; ``query_service.transport``); beyond those gRPC
+    #: itself answers RESOURCE_EXHAUSTED ("Received message larger than max") before the
+    #: service sees the call.
+    max_message_bytes: int = Field(4 * 1024 * 1024, ge=1024, le=1024 * 1024 * 1024)
 
     # -- metrics --
     #: Add a ``tenant`` label to metrics (bounded by the tenants in the keys file).

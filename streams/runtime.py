@@ -103,6 +103,9 @@ class StreamRuntime:
     #: What the worker has stored, for services on its loop (the embedded Ingest
     #: acknowledges on it).
     stored: StoredTurns = field(default_factory=StoredTurns, init=False)
+    #: The worker's metrics; given when the caller serves them itself (``serve`` does,
+    #: on its own --metrics-port).
+    metrics: StreamMetrics | None = None
 
     def run(self, *, embedded_broker: bool) -> None:
         from streams.worker import run_worker
@@ -130,7 +133,7 @@ class StreamRuntime:
                 brokers = self.kafka.resolve_brokers(data_dir)
             asyncio.run(ensure_topics(brokers, topics.specs(self.kafka.partitions,
                                                             self.kafka.replication)))
-            metrics = StreamMetrics.create()
+            metrics = self.metrics or StreamMetrics.create()
             if self.stream.metrics_port:
                 metrics.serve(self.stream.metrics_port, self.stream.metrics_addr)
             app = build_app(memory, brokers, stream=self.stream, kafka=self.kafka,

@@ -392,6 +392,7 @@ def _register_subcommands() -> None:
     """Attach command groups that live in their own modules."""
     from memstrata.cli import ask_cmd, eval_qa  # noqa: F401 - they register `ask`, `eval qa`
     from memstrata.cli import stream_cmd  # noqa: F401 - `produce`, `worker`, `up`
+    from memstrata.cli import check_cmd  # noqa: F401 - `check`
     from memstrata.cli.eval_cmd import eval_app
 
     app.add_typer(eval_app, name="eval")

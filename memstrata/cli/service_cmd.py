@@ -129,10 +129,12 @@ def serve(
     It says "serving ..." only once it listens; a second Ctrl-C stops it without draining.
     """
     from query_service.keys import read_keys_file
+    from memstrata.cli.check_cmd import refuse_if_damaged
     from query_service.server import bind_problem
 
     _serve_logging()
     settings = _settings(data_dir)
+    refuse_if_damaged(settings.docs_path)
     svc = _service_settings(port=port, host=host, metrics_port=metrics_port)
     svc = svc.model_copy(update={"keys_file": _keys_path(keys_file, data_dir)})
     if stream is None:
@@ -257,6 +259,9 @@ def _serve_with_stream(settings: Any, svc: Any, listening: Callable[[Any], None]
         err.print(f"stream worker: embedded broker at {brokers[-1]} (memstrata produce FILE "
                   "in another shell publishes to it)", soft_wrap=True)
 
+    from streams.metrics import StreamMetrics
+    stream_metrics = StreamMetrics.create()  # served on --metrics-port with the service's
+
     async def grpc_service(memory: Any) -> None:
         # Ingest answers once this process's worker has stored the turns (the broker
         # keeps them in memory only): see query_service.publish.
@@ -264,7 +269,8 @@ def _serve_with_stream(settings: Any, svc: Any, listening: Callable[[Any], None]
             await run_server(memory, svc, handle_signals=False, on_listening=announce,
                              kafka=KafkaProducerSettings(brokers=brokers[-1],
                                                           stream_group=stream_settings.app_id),
-                             stored=runtime.stored)
+                             stored=runtime.stored,
+                             extra_metrics=[stream_metrics.registry])
         except Exception as exc:  # noqa: BLE001 - e.g. the port taken after the check
             # Stop the worker too, and report it below as one line (an error in a Faust
             # task would end in "We experienced a crash!" and a traceback).
@@ -272,7 +278,7 @@ def _serve_with_stream(settings: Any, svc: Any, listening: Callable[[Any], None]
             signal.raise_signal(signal.SIGTERM)
 
     runtime = StreamRuntime(settings, stream=stream_settings, kafka=kafka,
-                            services=[grpc_service], on_ready=ready)
+                            services=[grpc_service], on_ready=ready, metrics=stream_metrics)
     try:
         runtime.run(embedded_broker=True)
     except DataDirLocked as exc:

@@ -172,6 +172,13 @@ class OpenSearchLexicalStore(LexicalStore):
             res = self._client.count(index=self.index, body=body, request_timeout=self.timeout)
         return int(res["count"])
 
+    def count_session(self, scope: Scope, session_id: str) -> int:
+        body = {"query": {"bool": {"filter": [*scope_filter(scope),
+                                              {"term": {"session_id": session_id}}]}}}
+        with guard(BACKEND, f"count {scope}/{session_id} in {self.index}"):
+            res = self._client.count(index=self.index, body=body, request_timeout=self.timeout)
+        return int(res["count"])
+
     # -- lifecycle --------------------------------------------------------
     def flush(self) -> None:
         """Refresh the index so that upserts become searchable."""

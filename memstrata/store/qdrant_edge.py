@@ -193,6 +193,14 @@ class QdrantEdgeVectorStore(VectorStore):
             self._open()
             return int(self._shard.count(qe.CountRequest(exact=True, filter=flt)))
 
+    def count_session(self, scope: Scope, session_id: str) -> int:
+        must = [*_scope_conditions(scope),
+                qe.FieldCondition(key="session_id", match=qe.MatchValue(session_id))]
+        with guard(BACKEND, f"count {scope}/{session_id}"):
+            self._open()
+            return int(self._shard.count(qe.CountRequest(exact=True,
+                                                         filter=qe.Filter(must=must))))
+
     # -- lifecycle --------------------------------------------------------
     def optimize(self) -> bool:
         """Build HNSW indexes for segments that outgrew the indexing threshold.

@@ -171,6 +171,12 @@ class QdrantVectorStore(VectorStore):
         with guard(BACKEND, f"count {scope or 'all'} in {self.collection!r}"):
             return int(self._client.count(self.collection, count_filter=flt, exact=True).count)
 
+    def count_session(self, scope: Scope, session_id: str) -> int:
+        with guard(BACKEND, f"count {scope}/{session_id} in {self.collection!r}"):
+            return int(self._client.count(self.collection,
+                                          count_filter=_scope_filter(scope, [session_id]),
+                                          exact=True).count)
+
     def close(self) -> None:
         with guard(BACKEND, "close"):
             self._client.close()

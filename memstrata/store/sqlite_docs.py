@@ -22,7 +22,7 @@ from typing import Any
 
 from memstrata.model import L0Unit, Message, Scope, SessionMeta, Turn
 from memstrata.store._errors import guard
-from memstrata.store.types import DocStore, StoreError
+from memstrata.store.types import DocStore, SessionTally, StoreError
 
 BACKEND = "sqlite"
 _CHUNK = 500  # ids per IN (...) clause, well under SQLite's variable limit
@@ -310,6 +310,18 @@ class SqliteDocStore(DocStore):
                 (scope.tenant_id, scope.user_id),
             )
         return int(rows[0][0])
+
+    def session_tallies(self) -> list[SessionTally]:
+        rows = self._rows(
+            "session tallies",
+            "SELECT s.tenant_id, s.user_id, s.session_id, s.digest, "
+            "(SELECT COUNT(*) FROM turns t WHERE t.tenant_id=s.tenant_id AND "
+            "t.user_id=s.user_id AND t.session_id=s.session_id), "
+            "(SELECT COUNT(*) FROM units u WHERE u.tenant_id=s.tenant_id AND "
+            "u.user_id=s.user_id AND u.session_id=s.session_id) "
+            "FROM sessions s ORDER BY s.tenant_id, s.user_id, s.session_id", ())
+        return [SessionTally(Scope.model_construct(tenant_id=t, user_id=u), sid, int(nt),
+                             int(nu), digest) for t, u, sid, digest, nt, nu in rows]
 
     def stats(self, tenant_id: str | None = None) -> dict[str, Any]:
         where, params = ("WHERE tenant_id=?", (tenant_id,)) if tenant_id is not None else ("", ())

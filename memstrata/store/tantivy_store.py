@@ -185,6 +185,13 @@ class TantivyLexicalStore(LexicalStore):
             result = searcher.search(self._scope_query(scope), 1, count=True)
             return int(result.count)  # type: ignore[attr-defined]
 
+    def count_session(self, scope: Scope, session_id: str) -> int:
+        with guard(BACKEND, f"count {scope}/{session_id}"):
+            self._check_open()
+            result = self._index.searcher().search(self._scope_query(scope, [session_id]), 1,
+                                                   count=True)
+            return int(result.count)  # type: ignore[attr-defined]
+
     def _scope_query(self, scope: Scope, session_ids: Collection[str] | None = None) -> tv.Query:
         must = [
             (tv.Occur.Must, tv.Query.term_query(self._schema, "tenant_id", scope.tenant_id)),

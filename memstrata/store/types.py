@@ -64,6 +64,16 @@ class LexicalDoc:
     keywords: list[str] = field(default_factory=list)
 
 
+class SessionTally(NamedTuple):
+    """One stored session and how many raw turns and L0 units the doc store holds for it."""
+
+    scope: Scope
+    session_id: str
+    turns: int
+    units: int
+    digest: str | None
+
+
 class _Closable(ABC):
     name: str = "store"
 
@@ -105,6 +115,10 @@ class VectorStore(_Closable):
     def count(self, scope: Scope | None = None) -> int:
         """Number of records in the scope (or in the whole store when ``scope`` is None)."""
 
+    def count_session(self, scope: Scope, session_id: str) -> int:
+        """Records of one session (``memstrata check`` compares it with the L0 units)."""
+        raise NotImplementedError(f"{self.name}: count per session")
+
 
 class LexicalStore(_Closable):
     """BM25 search over L0 units, always confined to one scope."""
@@ -134,6 +148,10 @@ class LexicalStore(_Closable):
     @abstractmethod
     def count(self, scope: Scope | None = None) -> int:
         """Number of documents in the scope (or in the whole store)."""
+
+    def count_session(self, scope: Scope, session_id: str) -> int:
+        """Documents of one session (``memstrata check`` compares it with the L0 units)."""
+        raise NotImplementedError(f"{self.name}: count per session")
 
 
 class DocStore(_Closable):
@@ -199,6 +217,11 @@ class DocStore(_Closable):
     @abstractmethod
     def count_turns(self, scope: Scope | None = None) -> int:
         """Number of stored raw turns in the scope (or in the whole store)."""
+
+    def session_tallies(self) -> list[SessionTally]:
+        """Every stored session with its raw-turn and L0-unit counts (read-only;
+        ``memstrata check`` walks them)."""
+        raise NotImplementedError(f"{self.name}: session tallies")
 
     def stats(self, tenant_id: str | None = None) -> dict[str, Any]:
         """Counts of one tenant (or of everything): ``users``, ``sessions``, ``turns``,

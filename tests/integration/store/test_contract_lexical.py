@@ -187,3 +187,11 @@ def test_reopen_keeps_documents(lexical_backend: Backend[LexicalStore]) -> None:
     again = lexical_backend.open()
     assert again.count(ALICE) == 1
     assert [h.session_id for h in again.search(ALICE, "flower", limit=5)] == ["s1"]
+
+
+def test_count_session_counts_one_session_of_one_scope(lexical_store: LexicalStore) -> None:
+    _write(lexical_store, [ldoc(ALICE, "s1", 1, "piano"), ldoc(ALICE, "s1", 2, "violin"),
+                           ldoc(ALICE, "s2", 1, "cello"), ldoc(BOB, "s1", 1, "piano")])
+    counts = [lexical_store.count_session(sc, s)
+              for sc, s in ((ALICE, "s1"), (ALICE, "s2"), (BOB, "s1"), (ALICE, "s9"))]
+    assert counts == [2, 1, 1, 0]

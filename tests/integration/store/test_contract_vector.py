@@ -133,3 +133,12 @@ def test_wrong_vector_size_is_a_store_error(vector_store: VectorStore) -> None:
     with pytest.raises(StoreError, match="dimension"):
         vector_store.search(ALICE, np.ones(DIM - 1, dtype=np.float32), limit=1)
     assert vector_store.count() == 0
+
+
+def test_count_session_counts_one_session_of_one_scope(vector_store: VectorStore) -> None:
+    vector_store.upsert([vrec(ALICE, "s1", 1, basis(0)), vrec(ALICE, "s1", 2, basis(1)),
+                         vrec(ALICE, "s2", 1, basis(2)), vrec(BOB, "s1", 1, basis(0))])
+    vector_store.flush()
+    counts = [vector_store.count_session(sc, s)
+              for sc, s in ((ALICE, "s1"), (ALICE, "s2"), (BOB, "s1"), (ALICE, "s9"))]
+    assert counts == [2, 1, 1, 0]
