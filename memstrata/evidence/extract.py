@@ -18,6 +18,7 @@ from memstrata.evidence import lexical
 from memstrata.evidence.cues import Cues
 from memstrata.evidence.lines import EvidenceLine
 from memstrata.text import vocab
+from memstrata.evidence.relevance import members
 from memstrata.text.dates import find_relative_dates
 
 #: What an abstaining answer says (LoCoMo's scorer looks for "not mentioned").
@@ -259,6 +260,10 @@ def _named(cues: Cues, text: str) -> str | None:
 
 def _person(cues: Cues, line: EvidenceLine, text: str) -> str | None:
     asked = {n.lower() for n in cues.names}
+    for _, name in lexical.kin(text):
+        # "my sister Inês": the evidence names the relation, so the name is the answer.
+        if name.lower() not in _asked(cues):
+            return name
     rel = _RELATION.search(text)
     if rel:
         owner = rel.group(1)
@@ -294,6 +299,15 @@ def span_for(cues: Cues, line: EvidenceLine, max_words: int = _MAX_SPAN_WORDS,
         return answer, f"date:{how}"
     keep_captions = bool(re.search(r"\b(?:photo|picture|image|pic)\b", cues.question, re.I))
     text = clean(line.text, keep_captions)
+    if cues.category:
+        found = members(cues.category, text)
+        if found:
+            return (found[0] if len(found) == 1 else
+                    ", ".join(found[:-1]) + " and " + found[-1]), "members"
+    if kind == "amount":
+        m = vocab.AMOUNT.search(text)
+        if m:
+            return m.group(0), "amount"
     if kind == "duration":
         m = vocab.DURATION.search(text)
         if m:

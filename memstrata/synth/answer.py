@@ -77,7 +77,60 @@ def draft_from(cues: Cues, lines: Sequence[EvidenceLine]) -> Draft | None:
 
 #: The span kinds that really answer each typed question (others are fallbacks).
 _TYPED_KINDS = {"date": ("date:resolved", "date:written"), "duration": ("duration",),
-                "count": ("count",), "person": ("person",), "place": ("place",)}
+                "count": ("count",), "amount": ("amount",), "person": ("person",),
+                "place": ("place",)}
+#: Kinds whose answer is a value the evidence must state: without one, abstain.
+_STATED_KINDS = frozenset({"duration", "amount"})
+
+
+def _owned_by(owner: str, line: EvidenceLine) -> bool:
+    """Is ``line`` said by (or about) the owner of a relation the question names?"""
+    if owner.lower() in ("my", "our"):
+        return line.speaker != relevance.ASSISTANT
+    if owner.lower() in ("his", "her", "their"):
+        return True
+    name = owner[:-2]
+    return line.speaker == name or name in line.text
+
+
+def _kin_answer(cues: Cues, lines: Sequence[EvidenceLine]) -> tuple[str, list[EvidenceLine]]:
+    """The name the evidence gives the relation the question asks about, and its lines."""
+    assert cues.relation_target is not None
+    owner, rel = cues.relation_target
+    found: dict[str, list[EvidenceLine]] = {}
+    for ln in lines:
+        for stem, name in lexical.kin(ln.text):
+            if stem == rel and _owned_by(owner, ln):
+                found.setdefault(name, []).append(ln)
+    if not found:
+        return "", []
+    name = max(found, key=lambda n: len(found[n]))
+    # The verbatim line the user wrote first: finest layer, the user's own words.
+    best = sorted(found[name], key=lambda ln: (ln.speaker == relevance.ASSISTANT,
+                                               -int(ln.layer)))
+    return name, best
+
+
+def _reply_to(question: EvidenceLine, lines: Sequence[EvidenceLine]) -> EvidenceLine | None:
+    """The first sentence said in answer to ``question`` (a line ending in "?"), if read."""
+    if not question.turn_indices:
+        return None
+    last = question.turn_indices[-1]
+    for ln in lines:
+        if (ln.session_id == question.session_id and ln.layer == question.layer
+                and ln.turn_indices and 0 < ln.turn_indices[0] - last <= 1
+                and ln.speaker != question.speaker and not ln.text.rstrip().endswith("?")):
+            return ln
+    return None
+
+
+def _cited(line: EvidenceLine, lines: Sequence[EvidenceLine]) -> list[EvidenceLine]:
+    """Sources for an answer cut from ``line``: a question is cited after its reply."""
+    if line.text.rstrip().endswith("?"):
+        reply = _reply_to(line, lines)
+        if reply is not None:
+            return [reply, line]
+    return [line]
 
 
 def _typed_line(cues: Cues, candidates: Sequence[Scored], best: Scored) -> Scored:
@@ -107,13 +160,23 @@ class ExtractiveAnswer:
     def generate(self, cues: Cues, notes: OrganizedNotes | None, lines: Sequence[EvidenceLine],
                  evidence_text: str, draft: Draft | None, asked_on: datetime | None,
                  trace: "Trace", step: int) -> Generated:
+        if cues.relation_target is not None:
+            name, kin_lines = _kin_answer(cues, lines)
+            if name:
+                return Generated(name, sources=kin_lines[:1])
+            return Generated(ABSTAIN_TEXT, abstained=True)
         cues = relevance.with_aliases(cues, lines)
         if notes is None:
             candidates = [s for s in relevance.rank(cues, lines) if s.coverage >= MIN_COVERAGE]
         else:
             candidates = notes.relevant
         yesno = cues.answer_type == "yesno"
-        if not candidates or (candidates[0].coverage < self.abstain_below and not yesno):
+        # A line naming members of the category asked for ("which languages": "Rust")
+        # answers it even when it shares few of the question's words.
+        named = bool(cues.category) and any(
+            relevance.members(cues.category or "", s.line.text) for s in candidates[:5])
+        if not candidates or (candidates[0].coverage < self.abstain_below and not yesno
+                              and not named):
             if yesno:  # a guess beats silence: such questions ask for an inference
                 return Generated("No")
             return Generated(ABSTAIN_TEXT, abstained=True)
@@ -128,7 +191,7 @@ class ExtractiveAnswer:
                     break
         kind = cues.answer_type
         best = _typed_line(cues, candidates, best)
-        if kind == "list" or (cues.counting and kind not in ("count", "date", "duration")):
+        if kind == "list" or (cues.counting and kind not in ("count", "amount", "date", "duration")):
             items = notes.items if notes is not None else organize_lines(cues, lines, None).items
             if items:
                 chosen = items[:_LIST_ITEMS]
@@ -139,7 +202,11 @@ class ExtractiveAnswer:
             items = notes.items if notes is not None else organize_lines(cues, lines, None).items
             if items:
                 return Generated(str(len(items)), sources=[ln for _, ln in items])
-        return Generated(text or best.line.text, sources=[best.line])
+        if kind in _STATED_KINDS and how not in _TYPED_KINDS[kind]:
+            # "How long did the race take?" with no duration in the evidence: a span about
+            # the race is not an answer.
+            return Generated(ABSTAIN_TEXT, abstained=True, sources=[best.line])
+        return Generated(text or best.line.text, sources=_cited(best.line, lines))
 
 
 class LLMAnswer:

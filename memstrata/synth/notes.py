@@ -104,12 +104,17 @@ def organize_lines(cues: Cues, lines: Sequence[EvidenceLine], draft: str | None)
     if cues.counting:
         best = relevant[0].coverage if relevant else 0.0
         item_cues = Cues(question=cues.question, answer_type="thing", terms=cues.terms,
-                         names=cues.names, subjects=cues.subjects)
+                         names=cues.names, subjects=cues.subjects, category=cues.category)
+        # "Which languages": only lines naming languages give items, when some do.
+        want = "members" if cues.category and any(
+            relevance.members(cues.category, s.line.text) for s in relevant) else None
         keys: list[frozenset[str]] = []
         for s in relevant:
-            if s.coverage < best * 0.6:
+            if s.coverage < best * 0.6 and want is None:
                 continue
-            item, _ = span_for(item_cues, s.line, max_words=ITEM_WORDS)
+            item, kind = span_for(item_cues, s.line, max_words=ITEM_WORDS)
+            if want is not None and kind != want:
+                continue
             k = lexical.term_set(item)
             if not item or not k or any(len(k & o) / len(k | o) >= 0.5 for o in keys):
                 continue
