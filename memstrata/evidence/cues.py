@@ -217,7 +217,7 @@ def detect_cues(question: str, asked_on: object = None,
     from datetime import date, datetime  # noqa: PLC0415 - keeps the module import light
 
     anchor = asked_on if isinstance(asked_on, (date, datetime)) else date(2000, 1, 1)
-    rel = tuple(r.phrase for r in find_relative_dates(q, anchor))
+    rel = tuple(r.phrase for r in find_relative_dates(q, anchor, calendar=False))
     parts = tuple(decompose(q))
     counting = bool(_COUNTING.search(q)) or kind in ("count", "list")
     relation = bool(_RELATION.search(q))

@@ -133,16 +133,39 @@ def _cited(line: EvidenceLine, lines: Sequence[EvidenceLine]) -> list[EvidenceLi
     return [line]
 
 
-def _typed_line(cues: Cues, candidates: Sequence[Scored], best: Scored) -> Scored:
+def _question_before(line: EvidenceLine, lines: Sequence[EvidenceLine]) -> EvidenceLine | None:
+    """The question ``line`` replies to: the other speaker's "?" line just before it."""
+    if not line.turn_indices or line.text.rstrip().endswith("?"):
+        return None
+    first = line.turn_indices[0]
+    asked = None
+    for ln in lines:
+        if ln == line:
+            break
+        if (ln.session_id == line.session_id and ln.layer == line.layer and ln.turn_indices
+                and 0 <= first - ln.turn_indices[-1] <= 1 and ln.speaker != line.speaker
+                and ln.text.rstrip().endswith("?")):
+            asked = ln
+    return asked
+
+
+def _typed_line(cues: Cues, candidates: Sequence[Scored], best: Scored,
+                lines: Sequence[EvidenceLine] = ()) -> Scored:
     """Among lines nearly as good as the best, the first that holds the kind asked for.
 
     "When" wants a stated date rather than the session's, "how long" a
     duration, "who" a name: a slightly weaker line that has one beats a
-    stronger line that does not.
+    stronger line that does not. A reply ("She loved the garlic prawns")
+    answers with what the question it replies to named ("Did Inês like
+    Ramiro?"), so that question is looked at first.
     """
     wanted = _TYPED_KINDS.get(cues.answer_type)
     if not wanted:
         return best
+    if span_for(cues, best.line)[1] not in wanted:
+        asked = _question_before(best.line, lines)
+        if asked is not None and span_for(cues, asked)[1] in wanted:
+            return Scored(asked, best.score, best.coverage, True)
     for s in candidates[:5]:
         if s.coverage < best.coverage - 0.15:
             break
@@ -190,7 +213,7 @@ class ExtractiveAnswer:
                     best = s
                     break
         kind = cues.answer_type
-        best = _typed_line(cues, candidates, best)
+        best = _typed_line(cues, candidates, best, lines)
         if kind == "list" or (cues.counting and kind not in ("count", "amount", "date", "duration")):
             items = notes.items if notes is not None else organize_lines(cues, lines, None).items
             if items:

@@ -132,19 +132,19 @@ def organize_lines(cues: Cues, lines: Sequence[EvidenceLine], draft: str | None)
 
 def render(cues: Cues, notes: OrganizedNotes) -> str:
     out = ["## Relevant facts"]
-    out += [f"{i}. {_label(s.line)} {s.line.text}" for i, s in enumerate(notes.relevant, 1)] \
+    out += [f"{i}. {_label(s.line)} {s.line.shown}" for i, s in enumerate(notes.relevant, 1)] \
         or ["(none found)"]
     if notes.timeline:
         out.append("\n## Timeline (oldest first)")
         last = len(notes.timeline) - 1
         for i, ln in enumerate(notes.timeline):
             mark = "  <- most recent" if i == last and last > 0 else ""
-            out.append(f"- {ln.date_text} {ln.session_id}: {ln.text}{mark}")
+            out.append(f"- {ln.date_text} {ln.session_id}: {ln.shown}{mark}")
     if notes.contradictions:
         out.append("\n## Changes and conflicts (latest is current)")
         for group in notes.contradictions:
-            out += [f"- {ln.date_text} {ln.session_id}: {ln.text}" for ln in group]
-            out.append(f"  current: {group[-1].text}")
+            out += [f"- {ln.date_text} {ln.session_id}: {ln.shown}" for ln in group]
+            out.append(f"  current: {group[-1].shown}")
     if cues.counting:
         out.append(f"\n## Enumeration ({len(notes.items)} items)")
         out += [f"- {item} {_label(ln)}" for item, ln in notes.items] or ["(no items found)"]
