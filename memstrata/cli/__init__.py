@@ -323,8 +323,14 @@ def forget(
         if session_id is not None and memory.docs.get_session(scope, session_id) is None:
             err.print(f"[red]no session {escape(session_id)!r} for {shown}[/red]")
             raise typer.Exit(1)
-        receipt = memory.delete(scope, session_id)
+        known = bool(memory.sessions(scope))
+        receipt = memory.delete(scope, session_id)  # also clears what an interrupted run left
         memory.flush()
+    if session_id is None and not known and receipt.complete and not any(
+            receipt.removed.values()):
+        err.print(f"[red]no memory for {escape(shown)}: nothing forgotten[/red] (check --tenant, "
+                  f"default 'default', and --user)", soft_wrap=True)
+        raise typer.Exit(1)
     if not receipt.complete:  # the receipt names the stores; a second run finishes the job
         for store, error in receipt.errors.items():
             err.print(f"[red]{store}: {escape(error)}[/red]", soft_wrap=True)
