@@ -160,14 +160,25 @@ def ingest(
     report = IngestReport()
     with _open(data_dir) as memory:
         try:
+            # Two bars: turns built (L0) and sessions committed (searchable, kept on
+            # Ctrl-C). Sessions are committed in batches, so the second trails the first;
+            # it is what the interrupt message counts.
             with Progress(
-                TextColumn("[bold]ingest[/bold]"), BarColumn(), MofNCompleteColumn(),
-                TextColumn("turns"), TimeElapsedColumn(), TimeRemainingColumn(),
-                console=err, transient=False,
+                TextColumn("[bold]{task.description:<9}[/bold]"), BarColumn(),
+                MofNCompleteColumn(), TextColumn("{task.fields[unit]}"), TimeElapsedColumn(),
+                TimeRemainingColumn(), console=err, transient=False,
             ) as bar:
-                task = bar.add_task("ingest", total=source.turns)
-                memory.ingest(source.sessions(), progress=lambda n: bar.advance(task, n),
-                              report=report)
+                built = bar.add_task("built", total=source.turns, unit="turns")
+                saved = bar.add_task("committed", total=source.session_count, unit="sessions")
+
+                def tick(n: int) -> None:
+                    bar.advance(built, n)
+                    bar.update(saved, completed=report.committed + report.unchanged)
+
+                try:
+                    memory.ingest(source.sessions(), progress=tick, report=report)
+                finally:
+                    bar.update(saved, completed=report.committed + report.unchanged)
         except KeyboardInterrupt:
             done = report.committed + report.unchanged
             err.print(
