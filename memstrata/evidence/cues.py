@@ -98,11 +98,14 @@ _AUX = frozenset("is are was were do does did has have had will would can could 
 _SPLIT = re.compile(r"\s*(?:;|,?\s+and\s+(?=(?:what|when|where|who|which|how|why|did|does|do|"
                     r"is|was|has)\b)|,?\s+(?:and\s+)?also\s+)\s*", re.IGNORECASE)
 # "What is my sister's name?", "What is my sister called?", "Who is Ana's coach?": the
-# question asks who the relation is, so the name the evidence gives it is the answer.
+# question asks who the relation is, so the name the evidence gives it is the answer. Only
+# relations that name one person: "John's children" are a list, gathered as lists are.
+_ONE_PERSON = tuple(r for r in vocab.RELATIONS
+                    if r not in ("parents", "siblings", "kids", "children"))
 _REL_TARGET = re.compile(
     r"^\s*(?:what|who)(?:'s|\s+(?:is|was|are|were))\s+(?:the\s+names?\s+of\s+)?"
     r"(my|our|his|her|their|[A-Z][\w\-]*'s)\s+(?:(?:" + "|".join(vocab.RELATION_MODIFIERS)
-    + r")\s+)?(" + "|".join(vocab.RELATIONS) + r")(?:'s\s+(?:first\s+)?names?|\s+called|"
+    + r")\s+)?(" + "|".join(_ONE_PERSON) + r")(?:'s\s+(?:first\s+)?names?|\s+called|"
     r"\s+named)?\s*\??\s*$",
     re.IGNORECASE)
 _NAME_PAIR = re.compile(r"\b([A-Z][a-z]+)\s+and\s+([A-Z][a-z]+)\b")
@@ -241,10 +244,13 @@ def detect_cues(question: str, asked_on: object = None,
         participants=tuple(participants),
         relation_target=((target.group(1), lexical.stem(target.group(2).lower()))
                          if target else None),
-        category=next((t for t in terms if t in _CATEGORIES), None),
+        # "What are Melanie's pets' names?" wants names, not the kind of pet.
+        category=None if _NAMES_ASK.search(q) else next(
+            (t for t in terms if t in _CATEGORIES), None),
     )
 
 
+_NAMES_ASK = re.compile(r"\b(?:names?|named|called)\b", re.IGNORECASE)
 #: Category nouns by stem ("languag" -> the languages).
 _CATEGORIES: dict[str, frozenset[str]] = {
     lexical.stem(k): v for k, v in vocab.CATEGORY_MEMBERS.items()}

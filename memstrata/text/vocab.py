@@ -21,7 +21,8 @@ VAGUE_COUNTS: dict[str, int] = {"couple": 2, "few": 3, "several": 3}
 #: Count words that are not quantities of a unit ("twice", "a dozen").
 OTHER_COUNTS: tuple[str, ...] = ("twenty", "dozen", "once", "twice", "thrice")
 #: Units a duration is measured in.
-DURATION_UNITS: tuple[str, ...] = ("year", "month", "week", "day", "hour", "decade")
+DURATION_UNITS: tuple[str, ...] = ("year", "month", "week", "day", "hour", "minute", "second",
+                                   "decade")
 #: Hedges that may open a duration ("about two years").
 APPROXIMATELY: tuple[str, ...] = ("about", "around", "almost", "nearly", "over")
 
@@ -69,7 +70,8 @@ _NUMBERS = "|".join(NUMBER_WORDS)
 _UNITS = "|".join(f"{u}s?" for u in DURATION_UNITS)
 
 #: A quantity of something as chat writes it: digits, a number word, "a few", "a couple of".
-QUANTITY = rf"(?:\d+|{_NUMBERS}|(?:a\s+)?couple(?:\s+of)?|(?:a\s+)?few|several)"
+QUANTITY = (rf"(?:\d+(?:\s*[-–]\s*\d+)?|{_NUMBERS}|(?:a\s+)?couple(?:\s+of)?|(?:a\s+)?few"
+            r"|several)")
 #: A count anywhere in a sentence ("three", "twice", "a few").
 COUNT = re.compile(
     rf"\b(?:\d+|{_NUMBERS}|{'|'.join(OTHER_COUNTS)}|(?:a\s+)?couple|several|(?:a\s+)?few)\b",
@@ -101,7 +103,7 @@ MONEY_WORDS: frozenset[str] = frozenset(
 SYNONYMS: tuple[frozenset[str], ...] = tuple(frozenset(g.split()) for g in (
     "travel travels travelled traveled traveling travelling trip trips journey vacation "
     "holiday holidays",
-    "job jobs work career",
+    "job jobs career careers",
     "language languages",
 ))
 
