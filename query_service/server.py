@@ -107,7 +107,10 @@ async def build_server(
     """
     settings = settings or ServiceSettings()
     controller_settings = controller_settings or load_controller_settings()
-    metrics = ServiceMetrics(tenant_label=settings.metrics_tenant_label)
+    app = getattr(memory, "settings", None)  # the answer models' cost series start at 0
+    metrics = ServiceMetrics(tenant_label=settings.metrics_tenant_label, models=[
+        getattr(app, f"llm_model_{r}") for r in ("controller", "synthesizer", "generator")
+    ] if app is not None else ())
     keys = KeyRing(settings.keys_file)
     gate = TenantGate(settings, keys)
     pools = Pools(settings.read_threads, settings.answer_threads,
