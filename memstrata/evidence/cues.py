@@ -140,6 +140,8 @@ class Cues:
     relation_target: tuple[str, str] | None = None
     #: Stem of a category noun the question asks members of ("languages": C++, Rust).
     category: str | None = None
+    #: The name in "Who is Inês?": the answer is who she is to someone.
+    who_is: str | None = None
 
     @property
     def labels(self) -> list[str]:
@@ -244,12 +246,14 @@ def detect_cues(question: str, asked_on: object = None,
         participants=tuple(participants),
         relation_target=((target.group(1), lexical.stem(target.group(2).lower()))
                          if target else None),
+        who_is=who.group(1) if (who := _WHO_IS.search(q)) else None,
         # "What are Melanie's pets' names?" wants names, not the kind of pet.
         category=None if _NAMES_ASK.search(q) else next(
             (t for t in terms if t in _CATEGORIES), None),
     )
 
 
+_WHO_IS = re.compile(r"^\s*(?i:who\s+(?:is|was))\s+([A-Z][^\W\d_][\w'\-]*)\s*\??\s*$")
 _NAMES_ASK = re.compile(r"\b(?:names?|named|called)\b", re.IGNORECASE)
 #: Category nouns by stem ("languag" -> the languages).
 _CATEGORIES: dict[str, frozenset[str]] = {

@@ -111,6 +111,39 @@ def _kin_answer(cues: Cues, lines: Sequence[EvidenceLine]) -> tuple[str, list[Ev
     return name, best
 
 
+def _relation_answer(name: str, lines: Sequence[EvidenceLine]
+                     ) -> tuple[str, EvidenceLine] | None:
+    """ "Who is Inês?": the relation the evidence gives her ("your sister")."""
+    found = [(ln, rel) for ln in lines if (rel := lexical.relation_of(ln.text, name))]
+    if not found:
+        return _thing_named(name, lines)
+    ln, (owner, rel) = min(found, key=lambda f: (f[0].speaker == relevance.ASSISTANT,
+                                                 -int(f[0].layer)))
+    whose = owner.lower()
+    if whose in ("my", "our"):
+        whose = f"{ln.speaker}'s" if ln.speaker else owner
+    else:
+        whose = owner
+    if whose.lower() in ("user's", "my"):
+        whose = "your"  # the user asks about their own people
+    return f"{whose} {rel}", ln
+
+
+def _thing_named(name: str, lines: Sequence[EvidenceLine]) -> tuple[str, EvidenceLine] | None:
+    """ "Who is Sardinha?" against "I adopted a cat named Sardinha": "your cat"."""
+    pattern = re.compile(rf"\b(a|an|my|our|the|his|her|their)\s+(?:[a-z]+\s+)?([a-z]+)\s+"
+                         rf"(?:named|called)\s+{re.escape(name)}\b")
+    for ln in sorted(lines, key=lambda ln: (ln.speaker == relevance.ASSISTANT,
+                                            -int(ln.layer))):
+        m = pattern.search(ln.text)
+        if m is None:
+            continue
+        mine = m.group(1) in ("my", "our") or ln.speaker == "User" or ln.text.startswith(
+            "User ")
+        return f"{'your' if mine else m.group(1)} {m.group(2)}", ln
+    return None
+
+
 def _reply_to(question: EvidenceLine, lines: Sequence[EvidenceLine]) -> EvidenceLine | None:
     """The first sentence said in answer to ``question`` (a line ending in "?"), if read."""
     if not question.turn_indices:
@@ -166,12 +199,13 @@ def _typed_line(cues: Cues, candidates: Sequence[Scored], best: Scored,
         asked = _question_before(best.line, lines)
         if asked is not None and span_for(cues, asked)[1] in wanted:
             return Scored(asked, best.score, best.coverage, True)
-    for s in candidates[:5]:
-        if s.coverage < best.coverage - 0.15:
-            break
-        if span_for(cues, s.line)[1] in wanted:
+    near = [s for s in candidates[:5] if s.coverage >= best.coverage - 0.15]
+    typed = [s for s in near if span_for(cues, s.line)[1] in wanted]
+    # The user's own statement before the assistant's echo of it.
+    for s in typed:
+        if s.line.speaker != relevance.ASSISTANT:
             return s
-    return best
+    return typed[0] if typed else best
 
 
 class ExtractiveAnswer:
@@ -183,6 +217,10 @@ class ExtractiveAnswer:
     def generate(self, cues: Cues, notes: OrganizedNotes | None, lines: Sequence[EvidenceLine],
                  evidence_text: str, draft: Draft | None, asked_on: datetime | None,
                  trace: "Trace", step: int) -> Generated:
+        if cues.who_is is not None:
+            found = _relation_answer(cues.who_is, lines)
+            if found is not None:
+                return Generated(found[0], sources=[found[1]])
         if cues.relation_target is not None:
             name, kin_lines = _kin_answer(cues, lines)
             if name:

@@ -60,6 +60,7 @@ def test_amount_question_quotes_the_amount_the_user_gave(controller: Controller)
 @pytest.mark.parametrize(("question", "expected"), [
     ("Am I vegetarian?", "Yes"),
     ("Do I have a cat?", "Yes"),
+    ("Do I eat fish?", "No"),  # "I'm vegetarian ..., but Inês eats fish"
 ])
 def test_yes_no_questions_answer_with_their_evidence(controller: Controller, question: str,
                                                      expected: str):
@@ -92,3 +93,19 @@ def test_answer_from_a_question_cites_the_reply(controller: Controller):
     a = controller.answer(MAYA, "Which seafood place did my sister like?")
     assert a.answer == "Cervejaria Ramiro"
     assert a.sources[0].text == "User: She loved the garlic prawns."
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("Who is Inês?", "your sister"),
+    ("Who is Sardinha?", "your cat"),
+])
+def test_who_is_a_name_answers_what_they_are_to_the_user(controller: Controller,
+                                                         question: str, expected: str):
+    assert controller.answer(MAYA, question).answer == expected
+
+
+def test_other_tenants_maya_is_another_person(controller: Controller):
+    a = controller.answer(Scope(tenant_id="globex", user_id="maya"), "How many hives do I have?")
+    assert a.answer == "Twelve"
+    a = controller.answer(MAYA, "How many hives do I have?")
+    assert a.answer != "Twelve"
