@@ -142,6 +142,8 @@ class Cues:
     category: str | None = None
     #: The name in "Who is Inês?": the answer is who she is to someone.
     who_is: str | None = None
+    #: The question is about what the assistant said ("What did you recommend?").
+    asks_assistant: bool = False
 
     @property
     def labels(self) -> list[str]:
@@ -247,6 +249,7 @@ def detect_cues(question: str, asked_on: object = None,
         relation_target=((target.group(1), lexical.stem(target.group(2).lower()))
                          if target else None),
         who_is=who.group(1) if (who := _WHO_IS.search(q)) else None,
+        asks_assistant=bool(_YOU.search(q)),
         # "What are Melanie's pets' names?" wants names, not the kind of pet.
         category=None if _NAMES_ASK.search(q) else next(
             (t for t in terms if t in _CATEGORIES), None),
@@ -254,6 +257,8 @@ def detect_cues(question: str, asked_on: object = None,
 
 
 _WHO_IS = re.compile(r"^\s*(?i:who\s+(?:is|was))\s+([A-Z][^\W\d_][\w'\-]*)\s*\??\s*$")
+#: "you" in a question put to the memory of a user's chats is the assistant.
+_YOU = re.compile(r"\b(?:you|your|yours|yourself)\b", re.IGNORECASE)
 _NAMES_ASK = re.compile(r"\b(?:names?|named|called)\b", re.IGNORECASE)
 #: Category nouns by stem ("languag" -> the languages).
 _CATEGORIES: dict[str, frozenset[str]] = {

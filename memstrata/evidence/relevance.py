@@ -178,7 +178,7 @@ class Ranker:
         self.aliases: dict[str, str] = {}
         #: Question terms a line covers in other words: money terms by a sum of money,
         #: a word by its near-synonym, a category noun by a member ("languages": "Rust").
-        self._money = _MONEY_STEMS & self._qset
+        self._money = _MONEY_STEMS & self._qset if cues.answer_type == "amount" else frozenset()
         self._synonyms = {t: _SYNONYMS[t] for t in self.query if t in _SYNONYMS}
         self._categories = [t for t in self.query if t in _CATEGORY_MEMBERS]
 
@@ -210,7 +210,7 @@ class Ranker:
             static -= _CAPTION_PENALTY
         if line.text.rstrip().endswith("?"):
             static -= _QUESTION_PENALTY
-        if line.speaker == ASSISTANT:
+        if line.speaker == ASSISTANT and not cues.asks_assistant:
             static -= _ASSISTANT_PENALTY
         static += _LAYER_BONUS * int(line.layer)
         return _Features(matched, typed, static,

@@ -201,9 +201,10 @@ def _typed_line(cues: Cues, candidates: Sequence[Scored], best: Scored,
             return Scored(asked, best.score, best.coverage, True)
     near = [s for s in candidates[:5] if s.coverage >= best.coverage - 0.15]
     typed = [s for s in near if span_for(cues, s.line)[1] in wanted]
-    # The user's own statement before the assistant's echo of it.
+    # The user's own statement before the assistant's echo of it (unless the question
+    # asks what the assistant said).
     for s in typed:
-        if s.line.speaker != relevance.ASSISTANT:
+        if s.line.speaker != relevance.ASSISTANT or cues.asks_assistant:
             return s
     return typed[0] if typed else best
 
