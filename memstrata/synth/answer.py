@@ -114,7 +114,7 @@ def _kin_answer(cues: Cues, lines: Sequence[EvidenceLine]) -> tuple[str, list[Ev
 def _relation_answer(name: str, lines: Sequence[EvidenceLine]
                      ) -> tuple[str, EvidenceLine] | None:
     """ "Who is Inês?": the relation the evidence gives her ("your sister")."""
-    found = [(ln, rel) for ln in lines if (rel := lexical.relation_of(ln.text, name))]
+    found = [(ln, said) for ln in lines if (said := lexical.relation_of(ln.text, name))]
     if not found:
         return _thing_named(name, lines)
     ln, (owner, rel) = min(found, key=lambda f: (f[0].speaker == relevance.ASSISTANT,
