@@ -109,3 +109,11 @@ def test_other_tenants_maya_is_another_person(controller: Controller):
     assert a.answer == "Twelve"
     a = controller.answer(MAYA, "How many hives do I have?")
     assert a.answer != "Twelve"
+
+
+def test_what_the_assistant_said_is_read_below_the_users_facts(controller: Controller):
+    """L1 holds the user's facts only, so a question about "you" reads L2 and L3."""
+    a = controller.answer(MAYA, "What did you tell me to do about my knee?")
+    assert "Rest" in a.answer
+    assert a.sources[0].text.startswith("Assistant:")
+    assert any(s.tool == "read_turns" for s in a.steps)
