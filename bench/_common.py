@@ -182,3 +182,24 @@ def setup_matplotlib() -> Any:
 
     OUT_DIR.mkdir(parents=True, exist_ok=True)
     return plt
+
+
+#: Where the benches find LoCoMo: it is not shipped here (CC BY-NC 4.0; see the README).
+LOCOMO_ENV = "MEMSTRATA_LOCOMO_PATH"
+
+
+def locomo_default() -> Path | None:
+    """The LoCoMo file named by ``MEMSTRATA_LOCOMO_PATH``, or None when it is unset."""
+    value = os.environ.get(LOCOMO_ENV)
+    return Path(value) if value else None
+
+
+def require_dataset(path: Path | None) -> Path:
+    """``path`` when it is a file; otherwise exit 2 saying how to point the bench at one."""
+    if path is None:
+        sys.exit(f"no dataset: pass one (--dataset or DATASET) or set {LOCOMO_ENV} to the "
+                 f"LoCoMo file (locomo10.json of the LoCoMo release, or a split of it); "
+                 f"examples/longmemeval_dev.json works without it")
+    if not path.is_file():
+        sys.exit(f"dataset {path} does not exist (set {LOCOMO_ENV} or pass a path)")
+    return path

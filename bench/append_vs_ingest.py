@@ -26,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 
+from bench._common import locomo_default, require_dataset
 from bench._common import console, load_average, percentiles_ms, print_table, progress
 from memstrata.config import Settings
 from memstrata.embed.minilm import MiniLMEmbedder
@@ -39,7 +40,7 @@ from memstrata.store.factory import open_doc_store, open_lexical_store, open_vec
 # The tests' counting wrapper: it counts what the encoder is asked, nothing else.
 from tests.support.counting import CountingEmbedder
 
-DEFAULT_DATASET = Path("/work/shared/datasets/locomo/locomo_dev.json")
+DEFAULT_DATASET = locomo_default()  # MEMSTRATA_LOCOMO_PATH
 QUESTIONS = ["When did she go to the support group?", "What does she like to paint?",
              "Where did they go camping last summer?", "What books has she read recently?",
              "How many children does he have?", "Which instrument does he play?"]
@@ -150,7 +151,8 @@ def main() -> None:
     parser.add_argument("--dataset", type=Path, default=DEFAULT_DATASET)
     parser.add_argument("--searches", type=int, default=400)
     args = parser.parse_args()
-    dataset = args.dataset if args.dataset.exists() else Path("examples/longmemeval_dev.json")
+    # Without LoCoMo the search half runs on the invented LongMemEval-style set.
+    dataset = require_dataset(args.dataset or Path("examples/longmemeval_dev.json"))
     encoder = MiniLMEmbedder()
     encoder.embed_documents(["warm up"])
     console.print(f"load average {load_average():.2f}")

@@ -31,6 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench._common import locomo_default, require_dataset
 from bench._common import (
     OUT_DIR,
     console,
@@ -46,7 +47,7 @@ from memstrata.controller.run import Controller
 from memstrata.eval.datasets import load_dataset
 from memstrata.memory import Memory
 
-DEFAULT_DATASET = Path("/work/shared/datasets/locomo/locomo_dev.json")
+DEFAULT_DATASET = locomo_default()  # MEMSTRATA_LOCOMO_PATH
 TARGET_P50_MS = 20.0
 
 
@@ -58,6 +59,7 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--data-dir", type=Path, default=None)
     args = ap.parse_args()
+    args.dataset = require_dataset(args.dataset)
 
     data = load_dataset(args.dataset, args.format)
     questions = data.questions[: args.limit] if args.limit else data.questions

@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from bench._common import locomo_default, require_dataset
 from bench._common import (
     OUT_DIR,
     Reporter,
@@ -41,7 +42,7 @@ from bench._common import (
 )
 
 MODULE = "bench.ingest_throughput"
-DEFAULT_DATASET = Path("/work/shared/datasets/locomo/locomo_dev.json")
+DEFAULT_DATASET = locomo_default()  # MEMSTRATA_LOCOMO_PATH
 TARGET_RATIO = 0.70
 _WARM_TEXTS = 128
 
@@ -178,6 +179,7 @@ def main() -> None:
     parser.add_argument("dataset", nargs="?", type=Path, default=DEFAULT_DATASET)
     parser.add_argument("--repeat", type=int, default=1, help="runs of each (median reported)")
     args = parser.parse_args()
+    args.dataset = require_dataset(args.dataset)
     OUT_DIR.mkdir(parents=True, exist_ok=True)
     calls_path = OUT_DIR / "ingest_encoded_texts.json"
     pipe: list[Result] = []

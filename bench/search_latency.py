@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from bench._common import locomo_default, require_dataset
 from bench._common import (
     OUT_DIR,
     Reporter,
@@ -53,7 +54,7 @@ from bench._common import (
 from memstrata.embed.types import Embedder
 
 MODULE = "bench.search_latency"
-DEFAULT_DATASET = Path("/work/shared/datasets/locomo/locomo_dev.json")
+DEFAULT_DATASET = locomo_default()  # MEMSTRATA_LOCOMO_PATH
 DIM = 384
 TENANTS = 1000
 UNITS_PER_SESSION = 20
@@ -386,6 +387,7 @@ def main() -> None:
     parser.add_argument("--merge", type=Path, action="append", default=[],
                         help="earlier search_latency.json whose other configs join the report")
     args = parser.parse_args()
+    args.dataset = require_dataset(args.dataset)
     sizes = [int(s) for s in args.sizes.split(",") if s]
     layouts = [x for x in args.layouts.split(",") if x]
     base = {"dataset": str(args.dataset), "queries": args.queries, "warmup": args.warmup,

@@ -45,10 +45,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from bench._common import locomo_default, require_dataset
 from bench._common import OUT_DIR, ROOT, console, load_average, percentiles_ms, print_table
 from bench._common import progress, verdict
 
-DEFAULT_DATASET = Path("/work/shared/datasets/locomo/locomo_dev.json")
+DEFAULT_DATASET = locomo_default()  # MEMSTRATA_LOCOMO_PATH
 TENANT = "eval"
 
 
@@ -272,6 +273,7 @@ def main() -> None:
     ap.add_argument("--pool-sweep", default="",
                     help="Pool sizes to rerun the service at 8 callers with (1,2,4,8).")
     args = ap.parse_args()
+    args.dataset = require_dataset(args.dataset)
     if args.read_threads is None or args.answer_threads is None:
         from query_service.settings import ServiceSettings
 

@@ -30,9 +30,10 @@ from typing import Any
 
 import numpy as np
 
+from bench._common import locomo_default, require_dataset
 from bench._common import ROOT, console, load_average, print_table, verdict
 
-DEFAULT_DATASET = ROOT.parent / "shared" / "datasets" / "locomo" / "locomo_dev.json"
+DEFAULT_DATASET = locomo_default()  # MEMSTRATA_LOCOMO_PATH
 TARGET_RATIO = 0.70
 TARGET_P99_S = 5.0
 GROUP = "memstrata-bench"
@@ -156,6 +157,7 @@ def main() -> None:
     parser.add_argument("--skip-freshness", action="store_true",
                         help="Only the throughput comparison.")
     args = parser.parse_args()
+    args.dataset = require_dataset(args.dataset)
 
     from memstrata.ingest.formats import read_file
     from streams.broker import EmbeddedBroker

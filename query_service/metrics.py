@@ -9,15 +9,28 @@ bounded by the keys file).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    start_http_server,
+)
+from prometheus_client.gc_collector import GCCollector
+from prometheus_client.platform_collector import PlatformCollector
+from prometheus_client.process_collector import ProcessCollector
 
 from memstrata.controller.result import Answer
 from memstrata.evidence.trace import MEMORY_ROLE
 from memstrata.llm.usage import PriceTable
 
 NS = "memstrata"
+#: The roles an answer calls an LLM in: their series start at 0, so a dashboard of an
+#: offline service shows 0 rather than "no data".
+ANSWER_ROLES = ("controller", "synthesizer", "generator")
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 
 
@@ -25,7 +38,9 @@ class ServiceMetrics:
     """Every metric the service exports, with helpers that keep labels consistent."""
 
     def __init__(self, *, tenant_label: bool = False,
-                 registry: CollectorRegistry | None = None) -> None:
+                 registry: CollectorRegistry | None = None,
+                 models: Sequence[str] = ()) -> None:
+        """``models``: the configured LLM models, whose cost series start at 0."""
         self.registry = registry or CollectorRegistry()
         self.tenant_label = tenant_label
         t = ["tenant"] if tenant_label else []
@@ -64,6 +79,28 @@ class ServiceMetrics:
         self.abandoned = Counter(f"{NS}_work_abandoned",
                                  "Work stopped because its call was cancelled or ran out of time",
                                  ["method", "reason"], registry=r)
+        if not tenant_label:  # with a tenant label the series appear with their tenant
+            for role in ANSWER_ROLES:
+                self.llm_calls.labels(role=role)
+                for direction in ("in", "out"):
+                    self.llm_tokens.labels(role=role, direction=direction)
+            for model in dict.fromkeys(models):
+                self.cost.labels(model=model)
+        self._runtime_collectors(r)
+
+    @staticmethod
+    def _runtime_collectors(registry: CollectorRegistry) -> None:
+        """Process (CPU, memory, open files) and Python runtime (version, GC) metrics.
+
+        The default registry has them already; a registry of our own needs its own.
+        """
+        from prometheus_client import REGISTRY  # noqa: PLC0415
+
+        if registry is REGISTRY:
+            return
+        ProcessCollector(registry=registry)
+        PlatformCollector(registry=registry)
+        GCCollector(registry=registry)
 
     def _t(self, tenant: str | None) -> dict[str, str]:
         return {"tenant": tenant or "-"} if self.tenant_label else {}

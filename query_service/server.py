@@ -154,7 +154,10 @@ async def build_server(
     """
     settings = settings or ServiceSettings()
     controller_settings = controller_settings or load_controller_settings()
-    metrics = ServiceMetrics(tenant_label=settings.metrics_tenant_label)
+    app = getattr(memory, "settings", None)  # the answer models' cost series start at 0
+    metrics = ServiceMetrics(tenant_label=settings.metrics_tenant_label, models=[
+        getattr(app, f"llm_model_{r}") for r in ("controller", "synthesizer", "generator")
+    ] if app is not None else ())
     for registry in extra_metrics:  # e.g. the stream worker's, when serve hosts it
         metrics.include(registry)
     keys = KeyRing(settings.keys_file)

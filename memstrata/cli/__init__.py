@@ -197,14 +197,25 @@ def ingest(
     report = IngestReport()
     with _open(data_dir) as memory:
         try:
+            # Two bars: turns built (L0) and sessions committed (searchable, kept on
+            # Ctrl-C). Sessions are committed in batches, so the second trails the first;
+            # it is what the interrupt message counts.
             with Progress(
-                TextColumn("[bold]ingest[/bold]"), BarColumn(), MofNCompleteColumn(),
-                TextColumn("turns"), TimeElapsedColumn(), TimeRemainingColumn(),
-                console=err, transient=False,
+                TextColumn("[bold]{task.description:<9}[/bold]"), BarColumn(),
+                MofNCompleteColumn(), TextColumn("{task.fields[unit]}"), TimeElapsedColumn(),
+                TimeRemainingColumn(), console=err, transient=False,
             ) as bar:
-                task = bar.add_task("ingest", total=source.turns)
-                memory.ingest(source.sessions(), progress=lambda n: bar.advance(task, n),
-                              report=report)
+                built = bar.add_task("built", total=source.turns, unit="turns")
+                saved = bar.add_task("committed", total=source.session_count, unit="sessions")
+
+                def tick(n: int) -> None:
+                    bar.advance(built, n)
+                    bar.update(saved, completed=report.committed + report.unchanged)
+
+                try:
+                    memory.ingest(source.sessions(), progress=tick, report=report)
+                finally:
+                    bar.update(saved, completed=report.committed + report.unchanged)
         except UnicodeDecodeError as exc:
             err.print(f"[red]{escape(undecodable(file, exc))}[/red]", soft_wrap=True)
             raise typer.Exit(Exit.USAGE) from None
@@ -363,8 +374,14 @@ def forget(
         if session_id is not None and memory.docs.get_session(scope, session_id) is None:
             err.print(f"[red]no session {escape(session_id)!r} for {shown}[/red]")
             raise typer.Exit(1)
-        receipt = memory.delete(scope, session_id)
+        known = bool(memory.sessions(scope))
+        receipt = memory.delete(scope, session_id)  # also clears what an interrupted run left
         memory.flush()
+    if session_id is None and not known and receipt.complete and not any(
+            receipt.removed.values()):
+        err.print(f"[red]no memory for {escape(shown)}: nothing forgotten[/red] (check --tenant, "
+                  f"default 'default', and --user)", soft_wrap=True)
+        raise typer.Exit(1)
     if not receipt.complete:  # the receipt names the stores; a second run finishes the job
         for store, error in receipt.errors.items():
             err.print(f"[red]{store}: {escape(error)}[/red]", soft_wrap=True)

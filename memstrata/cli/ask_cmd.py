@@ -75,6 +75,23 @@ def _print_trace(answer: Any) -> None:
                   f"(LLM {m.ms_llm:.0f}, memory {m.ms_memory:.0f})", soft_wrap=True)
 
 
+def no_memory(memory: Any, scope: Any) -> None:
+    """Exit 1 saying the scope holds nothing, and what the data dir does hold.
+
+    An empty answer to a user with no data looks like a memory that forgot;
+    most often the tenant was left out (it defaults to "default").
+    """
+    from memstrata.cli import show_scope
+
+    stats = memory.stats(scope.tenant_id)
+    where = (f"tenant {scope.tenant_id!r} has {stats.users} other user(s)" if stats.users
+             else f"tenant {scope.tenant_id!r} holds no users at all")
+    err.print(f"[red]no memory for {escape(show_scope(scope))}[/red]: {escape(where)}. Check "
+              f"--tenant (default 'default') and --user; `memstrata ingest` prints the users "
+              f"it wrote.", soft_wrap=True)
+    raise typer.Exit(1)
+
+
 @app.command()
 def ask(
     question: Annotated[str, typer.Argument(help="The question about the user's history.")],
@@ -100,6 +117,8 @@ def ask(
     asked_on = _parse_date(date)
     csettings = controller_settings(without, policy)
     with _open(data_dir, read_only=True) as memory:
+        if not memory.sessions(scope):
+            no_memory(memory, scope)
         try:
             controller = Controller.open(memory, csettings)
             answer = controller.answer(scope, question, asked_on)

@@ -69,7 +69,8 @@ def retrieval(
     dataset: Annotated[Path, typer.Option("--dataset", "-d", help="LoCoMo or LongMemEval JSON.")],
     fmt: Annotated[str, typer.Option("--format", "-f", help="locomo or longmemeval.")],
     k: Annotated[str, typer.Option("--k", help="Cut-offs, comma-separated.")] = "5,10",
-    output: Annotated[Path, typer.Option("--output", "-o")] = Path("results.json"),
+    output: Annotated[Path, typer.Option("--output", "-o", help="Result JSON.")
+                      ] = Path("retrieval.json"),
     plot: Annotated[Optional[Path], typer.Option(
         help="Recall-curve PNG (default: next to --output).")] = None,
     limit: Annotated[Optional[int], typer.Option(help="Only the first N questions.")] = None,

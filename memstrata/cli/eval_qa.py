@@ -97,7 +97,8 @@ def print_report(report: dict[str, Any], title: str) -> None:
 def qa(
     dataset: Annotated[Path, typer.Option("--dataset", "-d", help="LoCoMo or LongMemEval JSON.")],
     fmt: Annotated[str, typer.Option("--format", "-f", help="locomo or longmemeval.")],
-    output: Annotated[Path, typer.Option("--output", "-o")] = Path("results.json"),
+    output: Annotated[Path, typer.Option("--output", "-o", help="Result JSON.")
+                      ] = Path("qa.json"),
     limit: Annotated[Optional[int], typer.Option(help="Only the first N questions.")] = None,
     plot: Annotated[Optional[Path], typer.Option(
         help="Depth-distribution PNG (default: next to --output).")] = None,
@@ -109,6 +110,10 @@ def qa(
     use_judge: Annotated[bool, typer.Option(
         "--judge/--no-judge", help="Grade answers with the judge model when an LLM is "
                                    "configured.")] = True,
+    previous: Annotated[Optional[Path], typer.Option(
+        "--previous", help="An earlier qa result file on the same dataset: F1 differences "
+                           "per category, paired by question, with bootstrap 95% "
+                           "intervals.")] = None,
 ) -> None:
     """Answer every question, report F1/EM (and LLM-judge accuracy) with depth and selectivity.
 
@@ -121,6 +126,7 @@ def qa(
     from memstrata.eval.qa import plot_depth
     from memstrata.eval.qa_run import evaluate_qa
 
+    prior = _read_previous(previous) if previous is not None else None
     data = load_eval_dataset(dataset, fmt, limit)
     csettings = controller_settings(without, policy)
     with tempfile.TemporaryDirectory(prefix="memstrata-qa-") as tmp:
@@ -150,10 +156,20 @@ def qa(
               "models": ({r: chat.model_for(r) for r in  # type: ignore[union-attr]
                           ("controller", "synthesizer", "generator", "judge")}
                          if chat is not None else None)}
+    results = [r.model_dump(mode="json") for r in run.results]
+    versus = None
+    if prior is not None:
+        from memstrata.eval.qa import compare_runs  # noqa: PLC0415
+
+        try:
+            versus = compare_runs(results, prior)
+        except ValueError as exc:
+            err.print(f"[red]--previous {escape(str(previous))}: {escape(str(exc))}[/red]")
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(
         {"config": config, "report": run.report,
-         "results": [r.model_dump(mode="json") for r in run.results]}, indent=1) + "\n")
+         **({"vs_previous": {"file": str(previous), "f1": versus}} if versus else {}),
+         "results": results}, indent=1) + "\n")
     plot_path = plot or output.with_suffix(".depth.png")
     title = f"{dataset.name} · {controller.mode}"
     plot_depth(run.report, plot_path, title)
@@ -161,4 +177,31 @@ def qa(
                              f"{controller.mode}"
                              + (f" · without {', '.join(csettings.ablations)}"
                                 if csettings.ablations else ""))
+    if versus:
+        print_versus(versus, previous)  # type: ignore[arg-type]
     console.print(f"wrote {output} and {plot_path}")
+
+
+def _read_previous(path: Path) -> list[dict[str, Any]]:
+    """The results of an earlier ``eval qa`` file (exit 2 when it is not one)."""
+    try:
+        data = json.loads(path.read_text())
+        results = data["results"]
+        if not isinstance(results, list):
+            raise TypeError
+        return results
+    except (OSError, ValueError, KeyError, TypeError):
+        err.print(f"[red]--previous: {escape(str(path))} is not an eval qa result file "
+                  f"(JSON with a 'results' list)[/red]")
+        raise typer.Exit(2) from None
+
+
+def print_versus(versus: dict[str, dict[str, float | int]], previous: Path) -> None:
+    table = Table(title=f"F1 vs {previous.name} (paired, bootstrap 95% interval)")
+    for col in ("category", "n", "diff", "95% interval", "better", "worse"):
+        table.add_column(col, justify="left" if col == "category" else "right")
+    for name, d in versus.items():
+        table.add_row(name, str(d["questions"]), f"{d['diff']:+.3f}",
+                      f"[{d['ci95_low']:+.3f}, {d['ci95_high']:+.3f}]", str(d["better"]),
+                      str(d["worse"]))
+    console.print(table)

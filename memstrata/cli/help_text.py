@@ -9,6 +9,8 @@ show an upper-case name, flags show nothing.
 
 from __future__ import annotations
 
+import re
+
 from typer import _click
 from typer.core import TyperArgument, TyperOption
 
@@ -50,8 +52,34 @@ def _tidy_params(command: _click.Command) -> None:
             param.metavar = "" if param.is_flag else _option_label(param, ctx)
 
 
+_LITERAL = re.compile(r"``([^`]+)``")
+_LIST_LINE = re.compile(r"^\s*(?:[-*•]|\d+\.)\s|^\s{2,}")
+
+
+def reflow(text: str) -> str:
+    """Docstring text as the terminal should show it.
+
+    Rich keeps a docstring's line breaks, so a paragraph wrapped at 79 columns
+    in the source breaks mid-sentence on a narrower terminal: each paragraph is
+    joined into one line for the terminal to wrap (lists and indented blocks
+    keep their lines). Sphinx's double backquotes become single ones.
+    """
+    text = _LITERAL.sub(r"`\1`", text)
+    out = []
+    for para in re.split(r"\n\s*\n", text.strip()):
+        lines = para.splitlines()
+        if any(_LIST_LINE.match(ln) for ln in lines[1:]) or para.lstrip().startswith("\b"):
+            out.append(para)
+        else:
+            out.append(" ".join(ln.strip() for ln in lines))
+    return "\n\n".join(out)
+
+
 def tidy_help(command: _click.Command) -> _click.Command:
-    """Give every command under ``command`` conventional placeholders; returns ``command``."""
+    """Give every command under ``command`` conventional placeholders and reflowed help text;
+    returns ``command``."""
+    if command.help:
+        command.help = reflow(command.help)
     _tidy_params(command)
     for sub in getattr(command, "commands", {}).values():
         tidy_help(sub)

@@ -122,7 +122,9 @@ class RulePolicy:
         """L2, then L3, in the sessions holding the best lines, while the question is uncovered."""
         cues = state.cues
         verdict = relevance.judge(cues, state.lines)
-        if verdict.enough and not cues.exact_detail:
+        # L1 holds facts about the user only: what the assistant said is read from L2 down.
+        deeper = cues.exact_detail or cues.asks_assistant
+        if verdict.enough and not deeper:
             return
         focus: list[str] = []
         for scored in relevance.rank(cues, state.lines, limit=20):
@@ -139,5 +141,5 @@ class RulePolicy:
             if "read_raw" in enabled and left > 0 and (cues.exact_detail or not verdict.enough):
                 step("read_raw", {"session_id": sid, "query": state.question})
                 verdict = relevance.judge(cues, state.lines)
-            if verdict.enough and not cues.exact_detail:
+            if verdict.enough and not deeper:
                 break

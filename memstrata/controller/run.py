@@ -203,7 +203,7 @@ class Controller:
             with trace.memory_time():
                 turns = self.memory.raw(scope, line.session_id, line.turn_indices)
             ids = [sid for t in turns for sid in t.source_ids]
-        text = line.text if not line.speaker else f"{line.speaker}: {line.text}"
+        text = line.shown if not line.speaker else f"{line.speaker}: {line.shown}"
         return SourceRef(session_id=line.session_id, session_date=line.session_date,
                          layer=line.layer, turn_index=line.turn_index, text=text,
                          source_ids=ids)

@@ -428,7 +428,7 @@ class MemoryTools:
     def _interpret_dates(self, text: Any = None) -> ToolResult:
         src = text if isinstance(text, str) and text.strip() else self.state.question
         anchor = self.state.anchor
-        found = find_relative_dates(src, anchor)
+        found = find_relative_dates(src, anchor, calendar=False)
         for r in found:
             self.state.dates[r.phrase] = r.label
         asked = anchor.strftime("%Y-%m-%d") if anchor else "unknown"

@@ -234,3 +234,30 @@ def plot_depth(report: dict[str, Any], path: Path, title: str = "") -> Path:
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
+
+
+def compare_runs(results: Sequence[dict[str, Any]],
+                 previous: Sequence[dict[str, Any]]) -> dict[str, dict[str, float | int]]:
+    """F1 of this run minus an earlier run's, per category and overall, paired by question.
+
+    Both are the ``results`` lists of ``eval qa`` files over the same dataset;
+    each entry has the mean difference, its bootstrap 95% interval and how many
+    questions got better and worse (:func:`memstrata.eval.metrics.paired_difference`).
+    """
+    from memstrata.eval.metrics import paired_difference  # noqa: PLC0415
+
+    before = {r["qid"]: r for r in previous}
+    if set(before) != {r["qid"] for r in results}:
+        raise ValueError("previous result: its questions differ from this run's "
+                         "(another dataset or --limit?)")
+    pairs: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for r in results:
+        old = before[r["qid"]]
+        if r.get("f1") is None or old.get("f1") is None:
+            continue
+        pairs[r["category"]].append((r["f1"], old["f1"]))
+        pairs["overall (all)"].append((r["f1"], old["f1"]))
+        if not r.get("adversarial"):
+            pairs["overall (no adversarial)"].append((r["f1"], old["f1"]))
+    return {name: paired_difference([a for a, _ in ps], [b for _, b in ps])
+            for name, ps in sorted(pairs.items())}

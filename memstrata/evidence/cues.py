@@ -15,10 +15,11 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from memstrata.evidence import lexical
+from memstrata.text import vocab
 from memstrata.text.dates import find_relative_dates
 
-AnswerType = Literal["date", "duration", "count", "person", "place", "yesno", "reason", "list",
-                     "thing"]
+AnswerType = Literal["date", "duration", "count", "amount", "person", "place", "yesno", "reason",
+                     "list", "thing"]
 
 _TEMPORAL = re.compile(
     r"\b(?:when|date|dates|year|years|month|months|time|last|ago|before|after|since|until|"
@@ -49,7 +50,7 @@ _EXACT = re.compile(
     re.IGNORECASE,
 )
 _AUX_START = re.compile(
-    r"^(?:is|are|was|were|do|does|did|would|could|can|will|has|have|had|should|might|may)\b",
+    r"^(?:am|is|are|was|were|do|does|did|would|could|can|will|has|have|had|should|might|may)\b",
     re.IGNORECASE,
 )
 _DATE_ASK = re.compile(
@@ -58,6 +59,15 @@ _DATE_ASK = re.compile(
     re.IGNORECASE,
 )
 _DURATION_ASK = re.compile(r"\bhow\s+long\b", re.IGNORECASE)
+#: "How much money / did it cost", "what was the price": a sum of money is wanted.
+_AMOUNT_ASK = re.compile(
+    r"\bhow\s+much\b(?!\s+(?:time|longer|later|earlier))(?:.*\b)?(?:"
+    + "|".join(sorted(vocab.MONEY_WORDS)) + r")\b"
+    r"|\bhow\s+much\s+(?:did|does|do|was|is|were|will|would)\b.*\b(?:cost|pay|paid|spend|spent|"
+    r"charge|earn|make|worth)\b"
+    r"|\bwhat\s+(?:was|is|were|are)\s+(?:the|my|our|his|her|their)\s+(?:\w+\s+)?"
+    r"(?:budget|price|cost|salary|rent|fee)\b",
+    re.IGNORECASE)
 _COUNT_ASK = re.compile(r"\b(?:how\s+many|how\s+much|how\s+often|number\s+of)\b", re.IGNORECASE)
 _PERSON_ASK = re.compile(r"^\s*(?:who|whom|whose)\b|\bwith\s+whom\b", re.IGNORECASE)
 # "Which city", and with up to two modifiers: "which seafood place", "what kind of venue".
@@ -87,6 +97,17 @@ _AUX = frozenset("is are was were do does did has have had will would can could 
                  "may must".split())
 _SPLIT = re.compile(r"\s*(?:;|,?\s+and\s+(?=(?:what|when|where|who|which|how|why|did|does|do|"
                     r"is|was|has)\b)|,?\s+(?:and\s+)?also\s+)\s*", re.IGNORECASE)
+# "What is my sister's name?", "What is my sister called?", "Who is Ana's coach?": the
+# question asks who the relation is, so the name the evidence gives it is the answer. Only
+# relations that name one person: "John's children" are a list, gathered as lists are.
+_ONE_PERSON = tuple(r for r in vocab.RELATIONS
+                    if r not in ("parents", "siblings", "kids", "children"))
+_REL_TARGET = re.compile(
+    r"^\s*(?:what|who)(?:'s|\s+(?:is|was|are|were))\s+(?:the\s+names?\s+of\s+)?"
+    r"(my|our|his|her|their|[A-Z][\w\-]*'s)\s+(?:(?:" + "|".join(vocab.RELATION_MODIFIERS)
+    + r")\s+)?(" + "|".join(_ONE_PERSON) + r")(?:'s\s+(?:first\s+)?names?|\s+called|"
+    r"\s+named)?\s*\??\s*$",
+    re.IGNORECASE)
 _NAME_PAIR = re.compile(r"\b([A-Z][a-z]+)\s+and\s+([A-Z][a-z]+)\b")
 _TEMPORAL_LINK = re.compile(r"\s+(?:after|before|since|while|when)\s+", re.IGNORECASE)
 
@@ -115,6 +136,14 @@ class Cues:
     subjects: tuple[str, ...] = ()
     #: Everyone who talks in the user's conversations (never an answer to "who").
     participants: tuple[str, ...] = ()
+    #: (owner, relation stem) when the question asks who a relation is ("my sister's name").
+    relation_target: tuple[str, str] | None = None
+    #: Stem of a category noun the question asks members of ("languages": C++, Rust).
+    category: str | None = None
+    #: The name in "Who is Inês?": the answer is who she is to someone.
+    who_is: str | None = None
+    #: The question is about what the assistant said ("What did you recommend?").
+    asks_assistant: bool = False
 
     @property
     def labels(self) -> list[str]:
@@ -133,6 +162,8 @@ def answer_type(question: str) -> AnswerType:
         return "duration"
     if _DATE_ASK.search(q):
         return "date"
+    if _AMOUNT_ASK.search(q):
+        return "amount"
     if _COUNT_ASK.search(q):
         return "count"
     if _PERSON_ASK.search(q):
@@ -193,10 +224,12 @@ def detect_cues(question: str, asked_on: object = None,
     from datetime import date, datetime  # noqa: PLC0415 - keeps the module import light
 
     anchor = asked_on if isinstance(asked_on, (date, datetime)) else date(2000, 1, 1)
-    rel = tuple(r.phrase for r in find_relative_dates(q, anchor))
+    rel = tuple(r.phrase for r in find_relative_dates(q, anchor, calendar=False))
     parts = tuple(decompose(q))
     counting = bool(_COUNTING.search(q)) or kind in ("count", "list")
     relation = bool(_RELATION.search(q))
+    target = _REL_TARGET.search(q)
+    terms = _content_terms(q, kind)
     return Cues(
         question=q,
         answer_type=kind,
@@ -208,12 +241,28 @@ def detect_cues(question: str, asked_on: object = None,
         attribute=bool(_ATTRIBUTE.search(q)),
         relative_dates=rel,
         names=lexical.names(q),
-        terms=_content_terms(q, kind),
+        terms=terms,
         parts=parts if len(parts) > 1 else (),
         subjects=tuple(p for p in participants
                        if re.search(rf"\b{re.escape(p.split()[0])}\b", q)),
         participants=tuple(participants),
+        relation_target=((target.group(1), lexical.stem(target.group(2).lower()))
+                         if target else None),
+        who_is=who.group(1) if (who := _WHO_IS.search(q)) else None,
+        asks_assistant=bool(_YOU.search(q)),
+        # "What are Melanie's pets' names?" wants names, not the kind of pet.
+        category=None if _NAMES_ASK.search(q) else next(
+            (t for t in terms if t in _CATEGORIES), None),
     )
+
+
+_WHO_IS = re.compile(r"^\s*(?i:who\s+(?:is|was))\s+([A-Z][^\W\d_][\w'\-]*)\s*\??\s*$")
+#: "you" in a question put to the memory of a user's chats is the assistant.
+_YOU = re.compile(r"\b(?:you|your|yours|yourself)\b", re.IGNORECASE)
+_NAMES_ASK = re.compile(r"\b(?:names?|named|called)\b", re.IGNORECASE)
+#: Category nouns by stem ("languag" -> the languages).
+_CATEGORIES: dict[str, frozenset[str]] = {
+    lexical.stem(k): v for k, v in vocab.CATEGORY_MEMBERS.items()}
 
 
 def _content_terms(question: str, kind: AnswerType) -> tuple[str, ...]:

@@ -18,6 +18,7 @@ from memstrata.evidence import lexical
 from memstrata.evidence.cues import Cues
 from memstrata.evidence.lines import EvidenceLine
 from memstrata.text import vocab
+from memstrata.evidence.relevance import members
 from memstrata.text.dates import find_relative_dates
 
 #: What an abstaining answer says (LoCoMo's scorer looks for "not mentioned").
@@ -249,16 +250,31 @@ def _asked(cues: Cues) -> set[str]:
             | {p.split()[0].lower() for p in cues.participants if p.split()})
 
 
-def _named(cues: Cues, text: str) -> str | None:
-    """The first name in ``text`` that the question does not already hold ("Pixel")."""
+_NAMING = re.compile(r"\b(?:named|called)\s+$", re.IGNORECASE)
+
+
+def _named(cues: Cues, text: str, people_only: bool = False) -> str | None:
+    """The first name in ``text`` that the question does not already hold ("Pixel").
+
+    ``people_only`` skips names a thing is given ("a cat named Sardinha"): asked
+    "who", the answer is not the cat.
+    """
     asked = _asked(cues)
     found = [n for n in lexical.names(text) if n.lower() not in asked
              and n.split()[0].lower() not in asked]
+    if people_only:
+        found = [n for n in found
+                 if not any(_NAMING.search(text[:m.start()]) for m in
+                            re.finditer(rf"\b{re.escape(n)}\b", text))]
     return found[0] if found else None
 
 
 def _person(cues: Cues, line: EvidenceLine, text: str) -> str | None:
     asked = {n.lower() for n in cues.names}
+    for _, name in lexical.kin(text):
+        # "my sister Inês": the evidence names the relation, so the name is the answer.
+        if name.lower() not in _asked(cues):
+            return name
     rel = _RELATION.search(text)
     if rel:
         owner = rel.group(1)
@@ -266,7 +282,7 @@ def _person(cues: Cues, line: EvidenceLine, text: str) -> str | None:
             owner = f"{line.speaker}'s"
         if owner.lower().rstrip("'s") not in asked or owner.endswith("'s"):
             return f"{owner} {rel.group(2)}"
-    return _named(cues, text)
+    return _named(cues, text, people_only=True)
 
 
 def _when_word(name: str) -> bool:
@@ -285,6 +301,32 @@ def _place(cues: Cues, text: str) -> str | None:
     return found[0] if found else None
 
 
+_CLAUSES = re.compile(r",?\s+(?:but|while|whereas)\s+|;\s*", re.IGNORECASE)
+_FIRST_PERSON_ASK = re.compile(r"\b(?:I|me|my|mine|myself)\b")
+_SELF = frozenset({"user", "i"})
+
+
+def _about_someone_else(cues: Cues, text: str) -> bool:
+    """A question about "I" whose words the line states of another named person.
+
+    "Do I eat fish?" against "I'm vegetarian, but Inês eats fish": the clause
+    that holds "fish" has Inês for its subject, so it does not say that I do.
+    """
+    if not _FIRST_PERSON_ASK.search(cues.question):
+        return False
+    q = set(cues.terms)
+    clauses = _CLAUSES.split(text)
+    if len(clauses) < 2:
+        return False
+    best = max(clauses, key=lambda c: len(q & lexical.term_set(c)))
+    if not q & lexical.term_set(best):
+        return False
+    first = best.split()[0] if best.split() else ""
+    names = lexical.names(best)
+    return bool(names) and first.strip(",.") == names[0].split()[0] and \
+        names[0].lower() not in _SELF
+
+
 def span_for(cues: Cues, line: EvidenceLine, max_words: int = _MAX_SPAN_WORDS,
              ) -> tuple[str, str]:
     """(short answer, kind) cut from ``line`` for the question's answer type."""
@@ -294,6 +336,15 @@ def span_for(cues: Cues, line: EvidenceLine, max_words: int = _MAX_SPAN_WORDS,
         return answer, f"date:{how}"
     keep_captions = bool(re.search(r"\b(?:photo|picture|image|pic)\b", cues.question, re.I))
     text = clean(line.text, keep_captions)
+    if cues.category:
+        found = members(cues.category, text)
+        if found:
+            return (found[0] if len(found) == 1 else
+                    ", ".join(found[:-1]) + " and " + found[-1]), "members"
+    if kind == "amount":
+        m = vocab.AMOUNT.search(text)
+        if m:
+            return m.group(0), "amount"
     if kind == "duration":
         m = vocab.DURATION.search(text)
         if m:
@@ -311,6 +362,8 @@ def span_for(cues: Cues, line: EvidenceLine, max_words: int = _MAX_SPAN_WORDS,
         if where:
             return where, "place"
     if kind == "yesno":
+        if _about_someone_else(cues, text):
+            return "No", "yesno"
         return ("No" if _NEGATION.search(text) else "Yes"), "yesno"
     if _TITLE_ASK.search(cues.question):
         q = _QUOTED.search(text)

@@ -76,6 +76,17 @@ _KIN = re.compile(
     rf"|\b({_NAME_WORD}),\s+{_POSSESSIVE}\s+(?:(?:{_MOD})\s+)?({_REL})\b")
 
 
+def relation_of(text: str, name: str) -> tuple[str, str] | None:
+    """(possessive, relation) ``text`` gives ``name``: "my sister Inês" -> ("my", "sister")."""
+    for m in _KIN.finditer(text):
+        rel, who = (m.group(1), m.group(2)) if m.group(1) else (m.group(4), m.group(3))
+        if who == name:
+            owner = re.match(_POSSESSIVE, m.group(0)[len(who) + 2:] if m.group(3)
+                             else m.group(0))
+            return (owner.group(0) if owner else "", rel)
+    return None
+
+
 @lru_cache(maxsize=8192)
 def kin(text: str) -> tuple[tuple[str, str], ...]:
     """(relation stem, name) pairs ``text`` states: "my sister Inês" -> ("sister", "Inês")."""

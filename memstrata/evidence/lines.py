@@ -36,6 +36,14 @@ class EvidenceLine:
     source_ids: tuple[str, ...] = ()
     #: The conversation participants this line is about (named in it, or by its pronouns).
     about: tuple[str, ...] = ()
+    #: A raw (L3) sentence as it was said, when ``text`` carries resolved dates for the
+    #: answer step; what is shown to people, since L3 is verbatim.
+    verbatim: str | None = None
+
+    @property
+    def shown(self) -> str:
+        """The text to show: verbatim for raw lines, ``text`` otherwise."""
+        return self.verbatim if self.verbatim is not None else self.text
 
     @property
     def turn_index(self) -> int | None:
@@ -122,15 +130,18 @@ def _lines(session_id: str, session_date: datetime | None, layer: Layer, text: s
             sentence = sentence[m.end():]
         if not sentence.strip():
             continue
+        verbatim = None
         if raw and session_date is not None:
-            sentence = annotate_dates(sentence, session_date)[0]
+            dated = annotate_dates(sentence, session_date)[0]
+            if dated != sentence:
+                verbatim, sentence = sentence, dated
         other = listener
         if other is None and current is not None:
             others = [p for p in participants if p != current]
             other = others[0] if len(others) == 1 else None
         yield EvidenceLine(session_id, session_date, layer, sentence, tuple(turn_indices),
                            current, tuple(source_ids),
-                           about_of(sentence, participants, current, other, raw))
+                           about_of(sentence, participants, current, other, raw), verbatim)
 
 
 def raw_lines(session_id: str, session_date: datetime | None, turns: Sequence[Turn],

@@ -54,6 +54,8 @@ def type_match(cues: Cues, line: EvidenceLine) -> bool:
         return vocab.DURATION.search(text) is not None or _SINCE.search(text) is not None
     if kind == "count":
         return vocab.COUNT.search(text) is not None
+    if kind == "amount":
+        return vocab.AMOUNT.search(text) is not None
     if kind == "person":
         asked = {n.lower() for n in cues.names}
         return any(n.lower() not in asked for n in lexical.names(text))
@@ -73,6 +75,28 @@ _SUBJECT_BONUS = 0.1
 _CAPTION_PENALTY = 0.1
 _NOVELTY_BONUS = 0.1
 _QUESTION_PENALTY = 0.15
+#: What the assistant said is advice or an echo, not a fact about the user.
+_ASSISTANT_PENALTY = 0.1
+#: The speaker name of an assistant message (``Message.who``).
+ASSISTANT = "Assistant"
+_MONEY_STEMS = frozenset(lexical.stem(w) for w in vocab.MONEY_WORDS)
+_SYNONYMS: dict[str, frozenset[str]] = {}
+for _family in vocab.SYNONYMS:
+    _stems = frozenset(lexical.stem(w) for w in _family)
+    for _s in _stems:
+        _SYNONYMS[_s] = _SYNONYMS.get(_s, frozenset()) | _stems
+_CATEGORY_MEMBERS: dict[str, frozenset[str]] = {
+    lexical.stem(k): v for k, v in vocab.CATEGORY_MEMBERS.items()}
+_TOKEN = re.compile(r"[^\W_][\w+#]*")
+
+
+def members(category: str, text: str) -> list[str]:
+    """Members of the category (by stem) that ``text`` names, in order, as written."""
+    known = _CATEGORY_MEMBERS.get(category)
+    if not known:
+        return []
+    found = [m.group(0) for m in _TOKEN.finditer(text) if m.group(0).lower() in known]
+    return list(dict.fromkeys(found))
 #: Share of the previous line's coverage that the next line inherits.
 CONTEXT_SHARE = 0.8
 
@@ -152,6 +176,11 @@ class Ranker:
         self._relations = frozenset(lexical.stem(r) for r in vocab.RELATIONS) & self._qset
         #: Stem of a name the evidence gives that relation -> the relation ("inê" -> "sister").
         self.aliases: dict[str, str] = {}
+        #: Question terms a line covers in other words: money terms by a sum of money,
+        #: a word by its near-synonym, a category noun by a member ("languages": "Rust").
+        self._money = _MONEY_STEMS & self._qset if cues.answer_type == "amount" else frozenset()
+        self._synonyms = {t: _SYNONYMS[t] for t in self.query if t in _SYNONYMS}
+        self._categories = [t for t in self.query if t in _CATEGORY_MEMBERS]
 
     def _learn_aliases(self, line: EvidenceLine) -> bool:
         """Note "my sister Inês" in ``line``; True when a new alias was learnt."""
@@ -170,6 +199,7 @@ class Ranker:
             # A line about Inês answers a question about "my sister" once the evidence
             # has said who the sister is.
             have = have | {rel for key, rel in self.aliases.items() if key in have}
+        have = have | self._covered_otherwise(line, have)
         matched = tuple(t for t in self.query if t in have)
         typed = type_match(cues, line)
         static = 0.15 if typed and cues.answer_type != "thing" else 0.0
@@ -180,9 +210,23 @@ class Ranker:
             static -= _CAPTION_PENALTY
         if line.text.rstrip().endswith("?"):
             static -= _QUESTION_PENALTY
+        if line.speaker == ASSISTANT and not cues.asks_assistant:
+            static -= _ASSISTANT_PENALTY
         static += _LAYER_BONUS * int(line.layer)
         return _Features(matched, typed, static,
                          turns=tuple((line.session_id, t) for t in line.turn_indices))
+
+    def _covered_otherwise(self, line: EvidenceLine, have: frozenset[str]) -> set[str]:
+        extra: set[str] = set()
+        if self._money and vocab.AMOUNT.search(line.text):
+            extra |= self._money
+        for t, family in self._synonyms.items():
+            if t not in have and family & have:
+                extra.add(t)
+        for t in self._categories:
+            if members(t, line.text):
+                extra.add(t)
+        return extra
 
     def _sync(self, lines: Sequence[EvidenceLine]) -> None:
         if self._lines is not lines or len(lines) < len(self._features):

@@ -225,7 +225,7 @@ class ExtractiveBuilder(LayerBuilder):
     def version(self) -> str:
         # Settings that change the output are part of the version (it keys the
         # L1/L2 cache); the defaults give the plain code version.
-        parts = ["extractive-3"]
+        parts = ["extractive-4"]
         if self.max_words != 30:
             parts.append(f"w{self.max_words}")
         if self.max_input_chars != 12000:
@@ -310,12 +310,11 @@ class ExtractiveBuilder(LayerBuilder):
         known = {normalize(w) for w in _TOKEN.findall(summary)}
         fallback = [s.raw for s in sents if s.filler or s.caption]
         if assistant_chat:
-            # The user's own words first; the reply only tops up what is left.
+            # The user's own words first ("Berlin half marathon"), even when the summary
+            # holds them too: they are what the turn is about. The reply only tops up
+            # what is left.
             mine = [s for s in basis if s.message in user_msgs]
-            keywords = self._keyword_list(mine, people, fallback=[], known=known) if mine else []
-            # ...but only those that add words the summary does not already hold.
-            keywords = [k for k in keywords
-                        if not known.issuperset(normalize(w) for w in _TOKEN.findall(k))]
+            keywords = self._keyword_list(mine, people, fallback=[], known=set()) if mine else []
             if len(keywords) < self._keywords.max_keywords:
                 rest = self._keyword_list([s for s in basis if s.message not in user_msgs],
                                           people, fallback=fallback,
@@ -360,6 +359,10 @@ class ExtractiveBuilder(LayerBuilder):
                 break
             read += 1
             for s in self._analyse(turn, meta.session_date, people, budget):
+                # Facts are about the user: an assistant's advice or echo is not one.
+                msg = turn.messages[s.message]
+                if msg.role == "assistant" and msg.speaker is None:
+                    continue
                 if not (s.filler or s.question or s.caption):
                     ranked.append((-_fact_score(s), s.turn_index, s.message, s.position, s))
             budget -= sum(len(m.content) for m in turn.messages)

@@ -77,25 +77,136 @@ def draft_from(cues: Cues, lines: Sequence[EvidenceLine]) -> Draft | None:
 
 #: The span kinds that really answer each typed question (others are fallbacks).
 _TYPED_KINDS = {"date": ("date:resolved", "date:written"), "duration": ("duration",),
-                "count": ("count",), "person": ("person",), "place": ("place",)}
+                "count": ("count",), "amount": ("amount",), "person": ("person",),
+                "place": ("place",)}
+#: Kinds whose answer is a value the evidence must state: without one, abstain.
+_STATED_KINDS = frozenset({"duration", "amount"})
 
 
-def _typed_line(cues: Cues, candidates: Sequence[Scored], best: Scored) -> Scored:
+def _owned_by(owner: str, line: EvidenceLine) -> bool:
+    """Is ``line`` said by (or about) the owner of a relation the question names?"""
+    if owner.lower() in ("my", "our"):
+        return line.speaker != relevance.ASSISTANT
+    if owner.lower() in ("his", "her", "their"):
+        return True
+    name = owner[:-2]
+    return line.speaker == name or name in line.text
+
+
+def _kin_answer(cues: Cues, lines: Sequence[EvidenceLine]) -> tuple[str, list[EvidenceLine]]:
+    """The name the evidence gives the relation the question asks about, and its lines."""
+    assert cues.relation_target is not None
+    owner, rel = cues.relation_target
+    found: dict[str, list[EvidenceLine]] = {}
+    for ln in lines:
+        for stem, name in lexical.kin(ln.text):
+            if stem == rel and _owned_by(owner, ln):
+                found.setdefault(name, []).append(ln)
+    if not found:
+        return "", []
+    name = max(found, key=lambda n: len(found[n]))
+    # The verbatim line the user wrote first: finest layer, the user's own words.
+    best = sorted(found[name], key=lambda ln: (ln.speaker == relevance.ASSISTANT,
+                                               -int(ln.layer)))
+    return name, best
+
+
+def _relation_answer(name: str, lines: Sequence[EvidenceLine]
+                     ) -> tuple[str, EvidenceLine] | None:
+    """ "Who is Inês?": the relation the evidence gives her ("your sister")."""
+    found = [(ln, said) for ln in lines if (said := lexical.relation_of(ln.text, name))]
+    if not found:
+        return _thing_named(name, lines)
+    ln, (owner, rel) = min(found, key=lambda f: (f[0].speaker == relevance.ASSISTANT,
+                                                 -int(f[0].layer)))
+    whose = owner.lower()
+    if whose in ("my", "our"):
+        whose = f"{ln.speaker}'s" if ln.speaker else owner
+    else:
+        whose = owner
+    if whose.lower() in ("user's", "my"):
+        whose = "your"  # the user asks about their own people
+    return f"{whose} {rel}", ln
+
+
+def _thing_named(name: str, lines: Sequence[EvidenceLine]) -> tuple[str, EvidenceLine] | None:
+    """ "Who is Sardinha?" against "I adopted a cat named Sardinha": "your cat"."""
+    pattern = re.compile(rf"\b(a|an|my|our|the|his|her|their)\s+(?:[a-z]+\s+)?([a-z]+)\s+"
+                         rf"(?:named|called)\s+{re.escape(name)}\b")
+    for ln in sorted(lines, key=lambda ln: (ln.speaker == relevance.ASSISTANT,
+                                            -int(ln.layer))):
+        m = pattern.search(ln.text)
+        if m is None:
+            continue
+        mine = m.group(1) in ("my", "our") or ln.speaker == "User" or ln.text.startswith(
+            "User ")
+        return f"{'your' if mine else m.group(1)} {m.group(2)}", ln
+    return None
+
+
+def _reply_to(question: EvidenceLine, lines: Sequence[EvidenceLine]) -> EvidenceLine | None:
+    """The first sentence said in answer to ``question`` (a line ending in "?"), if read."""
+    if not question.turn_indices:
+        return None
+    last = question.turn_indices[-1]
+    for ln in lines:
+        if (ln.session_id == question.session_id and ln.layer == question.layer
+                and ln.turn_indices and 0 < ln.turn_indices[0] - last <= 1
+                and ln.speaker != question.speaker and not ln.text.rstrip().endswith("?")):
+            return ln
+    return None
+
+
+def _cited(line: EvidenceLine, lines: Sequence[EvidenceLine]) -> list[EvidenceLine]:
+    """Sources for an answer cut from ``line``: a question is cited after its reply."""
+    if line.text.rstrip().endswith("?"):
+        reply = _reply_to(line, lines)
+        if reply is not None:
+            return [reply, line]
+    return [line]
+
+
+def _question_before(line: EvidenceLine, lines: Sequence[EvidenceLine]) -> EvidenceLine | None:
+    """The question ``line`` replies to: the other speaker's "?" line just before it."""
+    if not line.turn_indices or line.text.rstrip().endswith("?"):
+        return None
+    first = line.turn_indices[0]
+    asked = None
+    for ln in lines:
+        if ln == line:
+            break
+        if (ln.session_id == line.session_id and ln.layer == line.layer and ln.turn_indices
+                and 0 <= first - ln.turn_indices[-1] <= 1 and ln.speaker != line.speaker
+                and ln.text.rstrip().endswith("?")):
+            asked = ln
+    return asked
+
+
+def _typed_line(cues: Cues, candidates: Sequence[Scored], best: Scored,
+                lines: Sequence[EvidenceLine] = ()) -> Scored:
     """Among lines nearly as good as the best, the first that holds the kind asked for.
 
     "When" wants a stated date rather than the session's, "how long" a
     duration, "who" a name: a slightly weaker line that has one beats a
-    stronger line that does not.
+    stronger line that does not. A reply ("She loved the garlic prawns")
+    answers with what the question it replies to named ("Did Inês like
+    Ramiro?"), so that question is looked at first.
     """
     wanted = _TYPED_KINDS.get(cues.answer_type)
     if not wanted:
         return best
-    for s in candidates[:5]:
-        if s.coverage < best.coverage - 0.15:
-            break
-        if span_for(cues, s.line)[1] in wanted:
+    if span_for(cues, best.line)[1] not in wanted:
+        asked = _question_before(best.line, lines)
+        if asked is not None and span_for(cues, asked)[1] in wanted:
+            return Scored(asked, best.score, best.coverage, True)
+    near = [s for s in candidates[:5] if s.coverage >= best.coverage - 0.15]
+    typed = [s for s in near if span_for(cues, s.line)[1] in wanted]
+    # The user's own statement before the assistant's echo of it (unless the question
+    # asks what the assistant said).
+    for s in typed:
+        if s.line.speaker != relevance.ASSISTANT or cues.asks_assistant:
             return s
-    return best
+    return typed[0] if typed else best
 
 
 class ExtractiveAnswer:
@@ -107,13 +218,27 @@ class ExtractiveAnswer:
     def generate(self, cues: Cues, notes: OrganizedNotes | None, lines: Sequence[EvidenceLine],
                  evidence_text: str, draft: Draft | None, asked_on: datetime | None,
                  trace: "Trace", step: int) -> Generated:
+        if cues.who_is is not None:
+            found = _relation_answer(cues.who_is, lines)
+            if found is not None:
+                return Generated(found[0], sources=[found[1]])
+        if cues.relation_target is not None:
+            name, kin_lines = _kin_answer(cues, lines)
+            if name:
+                return Generated(name, sources=kin_lines[:1])
+            return Generated(ABSTAIN_TEXT, abstained=True)
         cues = relevance.with_aliases(cues, lines)
         if notes is None:
             candidates = [s for s in relevance.rank(cues, lines) if s.coverage >= MIN_COVERAGE]
         else:
             candidates = notes.relevant
         yesno = cues.answer_type == "yesno"
-        if not candidates or (candidates[0].coverage < self.abstain_below and not yesno):
+        # A line naming members of the category asked for ("which languages": "Rust")
+        # answers it even when it shares few of the question's words.
+        named = bool(cues.category) and any(
+            relevance.members(cues.category or "", s.line.text) for s in candidates[:5])
+        if not candidates or (candidates[0].coverage < self.abstain_below and not yesno
+                              and not named):
             if yesno:  # a guess beats silence: such questions ask for an inference
                 return Generated("No")
             return Generated(ABSTAIN_TEXT, abstained=True)
@@ -127,8 +252,8 @@ class ExtractiveAnswer:
                     best = s
                     break
         kind = cues.answer_type
-        best = _typed_line(cues, candidates, best)
-        if kind == "list" or (cues.counting and kind not in ("count", "date", "duration")):
+        best = _typed_line(cues, candidates, best, lines)
+        if kind == "list" or (cues.counting and kind not in ("count", "amount", "date", "duration")):
             items = notes.items if notes is not None else organize_lines(cues, lines, None).items
             if items:
                 chosen = items[:_LIST_ITEMS]
@@ -139,7 +264,11 @@ class ExtractiveAnswer:
             items = notes.items if notes is not None else organize_lines(cues, lines, None).items
             if items:
                 return Generated(str(len(items)), sources=[ln for _, ln in items])
-        return Generated(text or best.line.text, sources=[best.line])
+        if kind in _STATED_KINDS and how not in _TYPED_KINDS[kind]:
+            # "How long did the race take?" with no duration in the evidence: a span about
+            # the race is not an answer.
+            return Generated(ABSTAIN_TEXT, abstained=True, sources=[best.line])
+        return Generated(text or best.line.text, sources=_cited(best.line, lines))
 
 
 class LLMAnswer:

@@ -104,12 +104,17 @@ def organize_lines(cues: Cues, lines: Sequence[EvidenceLine], draft: str | None)
     if cues.counting:
         best = relevant[0].coverage if relevant else 0.0
         item_cues = Cues(question=cues.question, answer_type="thing", terms=cues.terms,
-                         names=cues.names, subjects=cues.subjects)
+                         names=cues.names, subjects=cues.subjects, category=cues.category)
+        # "Which languages": only lines naming languages give items, when some do.
+        want = "members" if cues.category and any(
+            relevance.members(cues.category, s.line.text) for s in relevant) else None
         keys: list[frozenset[str]] = []
         for s in relevant:
-            if s.coverage < best * 0.6:
+            if s.coverage < best * 0.6 and want is None:
                 continue
-            item, _ = span_for(item_cues, s.line, max_words=ITEM_WORDS)
+            item, kind = span_for(item_cues, s.line, max_words=ITEM_WORDS)
+            if want is not None and kind != want:
+                continue
             k = lexical.term_set(item)
             if not item or not k or any(len(k & o) / len(k | o) >= 0.5 for o in keys):
                 continue
@@ -127,19 +132,19 @@ def organize_lines(cues: Cues, lines: Sequence[EvidenceLine], draft: str | None)
 
 def render(cues: Cues, notes: OrganizedNotes) -> str:
     out = ["## Relevant facts"]
-    out += [f"{i}. {_label(s.line)} {s.line.text}" for i, s in enumerate(notes.relevant, 1)] \
+    out += [f"{i}. {_label(s.line)} {s.line.shown}" for i, s in enumerate(notes.relevant, 1)] \
         or ["(none found)"]
     if notes.timeline:
         out.append("\n## Timeline (oldest first)")
         last = len(notes.timeline) - 1
         for i, ln in enumerate(notes.timeline):
             mark = "  <- most recent" if i == last and last > 0 else ""
-            out.append(f"- {ln.date_text} {ln.session_id}: {ln.text}{mark}")
+            out.append(f"- {ln.date_text} {ln.session_id}: {ln.shown}{mark}")
     if notes.contradictions:
         out.append("\n## Changes and conflicts (latest is current)")
         for group in notes.contradictions:
-            out += [f"- {ln.date_text} {ln.session_id}: {ln.text}" for ln in group]
-            out.append(f"  current: {group[-1].text}")
+            out += [f"- {ln.date_text} {ln.session_id}: {ln.shown}" for ln in group]
+            out.append(f"  current: {group[-1].shown}")
     if cues.counting:
         out.append(f"\n## Enumeration ({len(notes.items)} items)")
         out += [f"- {item} {_label(ln)}" for item, ln in notes.items] or ["(no items found)"]

@@ -175,11 +175,11 @@ def _season(anchor: date, name: str, which: str, future: bool) -> date:
         return date(start.year - 1, month, 1) if in_it else start
     if which in ("next", "coming"):
         return date(start.year + 1, month, 1)
-    # "this summer": the current one, else this calendar year's (past or coming).
+    # "this summer": the current one, else this calendar year's, past or coming ("this
+    # spring" said in February is the coming one, not last year's).
     if in_it:
         return start
-    this_year = date(anchor.year, month, 1)
-    return this_year if future or this_year <= anchor else start
+    return date(anchor.year, month, 1)
 
 
 def _count(word: str) -> tuple[int, bool]:
@@ -262,12 +262,75 @@ def _weekday(anchor: date, name: str, forward: bool) -> date:
     return anchor - timedelta(days=(anchor.weekday() - target - 1) % 7 + 1)
 
 
-def find_relative_dates(text: str, anchor: date | datetime | None) -> list[ResolvedDate]:
-    """Every relative date phrase in ``text`` that resolves against ``anchor``."""
+_MONTH_NAMES = "|".join(vocab.MONTHS)
+# Calendar dates written without a year: "2 June", "June 2nd", "in January", "since March".
+# "May" alone is far more often the verb, so a bare month needs a preposition before it;
+# a year after it ("June 2023") makes it absolute already.
+_NO_YEAR = r"(?!,?\s*(?:\d{4}|'\d\d)\b)"
+_CALENDAR = re.compile(
+    rf"\b(?P<d1>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<m1>{_MONTH_NAMES})\b{_NO_YEAR}"
+    rf"|\b(?P<m2>{_MONTH_NAMES})\s+(?P<d2>\d{{1,2}})(?:st|nd|rd|th)?\b{_NO_YEAR}"
+    rf"|\b(?P<pre>(?i:in|by|on|of|to|since|until|till|early|late|after|before|during))\s+"
+    rf"(?P<m3>{_MONTH_NAMES})\b(?!\s+\d){_NO_YEAR}"
+)
+
+
+def _nearest_year(anchor: date, month: int, day: int, future: bool | None) -> date | None:
+    """The occurrence of (month, day) nearest the anchor; ``future`` True/False forces a side."""
+    options = []
+    for year in (anchor.year - 1, anchor.year, anchor.year + 1):
+        try:
+            options.append(date(year, month, day))
+        except ValueError:  # 29 February
+            continue
+    if future is False:
+        options = [d for d in options if d <= anchor] or options
+    elif future is True:
+        options = [d for d in options if d >= anchor] or options
+    return min(options, key=lambda d: abs((d - anchor).days)) if options else None
+
+
+def _calendar_dates(text: str, day: date) -> list[ResolvedDate]:
+    out: list[ResolvedDate] = []
+    for m in _CALENDAR.finditer(text):
+        month_name = m.group("m1") or m.group("m2") or m.group("m3")
+        month = vocab.MONTHS.index(month_name) + 1
+        number = m.group("d1") or m.group("d2")
+        left = max(text.rfind(c, 0, m.start()) for c in ".!?\n") + 1
+        ends = [i for i in (text.find(c, m.end()) for c in ".!?\n") if i >= 0]
+        future = _FUTURE_CUES.search(text, left, min(ends, default=len(text))) is not None
+        if number is not None:
+            value = _nearest_year(day, month, int(number), True if future else None)
+            if value is None:
+                continue
+            out.append(ResolvedDate(m.group(0), m.start(), m.end(), value, "day"))
+            continue
+        # "since January" looks back; "in May" is the nearest May either way.
+        past = (m.group("pre") or "").lower() == "since"
+        value = _nearest_year(day, month, 1, False if past else (True if future else None))
+        if value is None:
+            continue
+        if not past and value.year < day.year and value.month == day.month:
+            value = date(day.year, month, 1)  # the month we are in
+        start = m.start("m3")
+        out.append(ResolvedDate(m.group("m3"), start, m.end(), value, "month"))
+    return out
+
+
+def find_relative_dates(text: str, anchor: date | datetime | None, *,
+                        calendar: bool = True) -> list[ResolvedDate]:
+    """Every relative date phrase in ``text`` that resolves against ``anchor``.
+
+    With ``calendar`` (the default), dates written without a year ("2 June",
+    "since January") count too: they are placed in the year nearest the
+    anchor ("since" looks back).
+    """
     if anchor is None or not text:
         return []
     day = anchor.date() if isinstance(anchor, datetime) else anchor
     found: list[ResolvedDate] = []
+    if calendar:
+        found.extend(_calendar_dates(text, day))
     for m in _CANDIDATE.finditer(text):
         # Tense decides ambiguous phrases ("on Friday"); judge it per sentence.
         left = max(text.rfind(c, 0, m.start()) for c in ".!?\n") + 1
@@ -278,6 +341,7 @@ def find_relative_dates(text: str, anchor: date | datetime | None) -> list[Resol
         if hit is not None:
             value, gran, vague = hit
             found.append(ResolvedDate(m.group(0), m.start(), m.end(), value, gran, vague))
+    found.sort(key=lambda r: r.start)
     return found
 
 

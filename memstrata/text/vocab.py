@@ -21,7 +21,8 @@ VAGUE_COUNTS: dict[str, int] = {"couple": 2, "few": 3, "several": 3}
 #: Count words that are not quantities of a unit ("twice", "a dozen").
 OTHER_COUNTS: tuple[str, ...] = ("twenty", "dozen", "once", "twice", "thrice")
 #: Units a duration is measured in.
-DURATION_UNITS: tuple[str, ...] = ("year", "month", "week", "day", "hour", "decade")
+DURATION_UNITS: tuple[str, ...] = ("year", "month", "week", "day", "hour", "minute", "second",
+                                   "decade")
 #: Hedges that may open a duration ("about two years").
 APPROXIMATELY: tuple[str, ...] = ("about", "around", "almost", "nearly", "over")
 
@@ -69,12 +70,61 @@ _NUMBERS = "|".join(NUMBER_WORDS)
 _UNITS = "|".join(f"{u}s?" for u in DURATION_UNITS)
 
 #: A quantity of something as chat writes it: digits, a number word, "a few", "a couple of".
-QUANTITY = rf"(?:\d+|{_NUMBERS}|(?:a\s+)?couple(?:\s+of)?|(?:a\s+)?few|several)"
+QUANTITY = (rf"(?:\d+(?:\s*[-–]\s*\d+)?|{_NUMBERS}|(?:a\s+)?couple(?:\s+of)?|(?:a\s+)?few"
+            r"|several)")
 #: A count anywhere in a sentence ("three", "twice", "a few").
 COUNT = re.compile(
     rf"\b(?:\d+|{_NUMBERS}|{'|'.join(OTHER_COUNTS)}|(?:a\s+)?couple|several|(?:a\s+)?few)\b",
     re.IGNORECASE)
-#: A stretch of time ("about two years", "a few weeks ago", "an hour").
+#: A stretch of time ("about two years", "a few weeks ago", "an hour"); not a frequency
+#: ("three times a week", "once a month", "twice per day" say how often, not how long).
 DURATION = re.compile(
+    r"(?<!times\s)(?<!time\s)(?<!once\s)(?<!twice\s)(?<!thrice\s)(?<!per\s)(?<!every\s)"
     rf"\b(?:(?:{'|'.join(APPROXIMATELY)})\s+)?(?:{QUANTITY}|an?)\s+(?:{_UNITS})(?:\s+ago)?\b",
     re.IGNORECASE)
+
+#: Currencies, as symbols and as the words chat writes them in.
+CURRENCY_WORDS: tuple[str, ...] = (
+    "euros?", "eur", "dollars?", "usd", "bucks", "pounds?", "gbp", "quid", "francs?", "yen",
+    "yuan", "rupees?", "pesos?", "reais", "crowns?", "kronor", "krona", "cents?")
+#: A sum of money: "$1,500", "1500 euros", "€20", "two hundred dollars", "1.5k USD".
+AMOUNT = re.compile(
+    r"[$€£¥]\s?\d[\d,.]*(?:\s?(?:k|m|million|thousand|hundred))?"
+    rf"|\b(?:\d[\d,.]*\s?(?:k|m)?|{_NUMBERS}|a|one)(?:\s+(?:hundred|thousand|million))?\s+"
+    rf"(?:{'|'.join(CURRENCY_WORDS)})\b",
+    re.IGNORECASE)
+#: Question words that ask about money: a line holding an amount covers them.
+MONEY_WORDS: frozenset[str] = frozenset(
+    "money budget budgets budgeted cost costs price prices spend spent pay paid afford "
+    "expensive cheap salary earn earned save saved savings fee fees rent".split())
+
+#: Words one question may use for what the conversation says another way ("travel" for a
+#: "trip"). Kept to near-synonyms: a family is one meaning, not a topic.
+SYNONYMS: tuple[frozenset[str], ...] = tuple(frozenset(g.split()) for g in (
+    "travel travels travelled traveled traveling travelling trip trips journey vacation "
+    "holiday holidays",
+    "job jobs career careers",
+    "language languages",
+))
+
+#: Members a category noun in a question stands for: "which languages" is covered, and
+#: answered, by "C++ and Rust". Small on purpose: common chat categories only.
+CATEGORY_MEMBERS: dict[str, frozenset[str]] = {
+    "language": frozenset(
+        """c++ c# rust python java javascript typescript golang kotlin php
+        scala haskell ocaml elixir erlang matlab perl lua sql zig fortran cobol
+        english spanish french german italian portuguese dutch swedish norwegian danish
+        finnish polish russian ukrainian czech greek turkish arabic hebrew hindi bengali
+        urdu chinese mandarin cantonese japanese korean vietnamese thai indonesian
+        swahili""".split()),
+    "instrument": frozenset(
+        """piano guitar violin cello viola drums drum flute clarinet saxophone sax trumpet
+        trombone ukulele bass harp banjo accordion harmonica keyboard""".split()),
+    "pet": frozenset(
+        """cat cats dog dogs kitten puppy hamster rabbit parrot fish turtle guinea
+        snake lizard horse""".split()),
+    "sport": frozenset(
+        """football soccer basketball tennis baseball volleyball hockey golf rugby cricket
+        swimming running cycling climbing skiing snowboarding surfing boxing yoga badminton
+        squash""".split()),
+}

@@ -145,3 +145,43 @@ def test_reading_before_any_ingest_says_what_to_run(tmp_path: Path):
         assert r.returncode == 2
         assert f"nothing ingested into {tmp_path / 'never'} yet" in r.stderr
         assert "memstrata ingest FILE" in r.stderr
+
+
+def test_ask_for_a_user_with_no_data_says_so_and_fails(slashed: tuple[Path, str]):
+    data, _ = slashed
+    # The tenant left out: the default tenant holds nobody.
+    r = run("ask", "--user", "c", "Do I keep bees?", data_dir=data)
+    assert r.returncode == 1, r.stdout
+    assert "no memory for tenant=default user=c" in r.stderr and "--tenant" in r.stderr
+    assert "Not mentioned" not in r.stdout
+    r = run("ask", "--tenant", "a/b", "--user", "nobody", "Do I keep bees?", data_dir=data)
+    assert r.returncode == 1 and "tenant 'a/b' has 1 other user" in r.stderr
+
+
+def test_forget_of_an_unknown_user_forgets_nothing_and_fails(slashed: tuple[Path, str]):
+    data, _ = slashed
+    r = run("forget", "--tenant", "a/b", "--user", "nobody", "--yes", data_dir=data)
+    assert r.returncode == 1
+    assert "no memory for tenant=a/b user=nobody: nothing forgotten" in r.stderr
+    assert "forgot" not in r.stdout
+
+
+@pytest.mark.parametrize("command", [["serve"], ["eval", "retrieval"], ["ask"]])
+def test_help_paragraphs_wrap_at_the_terminal_not_mid_sentence(tmp_path: Path,
+                                                               command: list[str]):
+    r = run(*command, "--help", data_dir=tmp_path, env={"COLUMNS": "200"})
+    assert r.returncode == 0
+    assert "``" not in r.stdout
+    # A line of prose that stops mid-sentence must have been wrapped by the terminal
+    # (nearly full width), not by a line break in the docstring (about 80 columns).
+    prose = [ln.strip() for ln in r.stdout.splitlines()
+             if ln.strip() and not ln.strip().startswith(("│", "╭", "╰", "Usage:"))]
+    assert prose
+    for line in prose:
+        assert line.endswith((".", ":", ")", "!", "?")) or len(line) > 140, line
+
+
+def test_eval_commands_write_different_files_by_default(tmp_path: Path):
+    for command, name in ((["eval", "qa"], "qa.json"), (["eval", "retrieval"], "retrieval.json")):
+        r = run(*command, "--help", data_dir=tmp_path, env={"COLUMNS": "200"})
+        assert f"[default: {name}]" in r.stdout

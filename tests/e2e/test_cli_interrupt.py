@@ -63,6 +63,9 @@ def test_ctrl_c_says_what_was_committed_and_a_rerun_finishes(tmp_path: Path):
     assert m, err
     done = int(m.group(1))
     assert 0 < done < SESSIONS
+    # The progress display agrees with the message: its committed bar stops at the same count.
+    bars = re.findall(r"committed\s.*?(\d+)/200 sessions", err)
+    assert bars and int(bars[-1]) == done, err
     assert "Run the same command again" in err
     again = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=240)
     assert again.returncode == 0, again.stderr

@@ -33,6 +33,9 @@ class StubMemory:
     def get_session(self, scope: Any, session_id: str) -> object:
         return object()
 
+    def sessions(self, scope: Any) -> list[object]:
+        return [object()]
+
     def delete(self, scope: Any, session_id: str | None = None) -> DeleteReceipt:
         return self.receipt
 

@@ -139,8 +139,8 @@ def test_user_and_assistant_roles_without_names():
 
 
 def test_version_and_settings():
-    assert ExtractiveBuilder().version == "extractive-3"
-    assert ExtractiveBuilder(max_words=20).version != "extractive-3"
+    assert ExtractiveBuilder().version == "extractive-4"
+    assert ExtractiveBuilder(max_words=20).version != "extractive-4"
     with pytest.raises(ValueError):
         ExtractiveBuilder(max_words=2)
 
@@ -162,3 +162,33 @@ def test_assistant_chat_keeps_the_users_passing_fact_over_a_long_reply():
     out = ExtractiveBuilder().summarize_window(Window(meta=meta, turns=[turn], targets=[1]))[0]
     assert "train" in out.summary and "office" in out.summary
     assert "Assistant" not in out.summary.split("train")[0]  # the user's fact leads
+
+
+def test_key_facts_are_the_users_not_the_assistants_advice():
+    """L1 holds facts about the user; an unnamed assistant's suggestion is not one."""
+    turns = [
+        Turn(index=1, messages=[
+            Message(role="user", content="I'm planning a trip to Lisbon with my sister Ines."),
+            Message(role="assistant", content="Try Cervejaria Ramiro for shellfish and the "
+                                              "Time Out Market for a bit of everything."),
+        ]),
+        Turn(index=2, messages=[
+            Message(role="user", content="I adopted a cat named Sardinha after the trip."),
+            Message(role="assistant", content="Sardinha is a perfect name for a cat."),
+        ]),
+    ]
+    facts = [f.text for f in ExtractiveBuilder().key_facts(META, turns)]
+    assert any("Lisbon" in f for f in facts) and any("Sardinha" in f for f in facts)
+    assert not any("Ramiro" in f or "perfect name" in f for f in facts), facts
+
+
+def test_user_keywords_name_the_event_even_when_the_summary_holds_it():
+    turn = Turn(index=1, messages=[
+        Message(role="user", content="I signed up for the Berlin half marathon on 2 June. "
+                                     "I've been running three times a week."),
+        Message(role="assistant", content="Nice! Eight weeks is enough to build up if you add "
+                                          "one long run each weekend."),
+    ])
+    (s,) = ExtractiveBuilder().summarize_window(Window(meta=META, turns=[turn], targets=[1]))
+    joined = " ".join(s.keywords).lower()
+    assert "berlin" in joined and "half marathon" in joined, s.keywords

@@ -89,3 +89,40 @@ def test_session_dates_parse(text: str, expected: datetime):
 def test_unparseable_session_date_is_none():
     assert parse_datetime("") is None
     assert parse_datetime("not a date at all") is None
+
+
+# One test per kind of expression: seasons, months and days without a year, weekdays,
+# "next <weekday>", each placed in the right year around the session date.
+FEB = datetime(2024, 2, 1, 12, 0)  # a Thursday
+
+
+def test_this_season_said_before_it_is_the_coming_one():
+    assert labels("I'm adding four more hives this spring.", FEB) == ["spring 2024"]
+    assert labels("We went skiing this winter.", FEB) == ["winter 2023"]  # the one in progress
+    assert labels("Last summer was hot.", FEB) == ["summer 2023"]
+
+
+def test_month_without_a_year_is_the_nearest_and_since_looks_back():
+    assert labels("I'm vegetarian since January.", datetime(2024, 3, 2)) == ["2024-01"]
+    assert labels("A trip to Lisbon in May. You may come.", datetime(2024, 3, 2)) == ["2024-05"]
+    assert labels("We moved in December.", datetime(2024, 1, 5)) == ["2023-12"]
+    assert labels("I'll visit in November.", datetime(2024, 12, 20)) == ["2025-11"]
+    # "since December" said in January is last year's December.
+    assert labels("Sober since December.", datetime(2024, 1, 5)) == ["2023-12"]
+
+
+def test_day_and_month_without_a_year():
+    assert labels("The half marathon is on 2 June.", datetime(2024, 4, 10)) == ["2024-06-02"]
+    assert labels("Her party was on March 3rd.", datetime(2024, 4, 10)) == ["2024-03-03"]
+    assert labels("We'll meet on January 4th.", datetime(2023, 12, 28)) == ["2024-01-04"]
+
+
+def test_written_years_are_left_alone():
+    for text in ("We met on June 3, 2023.", "It was in June 2022.", "On 2 June 2021 it rained."):
+        assert annotate_dates(text, FEB) == (text, [])
+
+
+def test_weekdays_and_next_monday():
+    assert labels("I start a new job next Monday.", datetime(2024, 1, 5)) == ["2024-01-08"]
+    assert labels("I saw her last Friday.", datetime(2024, 1, 5)) == ["2023-12-29"]
+    assert labels("I'll call her on Tuesday.", datetime(2024, 1, 5)) == ["2024-01-09"]
