@@ -136,3 +136,21 @@ class LocalRolloutExecutor:
                 if progress:
                     progress(i, len(requests))
         return out
+
+
+#: Entry-point group of executor backends (``workers`` registers ``eval_rollouts``).
+EXECUTOR_GROUP = "memstrata.executors"
+
+
+def find_backend(name: str) -> Any:
+    """The callable a service registered as ``name`` in :data:`EXECUTOR_GROUP`.
+
+    Raises :class:`LookupError` saying what to install when none is.
+    """
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=EXECUTOR_GROUP):
+        if ep.name == name:
+            return ep.load()
+    raise LookupError(f"no executor backend {name!r} is installed: install the Ray workers "
+                      f"with pip install 'memstrata[ray]'")

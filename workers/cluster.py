@@ -32,6 +32,8 @@ def connect(settings: WorkersSettings, **init_kwargs: Any) -> Any:
     if address is None:
         kwargs.setdefault("num_cpus", settings.local_num_cpus)
         kwargs.setdefault("include_dashboard", False)
+    if address is not None and address != "auto":
+        probe(address, settings.connect_timeout_s)
     try:
         ray.init(address=address, **kwargs)
     except (ConnectionError, TimeoutError, RuntimeError, ValueError) as exc:
@@ -40,6 +42,19 @@ def connect(settings: WorkersSettings, **init_kwargs: Any) -> Any:
             f"(MEMSTRATA_WORKERS_RAY_ADDRESS): {exc}") from None
     log.info("connected to Ray at %s", address or "a new local Ray")
     return ray
+
+
+def probe(address: str, timeout_s: float) -> None:
+    """Fail fast when nothing listens at ``address`` (Ray itself retries for a minute)."""
+    import socket
+
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout_s).close()
+    except OSError as exc:
+        raise RayUnreachable(
+            f"cannot reach the Ray cluster at {address} (MEMSTRATA_WORKERS_RAY_ADDRESS): "
+            f"{exc}") from None
 
 
 def is_ray_lost(exc: BaseException) -> bool:

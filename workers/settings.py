@@ -34,6 +34,8 @@ class WorkersSettings(BaseSettings):
     ray_address: str = ""
     #: Ray namespace the named actors live in (one per deployment).
     namespace: str = Field("memstrata", pattern=r"^[A-Za-z0-9_\-]+$")
+    #: Seconds start-up waits for the cluster's address to answer.
+    connect_timeout_s: float = Field(5.0, gt=0, le=600)
     #: CPUs a local Ray may use when this process starts one.
     local_num_cpus: int = Field(2, ge=1, le=1024)
 
