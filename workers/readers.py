@@ -11,29 +11,71 @@ from __future__ import annotations
 import asyncio
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from memstrata.config import Settings
-from memstrata.roles import MemoryReader
+from memstrata.model import KeyFacts, L0Unit, Scope, SessionHit, SessionMeta, Turn, TurnNotes
+from memstrata.roles import MemoryReader, MemoryStats
 
 
 @dataclass(frozen=True)
 class ServiceReaderSpec:
-    """Read through a query service with one tenant's API key."""
+    """Read through a query service: one API key per tenant (a key names its tenant)."""
 
     address: str
-    api_key: str
+    tenant_keys: tuple[tuple[str, str], ...]
     timeout_s: float = 60.0
 
     def open(self) -> MemoryReader:
+        return TenantRoutedReader(self.address, dict(self.tenant_keys), self.timeout_s)
+
+
+class TenantRoutedReader:
+    """A MemoryReader over gRPC that uses the key of each call's tenant."""
+
+    def __init__(self, address: str, keys: dict[str, str], timeout_s: float) -> None:
         from memstrata.client.sync import MemoryClient
 
-        return MemoryClient(self.address, api_key=self.api_key,  # type: ignore[return-value]
-                            timeout_s=self.timeout_s)
+        self.clients = {t: MemoryClient(address, api_key=k, timeout_s=timeout_s)
+                        for t, k in keys.items()}
+
+    def _for(self, tenant: str) -> Any:
+        try:
+            return self.clients[tenant]
+        except KeyError:
+            raise PermissionError(f"no key for tenant {tenant!r} on this rollout actor") from None
+
+    def search(self, scope: Scope, queries: str | Sequence[str],
+               top_k: int | None = None) -> list[SessionHit]:
+        return self._for(scope.tenant_id).search(scope, queries, top_k)  # type: ignore[no-any-return]
+
+    def sessions(self, scope: Scope) -> list[SessionMeta]:
+        return self._for(scope.tenant_id).sessions(scope)  # type: ignore[no-any-return]
+
+    def session(self, scope: Scope, session_id: str) -> SessionMeta:
+        return self._for(scope.tenant_id).session(scope, session_id)  # type: ignore[no-any-return]
+
+    def l0(self, scope: Scope, session_id: str) -> list[L0Unit]:
+        return self._for(scope.tenant_id).l0(scope, session_id)  # type: ignore[no-any-return]
+
+    def facts(self, scope: Scope, session_id: str) -> KeyFacts:
+        return self._for(scope.tenant_id).facts(scope, session_id)  # type: ignore[no-any-return]
+
+    def notes(self, scope: Scope, session_id: str) -> TurnNotes:
+        return self._for(scope.tenant_id).notes(scope, session_id)  # type: ignore[no-any-return]
+
+    def raw(self, scope: Scope, session_id: str,
+            turns: Iterable[int] | None = None) -> list[Turn]:
+        return self._for(scope.tenant_id).raw(scope, session_id, turns)  # type: ignore[no-any-return]
+
+    def stats(self, tenant_id: str | None = None) -> MemoryStats:
+        if tenant_id is None:
+            raise PermissionError("stats of every tenant are not read through a rollout actor")
+        return self._for(tenant_id).stats(tenant_id)  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True)
@@ -52,11 +94,13 @@ ReaderSpec = ServiceReaderSpec | StoreReaderSpec
 
 
 @contextmanager
-def serve_memory(memory: Any, tenant: str, host: str = "127.0.0.1") -> Iterator[ServiceReaderSpec]:
-    """Serve ``memory`` over gRPC on a free port for the duration (``eval qa --workers``).
+def serve_memory(memory: Any, tenants: str | Iterable[str], host: str = "127.0.0.1",
+                 ) -> Iterator[ServiceReaderSpec]:
+    """Serve ``memory`` over gRPC on a free loopback port for the duration.
 
-    One API key for ``tenant`` is made in a temporary keys file; limits are
-    lifted, since the only callers are this run's own actors.
+    For ``eval qa --workers`` and for a query service whose stores are embedded:
+    one API key per tenant is made in a temporary keys file; limits are lifted,
+    since the only callers are this process's own rollout actors.
     """
     from query_service.keys import add_key
     from query_service.server import build_server
@@ -64,7 +108,8 @@ def serve_memory(memory: Any, tenant: str, host: str = "127.0.0.1") -> Iterator[
 
     with tempfile.TemporaryDirectory(prefix="memstrata-workers-") as tmp:
         keys = Path(tmp) / "keys.json"
-        _, key = add_key(keys, tenant)
+        names = [tenants] if isinstance(tenants, str) else sorted(set(tenants))
+        tenant_keys = tuple((t, add_key(keys, t)[1]) for t in names)
         settings = ServiceSettings(host=host, port=0, keys_file=keys, rate_per_s=1e9,
                                    burst=1_000_000_000, max_concurrent=1_000_000,
                                    spend_file=Path(tmp) / "spend.json")
@@ -73,9 +118,9 @@ def serve_memory(memory: Any, tenant: str, host: str = "127.0.0.1") -> Iterator[
         thread.start()
         try:
             handle = asyncio.run_coroutine_threadsafe(
-                build_server(memory, settings), loop).result(60)
+                build_server(memory, settings, start_workers=False), loop).result(60)
             try:
-                yield ServiceReaderSpec(f"{host}:{handle.port}", key)
+                yield ServiceReaderSpec(f"{host}:{handle.port}", tenant_keys)
             finally:
                 asyncio.run_coroutine_threadsafe(handle.stop(1.0), loop).result(30)
         finally:

@@ -202,6 +202,9 @@ class RayRolloutExecutor(RolloutExecutor):
             self._inflight += 1
         try:
             out = self.answer_many([request])[0]
+        except Exception as exc:  # per-question errors come back as results: this is Ray
+            self.metrics.fallbacks.labels(pool="rollout").inc()
+            raise ExecutorUnavailable(f"the Ray rollout pool failed: {exc}") from exc
         finally:
             with self._lock:
                 self._inflight -= 1
