@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench._common import OUT_DIR, ROOT, console, print_table
+from bench._common import OUT_DIR, ROOT, console, load_average, print_table
 
 LATENCY_S = 0.3
 
@@ -123,6 +123,7 @@ def rollouts_offline(memory: Any, data: Any, n: int) -> list[list[object]]:
                                           reader, controller_settings=cs,
                                           app_settings=memory.settings, actors=actors)
                 pool.ready()
+                pool.answer_many(reqs[:actors])  # warm each actor (imports, first reads)
                 rate, err = _throughput(pool, reqs)
                 rows.append([f"Ray, {actors} actor(s)", len(reqs), rate, err])
                 pool.close()
@@ -148,9 +149,10 @@ def rollouts_slow_llm(memory: Any, data: Any, n: int) -> list[list[object]]:
     cs = ControllerSettings(policy="llm")
     qs = (data.questions * 4)[:n]
     reqs = [RolloutRequest(q.scope, q.question, q.asked_on) for q in qs]
-    few = reqs[: max(4, n // 4)]
+    few = reqs[: max(4, n // 8)]
     rows: list[list[object]] = []
     local = LocalRolloutExecutor(Controller(memory, cs, FixedLatencyChat(LATENCY_S)))
+    local.answer_many(few[:1])
     rate, err = _throughput(local, few)
     rows.append(["in-process (1 thread)", "-", len(few), rate, err])
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0,
@@ -166,6 +168,7 @@ def rollouts_slow_llm(memory: Any, data: Any, n: int) -> list[list[object]]:
                     reader, controller_settings=cs, app_settings=memory.settings,
                     actors=actors, chat_factory=lambda: FixedLatencyChat(LATENCY_S))
                 placed = pool.ready()
+                pool.answer_many(reqs[:actors])  # warm each actor (imports, first reads)
                 rate, err = _throughput(pool, batch)
                 rows.append([f"Ray, {actors} actor(s)", len(set(placed)), len(batch), rate,
                              err])
@@ -184,9 +187,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="LoCoMo JSON (default: $MEMSTRATA_LOCOMO_PATH)")
     p.add_argument("--conversations", type=int, default=2)
     p.add_argument("--questions", type=int, default=40, help="offline rollouts per config")
-    p.add_argument("--llm-questions", type=int, default=32,
+    p.add_argument("--parts", default="1,2,3", help="which parts to run (comma-separated)")
+    p.add_argument("--llm-questions", type=int, default=64,
                    help="rollouts for 8 actors with the 300 ms chat double (a quarter for "
-                        "1 actor and in-process)")
+                        "1 actor and in-process: an eighth)")
     args = p.parse_args(argv)
     if args.dataset is None or not args.dataset.is_file():
         console.print("[red]--dataset: give a LoCoMo JSON file (or set "
@@ -210,23 +214,28 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.perf_counter()
             memory.ingest(data.parsed.sessions)
             console.print(f"ingested in {time.perf_counter() - t0:.1f} s")
-            rows = first_reads(memory, data.parsed.sessions)
+            parts = {int(x) for x in args.parts.split(",")}
+            console.print(f"load average before: {load_average():.1f} "
+                          f"({os.cpu_count()} cores)")
+            rows = first_reads(memory, data.parsed.sessions) if 1 in parts else []
             print_table("first read of a cold session's L1 (ms)",
                         ["builder", "sessions", "cold p50", "cold max", "pre-warmed p50",
                          "pre-warmed max", "pre-warm built"], rows)
             result["first_read_ms"] = rows
-            rows = rollouts_offline(memory, data, args.questions)
+            rows = rollouts_offline(memory, data, args.questions) if 2 in parts else []
             print_table("rollout throughput, offline rules controller (questions/s)",
                         ["where", "questions", "q/s", "errors"], rows)
             result["rollouts_offline"] = rows
-            rows = rollouts_slow_llm(memory, data, args.llm_questions)
-            base = next(r[3] for r in rows if r[0] == "Ray, 1 actor(s)")
+            rows = rollouts_slow_llm(memory, data, args.llm_questions) if 3 in parts else []
+            base = next((r[3] for r in rows if r[0] == "Ray, 1 actor(s)"), 1.0)
             for r in rows:
                 r.append(f"{float(r[3]) / float(base):.1f}x")  # type: ignore[arg-type]
             print_table(f"rollout throughput, LLM controller with FixedLatencyChat "
                         f"({LATENCY_S * 1000:.0f} ms/call, test double) (questions/s)",
                         ["where", "nodes", "questions", "q/s", "errors", "vs 1 actor"], rows)
             result["rollouts_llm_double"] = rows
+            result["load_average_after"] = load_average()
+            console.print(f"load average after: {result['load_average_after']:.1f}")
         finally:
             memory.close()
     OUT_DIR.mkdir(parents=True, exist_ok=True)

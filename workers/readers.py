@@ -110,7 +110,9 @@ def serve_memory(memory: Any, tenants: str | Iterable[str], host: str = "127.0.0
         keys = Path(tmp) / "keys.json"
         names = [tenants] if isinstance(tenants, str) else sorted(set(tenants))
         tenant_keys = tuple((t, add_key(keys, t)[1]) for t in names)
+        # Reads from many actors at once: more read threads than a public service's default.
         settings = ServiceSettings(host=host, port=0, keys_file=keys, rate_per_s=1e9,
+                                   read_threads=8,
                                    burst=1_000_000_000, max_concurrent=1_000_000,
                                    spend_file=Path(tmp) / "spend.json")
         loop = asyncio.new_event_loop()

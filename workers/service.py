@@ -41,7 +41,10 @@ class ServiceWorkers:
         for part in (self.rollouts, self.layers):
             if part is not None:
                 try:
-                    part.close()
+                    if part is self.layers:  # detached ones are shared with other replicas
+                        self.layers.close(kill=not self.layers.settings.ray_address)
+                    else:
+                        part.close()
                 except Exception as exc:  # the cluster may be gone already
                     log.warning("closing Ray workers: %s", exc)
         self.stack.close()
