@@ -189,8 +189,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--questions", type=int, default=40, help="offline rollouts per config")
     p.add_argument("--parts", default="1,2,3", help="which parts to run (comma-separated)")
     p.add_argument("--llm-questions", type=int, default=64,
-                   help="rollouts for 8 actors with the 300 ms chat double (a quarter for "
-                        "1 actor and in-process: an eighth)")
+                   help="rollouts for 8 actors with the 300 ms chat double (an eighth for "
+                        "1 actor and in-process)")
     args = p.parse_args(argv)
     if args.dataset is None or not args.dataset.is_file():
         console.print("[red]--dataset: give a LoCoMo JSON file (or set "
@@ -218,19 +218,19 @@ def main(argv: list[str] | None = None) -> int:
             console.print(f"load average before: {load_average():.1f} "
                           f"({os.cpu_count()} cores)")
             rows = first_reads(memory, data.parsed.sessions) if 1 in parts else []
-            print_table("first read of a cold session's L1 (ms)",
+            _ = rows and print_table("first read of a cold session's L1 (ms)",
                         ["builder", "sessions", "cold p50", "cold max", "pre-warmed p50",
                          "pre-warmed max", "pre-warm built"], rows)
             result["first_read_ms"] = rows
             rows = rollouts_offline(memory, data, args.questions) if 2 in parts else []
-            print_table("rollout throughput, offline rules controller (questions/s)",
+            _ = rows and print_table("rollout throughput, offline rules controller (questions/s)",
                         ["where", "questions", "q/s", "errors"], rows)
             result["rollouts_offline"] = rows
             rows = rollouts_slow_llm(memory, data, args.llm_questions) if 3 in parts else []
             base = next((r[3] for r in rows if r[0] == "Ray, 1 actor(s)"), 1.0)
             for r in rows:
                 r.append(f"{float(r[3]) / float(base):.1f}x")  # type: ignore[arg-type]
-            print_table(f"rollout throughput, LLM controller with FixedLatencyChat "
+            _ = rows and print_table(f"rollout throughput, LLM controller with FixedLatencyChat "
                         f"({LATENCY_S * 1000:.0f} ms/call, test double) (questions/s)",
                         ["where", "nodes", "questions", "q/s", "errors", "vs 1 actor"], rows)
             result["rollouts_llm_double"] = rows

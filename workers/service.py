@@ -12,7 +12,10 @@ file knows (embedded stores), or open the server stores read-only.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import os
+import threading
 from contextlib import ExitStack
 from typing import Any
 
@@ -21,7 +24,7 @@ from workers.materialize import RayLayerExecutor, attach
 from workers.metrics import WorkersMetrics
 from workers.readers import ReaderSpec, StoreReaderSpec, serve_memory
 from workers.rollout import RayRolloutExecutor
-from workers.settings import load_workers_settings
+from workers.settings import WorkersSettings, load_workers_settings
 
 log = logging.getLogger(__name__)
 
@@ -34,10 +37,16 @@ class ServiceWorkers:
         self.metrics: WorkersMetrics | None = None
         self.layers: RayLayerExecutor | None = None
         self.rollouts: RayRolloutExecutor | None = None
+        #: The pre-warm consumer's stop event and thread (PREWARM != off and a broker).
+        self.prewarm_stop: threading.Event | None = None
+        self.prewarm_thread: threading.Thread | None = None
         #: This process started its own local Ray (empty address): shut it down on close.
         self.started_ray = False
 
     def close(self) -> None:
+        if self.prewarm_stop is not None and self.prewarm_thread is not None:
+            self.prewarm_stop.set()
+            self.prewarm_thread.join(10)
         for part in (self.rollouts, self.layers):
             if part is not None:
                 try:
@@ -61,7 +70,7 @@ def start_service_workers(memory: Any, servicer: Any, tenants: set[str],
 
     settings = load_workers_settings()
     if settings.backend != "ray":
-        return None
+        return start_prewarm(ServiceWorkers(), memory, settings, registry)
     import ray
 
     out = ServiceWorkers()
@@ -87,4 +96,41 @@ def start_service_workers(memory: Any, servicer: Any, tenants: set[str],
         raise
     log.info("Ray workers: %d materializers, %d rollout actors", settings.materializers,
              len(out.rollouts.actors))
+    start_prewarm(out, memory, settings, registry)
+    return out
+
+
+def start_prewarm(out: ServiceWorkers, memory: Any, settings: WorkersSettings,
+                  registry: Any) -> ServiceWorkers | None:
+    """Consume ``memstrata.l0.v1`` on a thread of its own when pre-warming is on.
+
+    Needs the broker (``MEMSTRATA_KAFKA_BROKERS``); without one pre-warming is off,
+    and the log says so. Returns ``out``, or None when nothing was started at all.
+    """
+    from workers.prewarm import Prewarmer, consume_l0, memory_spend, memory_warmer
+
+    if settings.prewarm == "off":
+        return out if out.rollouts is not None else None
+    brokers = os.environ.get("MEMSTRATA_KAFKA_BROKERS")
+    if not brokers:
+        log.warning("MEMSTRATA_WORKERS_PREWARM=%s needs MEMSTRATA_KAFKA_BROKERS (it reads "
+                    "memstrata.l0.v1); pre-warming is off", settings.prewarm)
+        return out if out.rollouts is not None else None
+    metrics = out.metrics or WorkersMetrics(registry=registry)
+    out.metrics = metrics
+    prewarmer = Prewarmer(settings, memory_warmer(memory), spend=memory_spend(memory),
+                          metrics=metrics)
+    stop = threading.Event()
+
+    def run() -> None:
+        try:
+            asyncio.run(consume_l0(brokers, prewarmer, stop=stop))
+        except Exception as exc:  # pre-warming is an optimisation: log, never crash
+            log.error("pre-warm consumer stopped: %s", exc)
+
+    out.prewarm_stop = stop
+    out.prewarm_thread = threading.Thread(target=run, name="memstrata-prewarm", daemon=True)
+    out.prewarm_thread.start()
+    log.info("pre-warming L1 (%s, %g sessions/min) from memstrata.l0.v1",
+             settings.prewarm, settings.prewarm_sessions_per_min)
     return out
