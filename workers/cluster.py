@@ -64,7 +64,6 @@ def is_ray_lost(exc: BaseException) -> bool:
     except ImportError:  # pragma: no cover - the ray extra is installed with workers
         return False
     lost = tuple(c for c in (getattr(rx, "RaySystemError", None),
-                             getattr(rx, "GetTimeoutError", None) and None,
                              getattr(rx, "ActorUnavailableError", None),
                              getattr(rx, "RayActorError", None)) if c is not None)
     return isinstance(exc, lost + (ConnectionError,))

@@ -161,7 +161,10 @@ class RayRolloutExecutor(RolloutExecutor):
                 load[k] -= 1
                 outcome: Answer | BaseException
                 if ref not in ready:
-                    self.ray.cancel(ref, force=False)
+                    try:
+                        self.ray.cancel(ref, force=False)
+                    except Exception as exc:  # already finished or its actor is gone
+                        log.debug("cancelling rollout %d: %s", j, exc)
                     outcome = TimeoutError(f"rollout {j} took over {timeout:g} s "
                                            f"(MEMSTRATA_WORKERS_ROLLOUT_TIMEOUT_S)")
                     self.metrics.rollouts.labels(outcome="timeout").inc()

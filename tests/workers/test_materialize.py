@@ -187,6 +187,23 @@ def test_queue_bound_gives_busy(ray_local, memory):
         ex.close()
 
 
+def test_lost_materializer_falls_back_in_process_and_says_so(ray_local, memory, caplog):
+    from memstrata.executor import LocalLayerExecutor
+
+    scope, sid = _first_session(memory)
+    metrics = WorkersMetrics()
+    ex = RayLayerExecutor(_settings(materializers=1, max_restarts=0), metrics=metrics,
+                          name_prefix="t-lost", builder_factory=FlakyBuilder,
+                          fallback=LocalLayerExecutor(memory.builder))
+    req = _request(memory, scope, sid, "L2")
+    ex.ray.kill(ex.actors[0], no_restart=True)
+    with caplog.at_level("ERROR", logger="workers.materialize"):
+        items = ex.build_layer(req)
+    assert items == LocalLayerExecutor(memory.builder).build_layer(req)
+    assert ex.degraded and "building in-process from now on" in caplog.text
+    assert metrics.fallbacks.labels(pool="materialize")._value.get() == 1
+
+
 class _Proxy:
     def __init__(self, inner: Any, **overrides: Any) -> None:
         self._inner = inner
