@@ -13,6 +13,7 @@ file knows (embedded stores), or open the server stores read-only.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import os
 import threading
@@ -77,8 +78,12 @@ def start_service_workers(memory: Any, servicer: Any, tenants: set[str],
     out.started_ray = not ray.is_initialized() and not settings.ray_address
     try:
         out.metrics = WorkersMetrics(registry=registry)
+        # The builder version is in the actors' names: detached materializers left by a
+        # deployment with another builder are never asked to build for this one.
+        tag = hashlib.sha256(memory.builder.version.encode()).hexdigest()[:10]
         out.layers = RayLayerExecutor(settings, metrics=out.metrics,
-                                      fallback=LocalLayerExecutor(memory.builder))
+                                      fallback=LocalLayerExecutor(memory.builder),
+                                      name_prefix=f"memstrata-materializer-{tag}")
         attach(memory, out.layers, out.metrics)
         reader: ReaderSpec
         if embedded_backends(memory.settings):
