@@ -167,10 +167,13 @@ def memory_spend(memory: Any, prices: Any = None) -> Spend | None:
     return spend
 
 
-async def consume_l0(brokers: str, prewarmer: Prewarmer, *, group: str = "memstrata-prewarm",
-                     stop: Any = None, topic: str = L0_TOPIC) -> None:
+async def consume_l0(brokers: str, prewarmer: Prewarmer, *,
+                     group: str | None = "memstrata-prewarm", stop: Any = None,
+                     topic: str = L0_TOPIC, offset_reset: str = "latest") -> None:
     """Read ``memstrata.l0.v1`` and warm what the policy picks until ``stop`` is set.
 
+    One consumer group across service replicas splits the sessions among them
+    (``group=None``: this consumer reads every partition, committing nothing).
     Warming runs in a thread so a slow build never stalls the consumer's heartbeats.
     """
     import asyncio
@@ -178,7 +181,8 @@ async def consume_l0(brokers: str, prewarmer: Prewarmer, *, group: str = "memstr
     from aiokafka import AIOKafkaConsumer
 
     consumer = AIOKafkaConsumer(topic, bootstrap_servers=brokers, group_id=group,
-                                auto_offset_reset="latest", enable_auto_commit=True)
+                                auto_offset_reset=offset_reset,
+                                enable_auto_commit=group is not None)
     await consumer.start()
     try:
         while stop is None or not stop.is_set():

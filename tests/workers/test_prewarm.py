@@ -103,3 +103,52 @@ def test_budget_holds_the_stated_rate_and_hot_waits(tmp_path, dataset):
     assert hot.offer("t", "u", "b") is False
     clock.now += 100  # the earlier report fell out of the window
     assert [hot.offer("t", "u", "b") for _ in range(2)] == [False, False]
+
+
+def test_prewarm_consumes_the_l0_topic_from_a_real_broker(tmp_path, dataset, embedder):
+    """The stream worker's topic, through a real (tansu) broker, into warm L1 caches."""
+    import asyncio
+    import threading
+    import time
+
+    from aiokafka import AIOKafkaProducer
+
+    from streams.broker import EmbeddedBroker
+    from streams.topics import L0, TopicSpec
+    from workers.prewarm import L0_TOPIC, consume_l0
+
+    assert L0 == L0_TOPIC  # the workers' copy of the topic name is the stream worker's
+    memory = _fresh(tmp_path / "data", dataset, embedder)
+    broker = EmbeddedBroker(log_dir=tmp_path / "tansu")
+    stop = threading.Event()
+    try:
+        broker.start()
+        broker.create_topics([TopicSpec(L0, 1)])
+        pre = Prewarmer(WorkersSettings(prewarm="recent", prewarm_sessions_per_min=1000),
+                        memory_warmer(memory))
+        consumer = threading.Thread(target=lambda: asyncio.run(consume_l0(
+            broker.address, pre, group=None, stop=stop, offset_reset="earliest")))
+        consumer.start()
+
+        async def produce() -> None:
+            producer = AIOKafkaProducer(bootstrap_servers=broker.address)
+            await producer.start()
+            try:
+                for r in _reports(dataset):
+                    await producer.send_and_wait(L0, r)
+            finally:
+                await producer.stop()
+
+        asyncio.run(produce())
+        deadline = time.monotonic() + 60
+        while _cached(memory, dataset) < len(dataset.parsed.sessions) \
+                and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _cached(memory, dataset) == len(dataset.parsed.sessions)
+        stop.set()
+        consumer.join(30)
+        assert not consumer.is_alive()
+    finally:
+        stop.set()
+        broker.stop()
+        memory.close()
