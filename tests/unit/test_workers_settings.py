@@ -43,3 +43,16 @@ def test_unreachable_ray_names_the_address():
     with pytest.raises(RayUnreachable, match="127.0.0.1:1.*MEMSTRATA_WORKERS_RAY_ADDRESS"):
         connect(load_workers_settings(ray_address="127.0.0.1:1"))
     assert not ray.is_initialized()
+
+
+def test_workers_cli_refuses_bad_settings_naming_them(monkeypatch, capsys):
+    from workers.__main__ import main
+
+    monkeypatch.setenv("MEMSTRATA_WORKERS_BACKEND", "bogus")
+    assert main(["check"]) == 2
+    assert "MEMSTRATA_WORKERS_BACKEND" in capsys.readouterr().err
+    monkeypatch.delenv("MEMSTRATA_WORKERS_BACKEND")
+    assert main(["node", "--address", "ray://head:10001"]) == 2
+    assert "GCS address" in capsys.readouterr().err
+    assert main(["node", "--address", "head:0x1"]) == 2
+    assert "MEMSTRATA_WORKERS_RAY_ADDRESS" in capsys.readouterr().err
