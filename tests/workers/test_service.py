@@ -71,3 +71,13 @@ def test_answer_through_serve_on_ray_equals_in_process(ray_local, memory, datase
             loop.run(handle.stop(0))
     finally:
         loop.close()
+
+
+def test_busy_workers_are_resource_exhausted_through_the_service():
+    import grpc
+
+    from memstrata.executor import ExecutorBusy
+    from query_service.errors import status_for
+
+    code, detail = status_for(ExecutorBusy("materializer busy: retry later")) or (None, "")
+    assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and "retry later" in detail
