@@ -19,8 +19,6 @@ from memstrata.llm.extractive import ExtractiveBuilder
 from memstrata.memory import Memory
 from memstrata.store.factory import open_doc_store, open_lexical_store, open_vector_store
 
-ray = pytest.importorskip("ray", reason="the ray extra is not installed")
-
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "locomo_mini.json"
 
@@ -33,6 +31,7 @@ def ray_env() -> None:
 
 @pytest.fixture(scope="session")
 def ray_local() -> Iterator[Any]:
+    ray = pytest.importorskip("ray", reason="the ray extra is not installed")
     ray_env()
     if not ray.is_initialized():
         ray.init(num_cpus=2, include_dashboard=False, namespace="memstrata-tests",
