@@ -107,6 +107,8 @@ class RayRolloutExecutor(RolloutExecutor):
         self._inflight = 0
         self._lock = threading.Lock()
         self._next = 0
+        #: Actors Ray gave up on (restarts exhausted); the pool stops sending them work.
+        self.dead: set[int] = set()
         #: Node id of every answered request of the last batch (for reports and tests).
         self.last_nodes: list[str] = []
 
@@ -142,9 +144,16 @@ class RayRolloutExecutor(RolloutExecutor):
         timeout = self.settings.rollout_timeout_s
         limit = self.settings.rollout_concurrency
         while todo or running:
-            while todo and min(load) < limit:
+            alive = [a for a in range(len(load)) if a not in self.dead]
+            if not alive and not running:  # every actor is gone for good
+                for j in todo:
+                    results[j] = ExecutorUnavailable("every rollout actor is dead (restarts "
+                                                     "exhausted: MEMSTRATA_WORKERS_MAX_RESTARTS)")
+                    self.metrics.rollouts.labels(outcome="failed").inc()
+                break
+            while todo and alive and min(load[a] for a in alive) < limit:
                 j = todo.pop()
-                k = min(range(len(load)), key=lambda a: (load[a], (a - self._next) % len(load)))
+                k = min(alive, key=lambda a: (load[a], (a - self._next) % len(load)))
                 self._next = (k + 1) % len(load)
                 load[k] += 1
                 tries[j] += 1
@@ -175,7 +184,14 @@ class RayRolloutExecutor(RolloutExecutor):
                         outcome = getattr(exc, "cause", None) or exc
                         self.metrics.rollouts.labels(outcome="failed").inc()
                     except Exception as exc:  # the actor is gone for good: resend elsewhere
-                        if tries[j] <= self.settings.max_task_retries and is_ray_lost(exc):
+                        if isinstance(exc, rx.RayActorError) and \
+                                not isinstance(exc, getattr(rx, "ActorUnavailableError", ())):
+                            self.dead.add(k)
+                        # Resending is bounded: to another live actor after a death (at
+                        # most once per actor), else by MAX_TASK_RETRIES.
+                        if (k in self.dead and tries[j] <= len(self.actors)) or \
+                                (tries[j] <= self.settings.max_task_retries
+                                 and is_ray_lost(exc)):
                             log.warning("rollout %d lost its actor (%s); resending", j, exc)
                             todo.append(j)
                             continue

@@ -106,3 +106,29 @@ def test_killing_a_rollout_actor_mid_batch_still_completes(ray_local, memory, da
     assert [o.answer for o in out] == expected
     assert seen == list(range(1, len(questions) + 1))  # each question answered once
     assert metrics.actor_restarts.labels(pool="rollout")._value.get() >= 1  # it did restart
+
+
+def test_dead_actors_are_skipped_and_all_dead_is_a_clear_error(ray_local, memory, dataset):
+    from memstrata.executor import ExecutorUnavailable
+
+    csettings = ControllerSettings(policy="rules")
+    settings = WorkersSettings(backend="ray", rollout_actors=2, max_restarts=0,
+                               max_task_retries=0, rollout_num_cpus=0)
+    reqs = [RolloutRequest(q.scope, q.question, q.asked_on) for q in dataset.questions[:4]]
+    with serve_memory(memory, dataset.questions[0].scope.tenant_id) as reader:
+        pool = RayRolloutExecutor(settings, reader, controller_settings=csettings,
+                                  app_settings=memory.settings)
+        try:
+            pool.ready()
+            ray_local.kill(pool.actors[0], no_restart=True)
+            out = pool.answer_many(reqs)
+            assert all(not isinstance(o, BaseException) for o in out), out
+            assert pool.dead <= {0}
+            ray_local.kill(pool.actors[1], no_restart=True)
+            out = pool.answer_many(reqs)
+            assert all(isinstance(o, ExecutorUnavailable) for o in out)
+            assert pool.dead == {0, 1}
+            with pytest.raises(ExecutorUnavailable, match="MAX_RESTARTS"):
+                pool.answer_one(reqs[0])
+        finally:
+            pool.close()
