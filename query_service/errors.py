@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import grpc
 
 from memstrata.config import ConfigError
+from memstrata.executor import ExecutorBusy
 from memstrata.layers.lazy import SessionNotFound
 from memstrata.model import MAX_ID_LEN, is_identifier
 from memstrata.retrieval.hybrid import QueryError
@@ -84,7 +85,7 @@ def status_for(exc: BaseException) -> tuple[grpc.StatusCode, str] | None:
         return grpc.StatusCode.NOT_FOUND, str(exc.args[0] if exc.args else exc)
     if isinstance(exc, NotFound):
         return grpc.StatusCode.NOT_FOUND, str(exc)
-    if isinstance(exc, Exhausted):
+    if isinstance(exc, (Exhausted, ExecutorBusy)):  # ExecutorBusy: the workers' queues
         return grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc)
     if isinstance(exc, DeleteIncomplete):
         return grpc.StatusCode.UNAVAILABLE, str(exc)

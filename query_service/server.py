@@ -95,6 +95,8 @@ class ServiceHandle:
     pools: Pools
     publisher: TurnPublisher | None
     metrics_http: Any = None
+    #: The Ray workers (``MEMSTRATA_WORKERS_BACKEND=ray``); None: everything in-process.
+    workers: Any = None
 
     @property
     def address(self) -> str:
@@ -109,6 +111,20 @@ class ServiceHandle:
         if self.metrics_http is not None:
             self.metrics_http.shutdown()
         self.pools.shutdown()
+        if self.workers is not None:
+            await asyncio.get_running_loop().run_in_executor(None, self.workers.close)
+
+
+def _start_workers(memory: Any, servicer: MemoryServicer, keys: KeyRing,
+                   metrics: ServiceMetrics) -> Any:
+    """The Ray workers when the ``workers`` package is installed (it decides by its settings)."""
+    from memstrata.executor import find_backend
+
+    try:
+        start = find_backend("service_workers")
+    except LookupError:
+        return None
+    return start(memory, servicer, keys.tenants, registry=metrics.registry)
 
 
 def _open_chat(memory: Any, controller_settings: ControllerSettings) -> Any:
@@ -143,6 +159,7 @@ async def build_server(
     chat: Any = None,
     prices: PriceTable | None = None,
     extra_metrics: Sequence[CollectorRegistry] = (),
+    start_workers: bool = True,
 ) -> ServiceHandle:
     """Start a server over ``memory`` (a :class:`~memstrata.memory.Memory`) and return it.
 
@@ -209,6 +226,9 @@ async def build_server(
         await asyncio.get_running_loop().run_in_executor(
             pools.read, lambda: memory.sessions(_probe_scope()))  # the stores answer
         await asyncio.get_running_loop().run_in_executor(pools.read, _startup_totals, memory)
+        if start_workers:
+            handle.workers = await asyncio.get_running_loop().run_in_executor(
+                None, _start_workers, memory, servicer, keys, metrics)
         if settings.metrics_port is not None:
             handle.metrics_http = metrics.serve_http(settings.metrics_port, settings.host)
     except BaseException:

@@ -106,6 +106,10 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         #: A batch published to Kafka is wholly before or wholly after a delete (writes.py).
         self.user_locks = writes.UserLocks()
         self.pending = writes.PendingWrites()
+        #: Ray rollout pool (set by ``workers`` when MEMSTRATA_WORKERS_BACKEND=ray) and the
+        #: tenants its actors can read; other answers run in this process.
+        self.rollouts: Any = None
+        self.rollout_tenants: set[str] = set()
         # The controller sees only a MemoryReader, so the query limit travels as an argument.
         self._controller_kwargs: dict[str, Any] = {
             "max_query_chars": memory.settings.max_query_chars}
@@ -161,9 +165,31 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
             if on_step is not None:
                 on_step(entry)
 
+        if (self.rollouts is not None and settings == self.controller_settings
+                and chat is self.chat and scope.tenant_id in self.rollout_tenants):
+            remote = self._remote_answer(scope, question, asked_on)
+            if remote is not None:
+                for entry in remote.steps:  # AnswerStream replays the actor's trace
+                    step(entry)
+                return remote
+
         controller = Controller(reader, settings, chat, self.prices,  # type: ignore[arg-type]
                                 **self._controller_kwargs)
         return controller.answer(scope, question, asked_on, on_step=step)
+
+    def _remote_answer(self, scope: Scope, question: str,
+                       asked_on: datetime | None) -> Answer | None:
+        """The answer of a Ray rollout actor; None when Ray is lost (answer in-process)."""
+        from memstrata.executor import ExecutorBusy, ExecutorUnavailable, RolloutRequest
+
+        try:
+            return self.rollouts.answer_one(  # type: ignore[no-any-return]
+                RolloutRequest(scope, question, asked_on))
+        except ExecutorBusy as exc:
+            raise Exhausted(str(exc)) from None
+        except ExecutorUnavailable as exc:
+            log.error("Ray rollout pool unavailable (%s): answering in-process", exc)
+            return None
 
     def _account(self, tenant: str, answer: Answer, fallback: bool) -> None:
         tokens = sum(t.tokens_in + t.tokens_out for role, t in answer.summary.tokens.items()

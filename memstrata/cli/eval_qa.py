@@ -93,6 +93,23 @@ def print_report(report: dict[str, Any], title: str) -> None:
                   f"{report['errors']} errors")
 
 
+def _rollouts(memory: Any, data: Any, workers: int, csettings: Any) -> Any:
+    """The Ray rollout pool of ``--workers`` (exit 2 when Ray or its settings are missing)."""
+    from memstrata.config import ConfigError
+    from memstrata.executor import ExecutorUnavailable, find_backend
+
+    tenants = {q.scope.tenant_id for q in data.questions}
+    try:
+        open_pool = find_backend("eval_rollouts")
+        if len(tenants) > 1:
+            raise ConfigError(f"--workers: the questions span {len(tenants)} tenants; one "
+                              f"run serves one")
+        return open_pool(memory, next(iter(tenants), "eval"), workers, csettings)
+    except (LookupError, ConfigError, ExecutorUnavailable) as exc:
+        err.print(f"[red]{escape(str(exc))}[/red]")
+        raise typer.Exit(2) from None
+
+
 @eval_app.command("qa")
 def qa(
     dataset: Annotated[Path, typer.Option("--dataset", "-d", help="LoCoMo or LongMemEval JSON.")],
@@ -114,6 +131,10 @@ def qa(
         "--previous", help="An earlier qa result file on the same dataset: F1 differences "
                            "per category, paired by question, with bootstrap 95% "
                            "intervals.")] = None,
+    workers: Annotated[int, typer.Option(
+        "--workers", min=0, max=4096,
+        help="Answer on N Ray rollout actors (MEMSTRATA_WORKERS_* says which cluster; "
+             "needs the ray extra); 0: in this process.")] = 0,
 ) -> None:
     """Answer every question, report F1/EM (and LLM-judge accuracy) with depth and selectivity.
 
@@ -146,13 +167,18 @@ def qa(
                         tasks[stage] = bar.add_task(stage, total=total)
                     bar.update(tasks[stage], completed=done)
 
-                run = evaluate_qa(data, memory, controller, judge_client=judge_client,
-                                  progress=tick)
+                if workers:
+                    with _rollouts(memory, data, workers, csettings) as pool:
+                        run = evaluate_qa(data, memory, controller, judge_client=judge_client,
+                                          progress=tick, rollouts=pool)
+                else:
+                    run = evaluate_qa(data, memory, controller, judge_client=judge_client,
+                                      progress=tick)
         finally:
             memory.close()
     config = {"dataset": str(dataset), "format": fmt, "mode": controller.mode,
               "policy": csettings.policy, "ablations": csettings.ablations,
-              "limit": limit, "judge": judge_client is not None,
+              "limit": limit, "judge": judge_client is not None, "workers": workers,
               "models": ({r: chat.model_for(r) for r in  # type: ignore[union-attr]
                           ("controller", "synthesizer", "generator", "judge")}
                          if chat is not None else None)}

@@ -13,10 +13,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from memstrata.controller.result import Answer
 from memstrata.controller.run import Controller
 from memstrata.eval import judge as judging
 from memstrata.eval.datasets import Dataset, Question
 from memstrata.eval.qa import QAResult, aggregate, score
+from memstrata.executor import RolloutExecutor, RolloutRequest
 from memstrata.memory import Memory
 
 if TYPE_CHECKING:
@@ -40,13 +42,21 @@ class QARun:
 def answer_one(controller: Controller, q: Question, judge_client: "ChatClient | None",
                ) -> QAResult:
     """Answer, score and (with a judge) grade one question."""
+    try:
+        a: Answer | BaseException = controller.answer(q.scope, q.question, q.asked_on)
+    except Exception as exc:  # one failed question must not end a long run
+        a = exc
+    return score_answer(q, a, judge_client)
+
+
+def score_answer(q: Question, a: "Answer | BaseException", judge_client: "ChatClient | None",
+                 ) -> QAResult:
+    """Score (and with a judge grade) one answer, or record the error it ended with."""
     base: dict[str, Any] = dict(qid=q.qid, user=q.scope.user_id, category=q.category, question=q.question,
                 gold=q.answer, adversarial=q.adversarial, gold_sessions=sorted(q.gold_sessions))
-    try:
-        a = controller.answer(q.scope, q.question, q.asked_on)
-    except Exception as exc:  # one failed question must not end a long run
-        log.warning("question %s failed: %s", q.qid, exc)
-        return QAResult(prediction="", error=f"{type(exc).__name__}: {exc}", **base)
+    if isinstance(a, BaseException):
+        log.warning("question %s failed: %s", q.qid, a)
+        return QAResult(prediction="", error=f"{type(a).__name__}: {a}", **base)
     f1, em = score(a.answer, q.answer, q.category, q.adversarial)
     result = QAResult(
         prediction=a.answer, abstained=a.abstained, f1=f1, em=em,
@@ -66,7 +76,10 @@ def answer_one(controller: Controller, q: Question, judge_client: "ChatClient | 
 
 def evaluate_qa(dataset: Dataset, memory: Memory, controller: Controller, *,
                 judge_client: "ChatClient | None" = None,
-                progress: Progress | None = None) -> QARun:
+                progress: Progress | None = None,
+                rollouts: RolloutExecutor | None = None) -> QARun:
+    """Ingest, answer and score. ``rollouts`` answers the questions elsewhere (Ray actors
+    in ``eval qa --workers N``); by default ``controller`` answers them one by one here."""
     t0 = time.perf_counter()
     total_turns = dataset.parsed.turns
     done = 0
@@ -80,7 +93,14 @@ def evaluate_qa(dataset: Dataset, memory: Memory, controller: Controller, *,
     memory.ingest(dataset.parsed.sessions, progress=ingested)
     t1 = time.perf_counter()
     results: list[QAResult] = []
-    for i, q in enumerate(dataset.questions, start=1):
+    if rollouts is not None:
+        qs = dataset.questions
+        answers = rollouts.answer_many(
+            [RolloutRequest(q.scope, q.question, q.asked_on) for q in qs],
+            progress=(lambda done, total: progress("answer", done, total)) if progress
+            else None)
+        results = [score_answer(q, a, judge_client) for q, a in zip(qs, answers)]
+    for i, q in enumerate(dataset.questions if rollouts is None else (), start=1):
         results.append(answer_one(controller, q, judge_client))
         if progress:
             progress("answer", i, len(dataset.questions))

@@ -5,15 +5,18 @@ payload also records a digest of the turns it was built from, so a session
 that grew since (streaming ingestion appends turns) is rebuilt rather than
 served stale. Concurrent first reads of the same key build once
 (single-flight within the process; :mod:`workers` extends this across a Ray
-cluster).
+cluster). Where a build runs is the :class:`~memstrata.executor.LayerExecutor`'s
+business: in-process by default, on Ray actors when a service hands one in; the
+cache is written here either way, with the same key, digest and builder version.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from typing import Any, Iterator, TypeVar
+
+from memstrata.executor import LayerExecutor, LayerRequest, LocalLayerExecutor
 
 from memstrata.llm.types import LayerBuilder
 from memstrata.model import (
@@ -38,9 +41,13 @@ class SessionNotFound(KeyError):
 class LazyLayers:
     """Reads L1/L2 through the cache, building them on a miss."""
 
-    def __init__(self, docs: DocStore, builder: LayerBuilder, *, cache: bool = True) -> None:
+    def __init__(self, docs: DocStore, builder: LayerBuilder, *, cache: bool = True,
+                 executor: LayerExecutor | None = None) -> None:
         self.docs = docs
         self.builder = builder
+        #: Runs the builds; the builder version in the cache key is ``builder``'s, so a
+        #: remote executor must run the same builder.
+        self.executor: LayerExecutor = executor or LocalLayerExecutor(builder)
         #: False for a read-only memory: layers are built on each read, never stored.
         self.cache = cache
         #: One lock per key being built right now, with how many threads use it;
@@ -84,7 +91,6 @@ class LazyLayers:
         scope: Scope,
         session_id: str,
         layer: str,
-        build: Callable[[SessionMeta, Sequence[Turn]], list[Any]],
     ) -> tuple[SessionMeta, list[dict[str, Any]], bool]:
         meta, turns = self._session(scope, session_id)
         digest = turns_digest(turns)
@@ -104,7 +110,10 @@ class LazyLayers:
             items = lookup()
             if items is not None:
                 return meta, items, True
-            built = [x.model_dump() for x in build(meta, turns)]
+            # A failed build raises here: nothing is cached, the next read tries again.
+            built = self.executor.build_layer(LayerRequest(
+                scope=scope, session_id=session_id, layer=layer, builder_version=version,
+                digest=digest, meta=meta, turns=tuple(turns)))
             if self.cache:
                 self.docs.put_layer(scope, session_id, layer, version,
                                     {"digest": digest, "items": built})
@@ -113,12 +122,12 @@ class LazyLayers:
 
     def facts(self, scope: Scope, session_id: str) -> tuple[KeyFacts, bool]:
         """L1 of a session and whether it came from the cache."""
-        meta, items, hit = self._cached(scope, session_id, "L1", self.builder.key_facts)
+        meta, items, hit = self._cached(scope, session_id, "L1")
         facts = [KeyFact.model_validate(i) for i in items]
         return KeyFacts(meta=meta, builder=self.builder.version, facts=facts), hit
 
     def notes(self, scope: Scope, session_id: str) -> tuple[TurnNotes, bool]:
         """L2 of a session and whether it came from the cache."""
-        meta, items, hit = self._cached(scope, session_id, "L2", self.builder.turn_notes)
+        meta, items, hit = self._cached(scope, session_id, "L2")
         notes = [TurnNote.model_validate(i) for i in items]
         return TurnNotes(meta=meta, builder=self.builder.version, notes=notes), hit

@@ -1,0 +1,156 @@
+"""Where L1/L2 builds and controller rollouts run: one seam, several backends.
+
+The core asks for a layer build or a batch of answers through the two
+protocols here and never learns where the work ran. The in-process
+implementations (the default, no extra dependency) run it on the caller's
+thread or a local thread pool; :mod:`workers` provides Ray-backed ones. The
+core never imports :mod:`workers`: a service hands its executor in.
+
+A build request carries everything a builder needs (session meta and turns),
+so an executor needs no store access; the process that owns the memory writes
+the cache (:class:`~memstrata.layers.lazy.LazyLayers`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from memstrata.model import Scope, SessionMeta, Turn
+
+if TYPE_CHECKING:
+    from memstrata.controller.result import Answer
+    from memstrata.llm.types import LayerBuilder
+
+LAYERS = ("L1", "L2")
+
+
+class ExecutorBusy(RuntimeError):
+    """The executor's queue is full; retry later (RESOURCE_EXHAUSTED through the service)."""
+
+
+class ExecutorUnavailable(RuntimeError):
+    """The executor's backend cannot be reached (the caller may fall back to in-process)."""
+
+
+@dataclass(frozen=True)
+class LayerRequest:
+    """One L1 or L2 build: the cache key's parts, the turns' digest and the input."""
+
+    scope: Scope
+    session_id: str
+    layer: str
+    builder_version: str
+    digest: str
+    meta: SessionMeta
+    turns: tuple[Turn, ...]
+
+    @property
+    def key(self) -> tuple[str, str, str, str, str]:
+        """The single-flight key: the cache key of :class:`LazyLayers`."""
+        return (self.scope.tenant_id, self.scope.user_id, self.session_id, self.layer,
+                self.builder_version)
+
+
+@runtime_checkable
+class LayerExecutor(Protocol):
+    """Builds one layer and hands back its items (``model_dump`` of each bullet)."""
+
+    def build_layer(self, request: LayerRequest) -> list[dict[str, Any]]:
+        ...
+
+
+def build_items(builder: "LayerBuilder", request: LayerRequest) -> list[dict[str, Any]]:
+    """Run ``builder`` for the request's layer (shared by every backend)."""
+    if request.layer == "L1":
+        return [x.model_dump() for x in builder.key_facts(request.meta, request.turns)]
+    if request.layer == "L2":
+        return [x.model_dump() for x in builder.turn_notes(request.meta, request.turns)]
+    raise ValueError(f"layer: expected one of {', '.join(LAYERS)}, got {request.layer!r}")
+
+
+class LocalLayerExecutor:
+    """Builds on the caller's thread with the memory's own builder (the default)."""
+
+    def __init__(self, builder: "LayerBuilder") -> None:
+        self.builder = builder
+
+    def build_layer(self, request: LayerRequest) -> list[dict[str, Any]]:
+        return build_items(self.builder, request)
+
+
+@dataclass(frozen=True)
+class RolloutRequest:
+    """One question to answer from one (tenant, user) scope."""
+
+    scope: Scope
+    question: str
+    asked_on: datetime | None = None
+
+
+#: ``progress(done, total)`` after each finished rollout.
+RolloutProgress = Callable[[int, int], None]
+
+
+@runtime_checkable
+class RolloutExecutor(Protocol):
+    """Answers many questions; result ``i`` is the answer to request ``i`` or its error."""
+
+    def answer_many(self, requests: Sequence[RolloutRequest], *,
+                    progress: RolloutProgress | None = None,
+                    ) -> list["Answer | BaseException"]:
+        ...
+
+
+class LocalRolloutExecutor:
+    """Runs ``controller.answer`` on local threads (one by default: the old sequential path)."""
+
+    def __init__(self, controller: Any, threads: int = 1) -> None:
+        if threads < 1:
+            raise ValueError(f"threads: must be at least 1, got {threads}")
+        self.controller = controller
+        self.threads = threads
+
+    def _one(self, r: RolloutRequest) -> "Answer | BaseException":
+        try:
+            return self.controller.answer(r.scope, r.question, r.asked_on)  # type: ignore[no-any-return]
+        except Exception as exc:  # one failed question must not end a batch
+            return exc
+
+    def answer_many(self, requests: Sequence[RolloutRequest], *,
+                    progress: RolloutProgress | None = None,
+                    ) -> list["Answer | BaseException"]:
+        out: list[Answer | BaseException] = []
+        if self.threads == 1:
+            for r in requests:
+                out.append(self._one(r))
+                if progress:
+                    progress(len(out), len(requests))
+            return out
+        with ThreadPoolExecutor(self.threads, thread_name_prefix="memstrata-rollout") as pool:
+            for i, res in enumerate(pool.map(self._one, requests), start=1):
+                out.append(res)
+                if progress:
+                    progress(i, len(requests))
+        return out
+
+
+#: Entry-point group of executor backends (``workers`` registers ``eval_rollouts``).
+EXECUTOR_GROUP = "memstrata.executors"
+
+
+def find_backend(name: str) -> Any:
+    """The callable a service registered as ``name`` in :data:`EXECUTOR_GROUP`.
+
+    Raises :class:`LookupError` saying what to install when none is.
+    """
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=EXECUTOR_GROUP):
+        if ep.name == name:
+            return ep.load()
+    raise LookupError(f"no executor backend {name!r} is installed: install the Ray workers "
+                      f"with pip install 'memstrata[ray]'")

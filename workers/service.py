@@ -1,0 +1,141 @@
+"""``memstrata serve`` with ``MEMSTRATA_WORKERS_BACKEND=ray``: builds and answers on Ray.
+
+The query service finds :func:`start_service_workers` through the
+``memstrata.executors`` entry point (``service_workers``) and calls it once the
+server is up. With the ``local`` backend it does nothing. With ``ray`` it
+connects to the cluster (an unreachable address stops start-up, naming it),
+routes L1/L2 builds to the materializers, and gives the servicer a rollout pool
+for Answer and AnswerStream. The actors read memory through a loopback-only
+gRPC service over the same memory, with one internal key per tenant the keys
+file knows (embedded stores), or open the server stores read-only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import os
+import threading
+from contextlib import ExitStack
+from typing import Any
+
+from memstrata.executor import LocalLayerExecutor
+from workers.materialize import RayLayerExecutor, attach
+from workers.metrics import WorkersMetrics
+from workers.readers import ReaderSpec, StoreReaderSpec, serve_memory
+from workers.rollout import RayRolloutExecutor
+from workers.settings import WorkersSettings, load_workers_settings
+
+log = logging.getLogger(__name__)
+
+
+class ServiceWorkers:
+    """What :func:`start_service_workers` set up; ``close()`` undoes it."""
+
+    def __init__(self) -> None:
+        self.stack = ExitStack()
+        self.metrics: WorkersMetrics | None = None
+        self.layers: RayLayerExecutor | None = None
+        self.rollouts: RayRolloutExecutor | None = None
+        #: The pre-warm consumer's stop event and thread (PREWARM != off and a broker).
+        self.prewarm_stop: threading.Event | None = None
+        self.prewarm_thread: threading.Thread | None = None
+        #: This process started its own local Ray (empty address): shut it down on close.
+        self.started_ray = False
+
+    def close(self) -> None:
+        if self.prewarm_stop is not None and self.prewarm_thread is not None:
+            self.prewarm_stop.set()
+            self.prewarm_thread.join(10)
+        for part in (self.rollouts, self.layers):
+            if part is not None:
+                try:
+                    if part is self.layers:  # detached ones are shared with other replicas
+                        self.layers.close(kill=not self.layers.settings.ray_address)
+                    else:
+                        part.close()
+                except Exception as exc:  # the cluster may be gone already
+                    log.warning("closing Ray workers: %s", exc)
+        self.stack.close()
+        if self.started_ray:
+            import ray
+
+            ray.shutdown()
+
+
+def start_service_workers(memory: Any, servicer: Any, tenants: set[str],
+                          registry: Any = None) -> ServiceWorkers | None:
+    """Hook the Ray workers into a running service (None with the ``local`` backend)."""
+    from memstrata.store.factory import embedded_backends
+
+    settings = load_workers_settings()
+    if settings.backend != "ray":
+        return start_prewarm(ServiceWorkers(), memory, settings, registry)
+    import ray
+
+    out = ServiceWorkers()
+    out.started_ray = not ray.is_initialized() and not settings.ray_address
+    try:
+        out.metrics = WorkersMetrics(registry=registry)
+        # The builder version is in the actors' names: detached materializers left by a
+        # deployment with another builder are never asked to build for this one.
+        tag = hashlib.sha256(memory.builder.version.encode()).hexdigest()[:10]
+        out.layers = RayLayerExecutor(settings, metrics=out.metrics,
+                                      fallback=LocalLayerExecutor(memory.builder),
+                                      name_prefix=f"memstrata-materializer-{tag}")
+        attach(memory, out.layers, out.metrics)
+        reader: ReaderSpec
+        if embedded_backends(memory.settings):
+            reader = out.stack.enter_context(serve_memory(memory, tenants))
+        else:
+            reader = StoreReaderSpec(memory.settings)
+        out.rollouts = RayRolloutExecutor(settings, reader,
+                                          controller_settings=servicer.controller_settings,
+                                          app_settings=memory.settings, metrics=out.metrics)
+        out.rollouts.ready()
+        servicer.rollouts = out.rollouts
+        servicer.rollout_tenants = set(tenants)
+    except BaseException:
+        out.close()
+        raise
+    log.info("Ray workers: %d materializers, %d rollout actors", settings.materializers,
+             len(out.rollouts.actors))
+    start_prewarm(out, memory, settings, registry)
+    return out
+
+
+def start_prewarm(out: ServiceWorkers, memory: Any, settings: WorkersSettings,
+                  registry: Any) -> ServiceWorkers | None:
+    """Consume ``memstrata.l0.v1`` on a thread of its own when pre-warming is on.
+
+    Needs the broker (``MEMSTRATA_KAFKA_BROKERS``); without one pre-warming is off,
+    and the log says so. Returns ``out``, or None when nothing was started at all.
+    """
+    from workers.prewarm import Prewarmer, consume_l0, memory_spend, memory_warmer
+
+    if settings.prewarm == "off":
+        return out if out.rollouts is not None else None
+    brokers = os.environ.get("MEMSTRATA_KAFKA_BROKERS")
+    if not brokers:
+        log.warning("MEMSTRATA_WORKERS_PREWARM=%s needs MEMSTRATA_KAFKA_BROKERS (it reads "
+                    "memstrata.l0.v1); pre-warming is off", settings.prewarm)
+        return out if out.rollouts is not None else None
+    metrics = out.metrics or WorkersMetrics(registry=registry)
+    out.metrics = metrics
+    prewarmer = Prewarmer(settings, memory_warmer(memory), spend=memory_spend(memory),
+                          metrics=metrics)
+    stop = threading.Event()
+
+    def run() -> None:
+        try:
+            asyncio.run(consume_l0(brokers, prewarmer, stop=stop))
+        except Exception as exc:  # pre-warming is an optimisation: log, never crash
+            log.error("pre-warm consumer stopped: %s", exc)
+
+    out.prewarm_stop = stop
+    out.prewarm_thread = threading.Thread(target=run, name="memstrata-prewarm", daemon=True)
+    out.prewarm_thread.start()
+    log.info("pre-warming L1 (%s, %g sessions/min) from memstrata.l0.v1",
+             settings.prewarm, settings.prewarm_sessions_per_min)
+    return out
