@@ -185,11 +185,11 @@ def setup_matplotlib() -> Any:
 
 
 #: Where the benches find LoCoMo: it is not shipped here (CC BY-NC 4.0; see the README).
-LOCOMO_ENV = "MEMSTRATA_LOCOMO_PATH"
+LOCOMO_ENV = "LOCOMO_PATH"
 
 
 def locomo_default() -> Path | None:
-    """The LoCoMo file named by ``MEMSTRATA_LOCOMO_PATH``, or None when it is unset."""
+    """The LoCoMo file named by ``LOCOMO_PATH``, or None when it is unset."""
     value = os.environ.get(LOCOMO_ENV)
     return Path(value) if value else None
 

@@ -40,7 +40,7 @@ from memstrata.store.factory import open_doc_store, open_lexical_store, open_vec
 # The tests' counting wrapper: it counts what the encoder is asked, nothing else.
 from tests.support.counting import CountingEmbedder
 
-DEFAULT_DATASET = locomo_default()  # MEMSTRATA_LOCOMO_PATH
+DEFAULT_DATASET = locomo_default()  # LOCOMO_PATH
 QUESTIONS = ["When did she go to the support group?", "What does she like to paint?",
              "Where did they go camping last summer?", "What books has she read recently?",
              "How many children does he have?", "Which instrument does he play?"]

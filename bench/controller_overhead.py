@@ -47,7 +47,7 @@ from memstrata.controller.run import Controller
 from memstrata.eval.datasets import load_dataset
 from memstrata.memory import Memory
 
-DEFAULT_DATASET = locomo_default()  # MEMSTRATA_LOCOMO_PATH
+DEFAULT_DATASET = locomo_default()  # LOCOMO_PATH
 TARGET_P50_MS = 20.0
 
 

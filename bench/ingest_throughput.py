@@ -42,7 +42,7 @@ from bench._common import (
 )
 
 MODULE = "bench.ingest_throughput"
-DEFAULT_DATASET = locomo_default()  # MEMSTRATA_LOCOMO_PATH
+DEFAULT_DATASET = locomo_default()  # LOCOMO_PATH
 TARGET_RATIO = 0.70
 _WARM_TEXTS = 128
 

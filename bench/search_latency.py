@@ -54,7 +54,7 @@ from bench._common import (
 from memstrata.embed.types import Embedder
 
 MODULE = "bench.search_latency"
-DEFAULT_DATASET = locomo_default()  # MEMSTRATA_LOCOMO_PATH
+DEFAULT_DATASET = locomo_default()  # LOCOMO_PATH
 DIM = 384
 TENANTS = 1000
 UNITS_PER_SESSION = 20

@@ -49,7 +49,7 @@ from bench._common import locomo_default, require_dataset
 from bench._common import OUT_DIR, ROOT, console, load_average, percentiles_ms, print_table
 from bench._common import progress, verdict
 
-DEFAULT_DATASET = locomo_default()  # MEMSTRATA_LOCOMO_PATH
+DEFAULT_DATASET = locomo_default()  # LOCOMO_PATH
 TENANT = "eval"
 
 

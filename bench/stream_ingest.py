@@ -33,7 +33,7 @@ import numpy as np
 from bench._common import locomo_default, require_dataset
 from bench._common import ROOT, console, load_average, print_table, verdict
 
-DEFAULT_DATASET = locomo_default()  # MEMSTRATA_LOCOMO_PATH
+DEFAULT_DATASET = locomo_default()  # LOCOMO_PATH
 TARGET_RATIO = 0.70
 TARGET_P99_S = 5.0
 GROUP = "memstrata-bench"

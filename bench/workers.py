@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.workers [--dataset PATH] [--conversations 2] [--questions 24]
 
-The dataset is LoCoMo (``--dataset``, default ``$MEMSTRATA_LOCOMO_PATH``); the
+The dataset is LoCoMo (``--dataset``, default ``$LOCOMO_PATH``); the
 first ``--conversations`` of it are ingested into a temporary embedded store,
 offline. Three parts, in one run:
 
@@ -182,9 +182,9 @@ def rollouts_slow_llm(memory: Any, data: Any, n: int) -> list[list[object]]:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    default = os.environ.get("MEMSTRATA_LOCOMO_PATH")
+    default = os.environ.get("LOCOMO_PATH")
     p.add_argument("--dataset", type=Path, default=Path(default) if default else None,
-                   help="LoCoMo JSON (default: $MEMSTRATA_LOCOMO_PATH)")
+                   help="LoCoMo JSON (default: $LOCOMO_PATH)")
     p.add_argument("--conversations", type=int, default=2)
     p.add_argument("--questions", type=int, default=40, help="offline rollouts per config")
     p.add_argument("--parts", default="1,2,3", help="which parts to run (comma-separated)")
@@ -194,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.dataset is None or not args.dataset.is_file():
         console.print("[red]--dataset: give a LoCoMo JSON file (or set "
-                      "MEMSTRATA_LOCOMO_PATH)[/red]")
+                      "LOCOMO_PATH)[/red]")
         return 2
     # Ray worker processes import the test doubles from bench/.
     os.environ["PYTHONPATH"] = os.pathsep.join(
