@@ -22,6 +22,7 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from memstrata.wire import TURNS_TOPIC, TurnEvent
+from memstrata.kafka_security import kafka_client_kwargs, start_checked
 
 __all__ = ["TURNS_TOPIC", "KafkaProducerSettings", "KafkaPublisher", "TurnEvent",
            "TurnPublisher", "now_utc"]
@@ -66,8 +67,8 @@ class KafkaPublisher:
         from aiokafka import AIOKafkaProducer  # the kafka extra
 
         self._producer = AIOKafkaProducer(
-            bootstrap_servers=self.brokers, acks="all")
-        await self._producer.start()
+            bootstrap_servers=self.brokers, **kafka_client_kwargs(), acks="all")
+        await start_checked(self._producer, self.brokers)
 
     async def publish(self, records: Sequence[TurnEvent]) -> None:
         if self._producer is None:
@@ -89,8 +90,9 @@ class KafkaPublisher:
         from aiokafka import AIOKafkaConsumer, TopicPartition
         from aiokafka.admin import AIOKafkaAdminClient
 
-        admin = AIOKafkaAdminClient(bootstrap_servers=self.brokers)
-        consumer = AIOKafkaConsumer(bootstrap_servers=self.brokers, enable_auto_commit=False)
+        admin = AIOKafkaAdminClient(bootstrap_servers=self.brokers, **kafka_client_kwargs())
+        consumer = AIOKafkaConsumer(bootstrap_servers=self.brokers, enable_auto_commit=False,
+                                    **kafka_client_kwargs())
         await admin.start()
         await consumer.start()
         try:

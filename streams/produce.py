@@ -18,6 +18,7 @@ from memstrata.ingest.formats import IngestIssue, read_file
 from memstrata.model import Scope, Session
 from streams import topics
 from streams.events import ControlEvent, TurnEvent, event_key, utcnow
+from memstrata.kafka_security import kafka_client_kwargs, start_checked
 
 __all__ = ["ProduceReport", "StreamProducer", "produce_file", "session_events"]
 
@@ -57,12 +58,12 @@ class StreamProducer:
         self.brokers = brokers
         self._producer = AIOKafkaProducer(
             bootstrap_servers=brokers, acks=1, enable_idempotence=False, linger_ms=5,
-            request_timeout_ms=int(request_timeout_s * 1000))
+            request_timeout_ms=int(request_timeout_s * 1000), **kafka_client_kwargs())
         self.sent_after: dict[int, int] = {}
         self._inflight: list[asyncio.Future[object]] = []
 
     async def start(self) -> "StreamProducer":
-        await self._producer.start()
+        await start_checked(self._producer, self.brokers)
         return self
 
     async def stop(self) -> None:
@@ -105,7 +106,8 @@ class StreamProducer:
         """End offset of every turns partition now (what a delete_user must follow)."""
         from aiokafka import AIOKafkaConsumer, TopicPartition
 
-        consumer = AIOKafkaConsumer(bootstrap_servers=self.brokers, enable_auto_commit=False)
+        consumer = AIOKafkaConsumer(bootstrap_servers=self.brokers, enable_auto_commit=False,
+                                    **kafka_client_kwargs())
         await consumer.start()
         try:
             parts = consumer.partitions_for_topic(topics.TURNS) or set()

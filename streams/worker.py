@@ -17,6 +17,7 @@ import faust
 
 from streams import topics
 from streams.app import StreamApp
+from memstrata.kafka_security import kafka_client_kwargs
 
 __all__ = ["StreamWorker", "group_lag", "run_worker", "wait_drained"]
 
@@ -31,8 +32,9 @@ async def group_lag(brokers: str, group: str,
     from aiokafka import AIOKafkaConsumer, TopicPartition
     from aiokafka.admin import AIOKafkaAdminClient
 
-    admin = AIOKafkaAdminClient(bootstrap_servers=brokers)
-    consumer = AIOKafkaConsumer(bootstrap_servers=brokers, enable_auto_commit=False)
+    admin = AIOKafkaAdminClient(bootstrap_servers=brokers, **kafka_client_kwargs())
+    consumer = AIOKafkaConsumer(bootstrap_servers=brokers, enable_auto_commit=False,
+                                **kafka_client_kwargs())
     await admin.start()
     await consumer.start()
     try:
