@@ -95,6 +95,7 @@ app.kubernetes.io/component: {{ .component }}
 {{/* Pod-level settings shared by every memstrata pod: pass (dict "ctx" $ "component" "query") */}}
 {{- define "memstrata.podCommon" -}}
 {{- $ := .ctx -}}
+{{- $component := .component -}}
 serviceAccountName: {{ include "memstrata.serviceAccountName" $ }}
 automountServiceAccountToken: {{ $.Values.serviceAccount.automountToken }}
 terminationGracePeriodSeconds: {{ include "memstrata.gracePeriod" $ }}
@@ -126,7 +127,7 @@ topologySpreadConstraints:
     whenUnsatisfiable: {{ .whenUnsatisfiable }}
     labelSelector:
       matchLabels:
-        {{- include "memstrata.selectorLabels" (dict "ctx" $ "component" $.component) | nindent 8 }}
+        {{- include "memstrata.selectorLabels" (dict "ctx" $ "component" $component) | nindent 8 }}
   {{- end }}
 {{- end }}
 {{- end -}}
