@@ -43,9 +43,9 @@ def ts(title: str, unit: str, *targets: Query, desc: str = "",
 
 def quantiles(metric: str, by: str, unit: str, title: str, desc: str) -> Timeseries:
     grouping = f"{by}, le" if by else "le"
-    legend = f"p{{q}} {{{{{by}}}}}" if by else "p{q}"
     targets = [q(f"histogram_quantile({p / 100}, sum by ({grouping}) "
-                 f"(rate({metric}_bucket[{RI}])))", legend.format(q=p), ref)
+                 f"(rate({metric}_bucket[{RI}])))",
+                 f"p{p} {{{{{by}}}}}" if by else f"p{p}", ref)
                for p, ref in ((50, "A"), (95, "B"), (99, "C"))]
     return ts(title, unit, *targets, desc=desc)
 
