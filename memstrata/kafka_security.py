@@ -134,11 +134,24 @@ async def start_checked(client: Any, brokers: str,
     try:
         await client.start()
     except Exception as exc:
+        await _release(client)
         s = settings or KafkaSecuritySettings()
         why = await diagnose(brokers, s)
         if why is None:
             raise
         raise KafkaSecurityError(why) from exc
+
+
+async def _release(client: Any) -> None:
+    """Close a client whose start failed (producers and consumers stop, admins close)."""
+    for name in ("stop", "close"):
+        method = getattr(client, name, None)
+        if method is not None:
+            try:
+                await method()
+            except Exception:  # noqa: BLE001 - best effort on a client that never started
+                pass
+            return
 
 
 async def diagnose(brokers: str, settings: KafkaSecuritySettings) -> str | None:
