@@ -8,6 +8,7 @@ scraped directly and by a real Prometheus started from infra/prometheus/promethe
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -122,18 +123,17 @@ def _traffic(s: Served) -> None:
             client.search(Scope(tenant_id="globex", user_id="maya"), "knee")
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+@contextlib.contextmanager
+def run_serve(tmp: Path) -> Iterator[Served]:
+    """`memstrata serve` (embedded) answering with the LLM controller against
+    FakeOpenAIServer (a TEST DOUBLE), with both metrics endpoints on loopback."""
+    from query_service.keys import add_key
     from tests.e2e.test_cli_qa import _fake_llm
     from tests.support.fake_openai import FakeOpenAIServer
 
-    tmp = tmp_path_factory.mktemp("serve")
     data = tmp / "data"
     base = {k: v for k, v in os.environ.items() if not k.startswith("MEMSTRATA_")}
     base["MEMSTRATA_DATA_DIR"] = str(data)
-
-    from query_service.keys import add_key
-
     data.mkdir()
     _key_id, key = add_key(data / "service-keys.json", "acme")
     prices = tmp / "prices.json"
@@ -159,16 +159,58 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
                        f"http://127.0.0.1:{mport}/metrics", f"http://127.0.0.1:{sport}/metrics")
             _wait(lambda: _get(s.metrics_url) and _get(s.stream_metrics_url), 90,
                   "memstrata serve's metrics pages", proc)
-            _traffic(s)
-            s.query_page = _wait(lambda: (lambda p: p if "memstrata_llm_cost_usd_total{" in p
-                                          else "")(_get(s.metrics_url)), 30, "cost counted")
-            s.stream_page = _wait(
-                lambda: (lambda p: p if "memstrata_stream_freshness_seconds_count 0.0" not in p
-                         else "")(_get(s.stream_metrics_url)), 30, "the ingested turn indexed")
             yield s
         finally:
             _stop(proc)
             log.close()
+
+
+@contextlib.contextmanager
+def run_prometheus(s: Served, tmp: Path, binary: str) -> Iterator[str]:
+    """A real Prometheus from the committed infra/prometheus config, scraping ``s`` every
+    second (the only change); yields its base URL once both targets are up."""
+    conf_dir = tmp / "prometheus"
+    shutil.copytree(ROOT / "infra" / "prometheus", conf_dir)
+    conf = yaml.safe_load((conf_dir / "prometheus.yml").read_text())
+    conf["global"]["scrape_interval"] = "1s"
+    conf["global"]["evaluation_interval"] = "1s"
+    (conf_dir / "prometheus.yml").write_text(yaml.safe_dump(conf))
+    for job, url in (("query", s.metrics_url), ("stream", s.stream_metrics_url)):
+        target = urllib.parse.urlparse(url).netloc
+        (conf_dir / "targets" / f"{job}.json").write_text(json.dumps([{"targets": [target]}]))
+    (conf_dir / "targets" / "workers.json").write_text("[]")
+    port = _free_port()
+    base = f"http://127.0.0.1:{port}"
+    log = (tmp / "prometheus.log").open("w")
+    proc = subprocess.Popen(
+        [binary, f"--config.file={conf_dir / 'prometheus.yml'}",
+         f"--storage.tsdb.path={tmp / 'tsdb'}", f"--web.listen-address=127.0.0.1:{port}"],
+        stdout=subprocess.DEVNULL, stderr=log)
+    try:
+        _wait(lambda: (lambda r: len(r) == 2 and all(x["value"][1] == "1" for x in r))(
+            prom_query(base, 'up{job=~"memstrata-.*"}')), 60, "both memstrata targets up", proc)
+        yield base
+    finally:
+        _stop(proc)
+        log.close()
+
+
+def prom_query(base: str, q: str) -> list[dict]:
+    body = json.loads(_get(f"{base}/api/v1/query?query=" + urllib.parse.quote(q)))
+    assert body["status"] == "success", body
+    return list(body["data"]["result"])
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    with run_serve(tmp_path_factory.mktemp("serve")) as s:
+        _traffic(s)
+        s.query_page = _wait(lambda: (lambda p: p if "memstrata_llm_cost_usd_total{" in p
+                                      else "")(_get(s.metrics_url)), 30, "cost counted")
+        s.stream_page = _wait(
+            lambda: (lambda p: p if "memstrata_stream_freshness_seconds_count 0.0" not in p
+                     else "")(_get(s.stream_metrics_url)), 30, "the ingested turns indexed")
+        yield s
 
 
 @pytest.mark.integration
@@ -199,39 +241,14 @@ def test_prometheus_scrapes_serve_from_the_committed_config(served: Served,
     binary = shutil.which("prometheus")
     if binary is None:
         pytest.skip("no prometheus binary: apt-get install -y prometheus")
-    conf_dir = tmp_path / "prometheus"
-    shutil.copytree(ROOT / "infra" / "prometheus", conf_dir)
-    conf = yaml.safe_load((conf_dir / "prometheus.yml").read_text())
-    conf["global"]["scrape_interval"] = "1s"  # only the pace differs from the committed file
-    conf["global"]["evaluation_interval"] = "1s"
-    (conf_dir / "prometheus.yml").write_text(yaml.safe_dump(conf))
-    for job, url in (("query", served.metrics_url), ("stream", served.stream_metrics_url)):
-        target = urllib.parse.urlparse(url).netloc
-        (conf_dir / "targets" / f"{job}.json").write_text(json.dumps([{"targets": [target]}]))
-    (conf_dir / "targets" / "workers.json").write_text("[]")
-    port = _free_port()
-    api = f"http://127.0.0.1:{port}/api/v1/query?query="
-    proc = subprocess.Popen(
-        [binary, f"--config.file={conf_dir / 'prometheus.yml'}",
-         f"--storage.tsdb.path={tmp_path / 'tsdb'}", f"--web.listen-address=127.0.0.1:{port}"],
-        stdout=subprocess.DEVNULL, stderr=(tmp_path / "prometheus.log").open("w"))
-
-    def query(q: str) -> list[dict]:
-        body = json.loads(_get(api + urllib.parse.quote(q)))
-        assert body["status"] == "success", body
-        return body["data"]["result"]
-
-    try:
-        up = _wait(lambda: (lambda r: r if len(r) == 2 and all(x["value"][1] == "1" for x in r)
-                            else None)(query('up{job=~"memstrata-.*"}')), 60,
-                   "both memstrata targets up", proc)
+    with run_prometheus(served, tmp_path, binary) as base:
+        up = prom_query(base, 'up{job=~"memstrata-.*"}')
         assert {x["metric"]["job"] for x in up} == {"memstrata-query", "memstrata-stream"}
-        depth = _wait(lambda: query("sum(memstrata_answer_depth_count)"), 30, "depth histogram")
+        depth = _wait(lambda: prom_query(base, "sum(memstrata_answer_depth_count)"), 30,
+                      "depth histogram")
         assert float(depth[0]["value"][1]) >= 3  # the three answers
-        buckets = query("sum by (le) (memstrata_answer_depth_bucket)")
+        buckets = prom_query(base, "sum by (le) (memstrata_answer_depth_bucket)")
         assert {b["metric"]["le"] for b in buckets} >= {"0.0", "3.0", "+Inf"}
-        cost = query("sum by (model) (memstrata_llm_cost_usd_total)")
+        cost = prom_query(base, "sum by (model) (memstrata_llm_cost_usd_total)")
         assert cost and all(float(c["value"][1]) > 0 for c in cost)
         assert {c["metric"]["model"] for c in cost} <= {"bld-m", "ctl-m", "syn-m", "gen-m"}
-    finally:
-        _stop(proc)
