@@ -31,9 +31,20 @@ ULIMITS = ["--ulimit", "nofile=20000:20000", "--ulimit", "nproc=32768:32768"]
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "memstrata-container"
 
 
+def _containers_conf() -> Path:
+    """Default ulimits within the host's hard limits (runc refuses higher ones), also for
+    `kube play`, which has no --ulimit option."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    conf = CACHE / "containers.conf"
+    conf.write_text('[containers]\ndefault_ulimits = ["nofile=20000:20000", '
+                    '"nproc=32768:32768"]\n')
+    return conf
+
+
 def podman(*args: str, timeout: float = 120, check: bool = True) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "CONTAINERS_CONF": str(_containers_conf())}
     r = subprocess.run(["podman", "--runtime", "runc", *args], capture_output=True, text=True,
-                       timeout=timeout)
+                       timeout=timeout, env=env)
     if check and r.returncode != 0:
         raise AssertionError(f"podman {' '.join(args[:3])}... failed ({r.returncode}):\n"
                              f"{r.stdout[-2000:]}\n{r.stderr[-3000:]}")
@@ -216,36 +227,46 @@ def test_kube_play_runs_the_charts_embedded_manifests(image: str, tmp_path: Path
     port = _free_port()
     docs = render({"image": {"repository": IMAGE.split(":")[0], "tag": "ci",
                              "pullPolicy": "Never"},
-                   "service": {"grpcPort": port, "metricsPort": _free_port(),
-                               "streamMetricsPort": _free_port()},
                    "config": {"MEMSTRATA_SERVICE_KEYS_FILE": "/keys/service-keys.json"}})
     cm = next(d for d in docs if d["kind"] == "ConfigMap")
     sts = next(d for d in docs if d["kind"] == "StatefulSet")
-    # What a cluster adds and podman does not: the claim from volumeClaimTemplates, and
+    # podman runs Pods, Deployments and PVCs: do what the StatefulSet controller does
+    # (one pod <name>-0 from the template, its claim from volumeClaimTemplates), and give
     # the keys (a Secret in a cluster) as a host directory.
-    pod = sts["spec"]["template"]["spec"]
-    claim = sts["spec"].pop("volumeClaimTemplates")[0]
+    pod_name = f"{sts['metadata']['name']}-0"
+    spec = sts["spec"]["template"]["spec"]
+    claim = sts["spec"]["volumeClaimTemplates"][0]
     pvc_name = f"data-{uuid.uuid4().hex[:8]}"
     pvc = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
            "metadata": {"name": pvc_name}, "spec": claim["spec"]}
-    pod["volumes"].append({"name": "data", "persistentVolumeClaim": {"claimName": pvc_name}})
-    pod["volumes"].append({"name": "keys", "hostPath": {"path": str(tmp_path / "keys"),
-                                                        "type": "Directory"}})
-    pod["containers"][0]["volumeMounts"].append({"name": "keys", "mountPath": "/keys",
-                                                 "readOnly": True})
-    pod.pop("topologySpreadConstraints", None)
+    spec["volumes"].append({"name": "data", "persistentVolumeClaim": {"claimName": pvc_name}})
+    spec["volumes"].append({"name": "keys", "hostPath": {"path": str(tmp_path / "keys"),
+                                                         "type": "Directory"}})
+    spec["containers"][0]["volumeMounts"].append({"name": "keys", "mountPath": "/keys",
+                                                  "readOnly": True})
+    for p in spec["containers"][0]["ports"]:  # what a Service would reach, on loopback only
+        if p["name"] == "grpc":
+            p.update(hostPort=port, hostIP="127.0.0.1")
+    pod = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": pod_name, **sts["spec"]["template"]["metadata"]},
+           "spec": spec}
     manifest = tmp_path / "embedded.yaml"
-    manifest.write_text(yaml.safe_dump_all([cm, pvc, sts]))
-    r = podman("kube", "play", "--network", "host", *(
-        ["--ulimit", "nofile=20000:20000"] if "--ulimit" in podman(
-            "kube", "play", "--help").stdout else []), str(manifest), timeout=180, check=False)
+    manifest.write_text(yaml.safe_dump_all([pvc, pod]))
+    configmap = tmp_path / "configmap.yaml"
+    configmap.write_text(yaml.safe_dump(cm))
+    r = podman("kube", "play", "--configmap", str(configmap),
+               str(manifest), timeout=180, check=False)
     try:
         assert r.returncode == 0, r.stdout + r.stderr
-        pods = json.loads(podman("pod", "ps", "--format", "json").stdout)
-        ours = [p for p in pods if p["Name"].startswith("rel-memstrata")]
-        assert ours, pods
+        info = json.loads(podman("pod", "inspect", pod_name).stdout)
+        info = info[0] if isinstance(info, list) else info
+        assert info["State"] == "Running", info["State"]
+        ctr = next(c for c in info["Containers"] if not c["Name"].endswith("-infra"))
+        inspect = json.loads(podman("inspect", ctr["Name"]).stdout)[0]
+        assert inspect["HostConfig"]["ReadonlyRootfs"] is True  # from the chart's securityContext
+        assert inspect["Config"]["User"].startswith("10001")
         _wait_serving(f"127.0.0.1:{port}", 120, lambda: podman(
-            "pod", "logs", ours[0]["Name"], check=False).stdout)
+            "logs", ctr["Name"], check=False).stderr)
         _ingest_and_search(f"127.0.0.1:{port}", key)
     finally:
         podman("kube", "down", str(manifest), check=False, timeout=120)

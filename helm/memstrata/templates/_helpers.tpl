@@ -142,7 +142,8 @@ labels:
   {{- toYaml . | nindent 2 }}
   {{- end }}
 annotations:
-  checksum/config: {{ include (print $.Template.BasePath "/configmap.yaml") $ | sha256sum }}
+  # 32 hex digits: podman kube play refuses annotation values over 63 characters.
+  checksum/config: {{ include (print $.Template.BasePath "/configmap.yaml") $ | sha256sum | trunc 32 }}
   {{- with $.Values.podAnnotations }}
   {{- toYaml . | nindent 2 }}
   {{- end }}
