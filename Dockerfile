@@ -7,6 +7,7 @@
 ARG BASE=python:3.11-slim-bookworm
 
 # ---- build: a virtualenv with memstrata and its extras ----------------------
+# checkov:skip=CKV_DOCKER_7: BASE is an ARG whose default is pinned (python:3.11-slim-bookworm)
 FROM ${BASE} AS build
 ARG EXTRAS=all
 ARG PIP_ARGS=""

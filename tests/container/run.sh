@@ -2,11 +2,14 @@
 # The container stage of CI, apart from the unit suite: build the image with podman
 # (runc runtime) from a local Debian base and a host-built wheelhouse, run it read-only
 # as non-root, and `podman kube play` the chart's embedded manifests. Needs the Debian
-# packages podman, runc, mmdebstrap (see README "Deployment"). Bounded to 6 minutes;
+# packages podman, runc, mmdebstrap, and checkov in its own venv: tests/container/setup.sh.
+# Bounded to 6 minutes;
 # the tests skip, saying why, where podman cannot run.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY="${PYTHON:-.venv/bin/python}"
 export MEMSTRATA_CONTAINER_TESTS=1
+CHECKOV="${XDG_CACHE_HOME:-$HOME/.cache}/memstrata-container/checkov-venv/bin/checkov"
+if [ -x "$CHECKOV" ]; then export MEMSTRATA_CHECKOV="$CHECKOV"; fi
 exec timeout --kill-after=20 360 "$PY" -m pytest -q -p no:cacheprovider -m container \
   --timeout=340 tests/container "$@"
