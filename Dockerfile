@@ -44,10 +44,15 @@ ENV PATH=/opt/memstrata/bin:$PATH \
     MEMSTRATA_SERVICE_METRICS_PORT=9090 \
     MEMSTRATA_STREAM_METRICS_PORT=9091 \
     MEMSTRATA_STREAM_METRICS_ADDR=0.0.0.0
-# Numeric non-root user (no /etc/passwd entry needed); /data and /tmp are its own.
+# Numeric non-root user (no /etc/passwd entry needed); /data is its own. The commands
+# are also linked into /usr/local/bin: KubeRay starts nodes through a login shell, whose
+# profile resets PATH.
 RUN mkdir -p /data/home /data/cache /data/tmp \
  && chown -R 10001:10001 /data \
- && chmod 0750 /data
+ && chmod 0750 /data \
+ && for b in memstrata memstrata-entrypoint ray; do \
+      if [ -e "/opt/memstrata/bin/$b" ]; then ln -s "/opt/memstrata/bin/$b" /usr/local/bin/; fi; \
+    done
 VOLUME ["/data"]
 USER 10001:10001
 WORKDIR /data
