@@ -21,8 +21,8 @@ from typing import Any, Protocol
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from memstrata.wire import TURNS_TOPIC, TurnEvent
 from memstrata.kafka_security import kafka_client_kwargs, start_checked
+from memstrata.wire import TURNS_TOPIC, TurnEvent
 
 __all__ = ["TURNS_TOPIC", "KafkaProducerSettings", "KafkaPublisher", "TurnEvent",
            "TurnPublisher", "now_utc"]

@@ -20,12 +20,12 @@ from typing import Any
 
 import faust
 
+from memstrata.kafka_security import faust_credentials, kafka_client_kwargs
 from memstrata.roles import MemoryWriter
 from streams import topics
 from streams.metrics import StreamMetrics
 from streams.processor import Outbox, Processor, Record, TurnProgress, publish
 from streams.settings import KafkaSettings, StreamSettings
-from memstrata.kafka_security import faust_credentials, kafka_client_kwargs
 
 __all__ = ["ExtraService", "StreamApp", "build_app"]
 

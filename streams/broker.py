@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import BinaryIO
 
-from streams.topics import TopicSpec
 from memstrata.kafka_security import kafka_client_kwargs, start_checked
+from streams.topics import TopicSpec
 
 __all__ = ["BrokerError", "EmbeddedBroker", "ensure_topics", "free_port", "wait_for_port"]
 

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memstrata.ingest.formats import IngestIssue, read_file
+from memstrata.kafka_security import kafka_client_kwargs, start_checked
 from memstrata.model import Scope, Session
 from streams import topics
 from streams.events import ControlEvent, TurnEvent, event_key, utcnow
-from memstrata.kafka_security import kafka_client_kwargs, start_checked
 
 __all__ = ["ProduceReport", "StreamProducer", "produce_file", "session_events"]
 

@@ -15,9 +15,9 @@ from collections.abc import Sequence
 
 import faust
 
+from memstrata.kafka_security import kafka_client_kwargs
 from streams import topics
 from streams.app import StreamApp
-from memstrata.kafka_security import kafka_client_kwargs
 
 __all__ = ["StreamWorker", "group_lag", "run_worker", "wait_drained"]
 
