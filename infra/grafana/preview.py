@@ -47,7 +47,7 @@ def draw(prometheus: str, dashboard: Path, minutes: float, rate: str, output: Pa
     panels = [p for p in dash["panels"] if p.get("type") != "row"]
     rows = max(p["gridPos"]["y"] + p["gridPos"]["h"] for p in panels)
     fig = plt.figure(figsize=(24, rows * 0.42))
-    grid = fig.add_gridspec(rows, 24, hspace=2.2, wspace=1.2)
+    grid = fig.add_gridspec(rows, 24, hspace=2.2, wspace=1.2, top=0.965, bottom=0.02)
     end = time.time()
     start = end - minutes * 60
     window = f"{int(minutes * 60)}s"
@@ -90,7 +90,7 @@ def draw(prometheus: str, dashboard: Path, minutes: float, rate: str, output: Pa
         if unit:
             ax.set_ylabel(unit, fontsize=7)
     fig.suptitle(f"{dash['title']} (queries of {dashboard.name}, last {minutes:g} min)",
-                 fontsize=14)
+                 fontsize=14, y=0.995)
     output.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(output, dpi=70, bbox_inches="tight")
     return drawn
