@@ -146,19 +146,18 @@ def overview() -> Dashboard:
         q(f"sum by (reason) (rate(memstrata_stream_dlq_events_total[{RI}]))", "{{reason}}"),
         desc="Events refused by validation and sent to memstrata.dlq.v1."))
 
-    d = d.with_row(Row("L1/L2 materializers (Ray)"))
+    d = d.with_row(Row("L1/L2 materializers (Ray workers)"))
     d = d.with_panel(ts(
         "Cache hit ratio", "percentunit",
-        q(f"sum by (layer) (rate(memstrata_materializer_requests_total{{result=\"hit\"}}[{RI}]))"
-          f" / sum by (layer) (rate(memstrata_materializer_requests_total[{RI}]))",
-          "{{layer}}"),
-        desc="Share of L1/L2 requests served from the cache instead of being built."))
+        q(f"sum(rate(memstrata_workers_cache_total{{result=\"hit\"}}[{RI}]))"
+          f" / sum(rate(memstrata_workers_cache_total[{RI}]))", "L1/L2 reads from cache"),
+        desc="Share of L1/L2 layer reads served from the cache instead of being built."))
     d = d.with_panel(ts(
         "Queue depth and failures", "short",
-        q("sum(memstrata_materializer_queue_depth)", "queued builds"),
-        q(f"sum by (layer) (rate(memstrata_materializer_failures_total[{RI}]))",
-          "failures/s {{layer}}", "B"),
-        desc="Builds waiting for a Ray worker, and builds that failed."))
+        q("sum by (pool) (memstrata_workers_queue_depth)", "queued: {{pool}}"),
+        q(f"sum by (layer, outcome) (rate(memstrata_workers_builds_total"
+          f"{{outcome=~\"failed|timeout\"}}[{RI}]))", "{{layer}} {{outcome}}/s", "B"),
+        desc="Requests waiting on the Ray workers, and builds that failed or timed out."))
     return d
 
 

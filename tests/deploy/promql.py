@@ -12,12 +12,13 @@ ROOT = Path(__file__).resolve().parents[2]
 RULES = ROOT / "infra" / "prometheus" / "rules" / "memstrata.rules.yml"
 DASHBOARDS = ROOT / "infra" / "grafana" / "dashboards"
 
-#: Metrics the Ray materializers (workers/, built apart) are to export. Dashboards and
-#: alerts read them already; the cross-check covers them once `workers` is installed.
+#: Metrics of the Ray workers (workers/metrics.py, built on another branch), shown on the
+#: hosting process's /metrics. Dashboards and alerts read them; the cross-check takes
+#: their names from ``workers.metrics.WorkersMetrics`` once that package is installed.
 FROM_WORKERS = {
-    "memstrata_materializer_requests_total",
-    "memstrata_materializer_queue_depth",
-    "memstrata_materializer_failures_total",
+    "memstrata_workers_cache_total",
+    "memstrata_workers_queue_depth",
+    "memstrata_workers_builds_total",
 }
 
 # Grafana's range variables become plain durations for parsing.
