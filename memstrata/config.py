@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, SecretStr, ValidationError, model_validator
+from pydantic import Field, FilePath, SecretStr, ValidationError, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -79,11 +79,15 @@ class Settings(BaseSettings):
     qdrant_url: str | None = None
     qdrant_api_key: SecretStr | None = None
     qdrant_collection: str = "memstrata_l0"
+    #: CA bundle (PEM) that signs an https Qdrant's certificate; unset: the system's CAs.
+    qdrant_ca_file: FilePath | None = None
     lexical_backend: Literal["tantivy", "opensearch"] = "tantivy"
     doc_backend: Literal["sqlite", "opensearch"] = "sqlite"
     opensearch_url: str | None = None
     opensearch_user: str | None = None
     opensearch_password: SecretStr | None = None
+    #: CA bundle (PEM) that signs an https OpenSearch's certificate; unset: the system's CAs.
+    opensearch_ca_file: FilePath | None = None
     opensearch_index_prefix: str = Field("memstrata", pattern=r"^[a-z0-9][a-z0-9_\-]*$")
     #: Seconds one OpenSearch request may take, and retries when it cannot connect.
     opensearch_timeout_s: float = Field(10.0, gt=0, le=600)

@@ -29,6 +29,7 @@ from typing import Any, Literal, Protocol
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from memstrata.kafka_security import kafka_client_kwargs, start_checked
 from memstrata.wire import TURNS_TOPIC, TurnEvent
 
 __all__ = ["TURNS_TOPIC", "Durability", "KafkaProducerSettings", "KafkaPublisher",
@@ -85,8 +86,8 @@ class KafkaPublisher:
         from aiokafka import AIOKafkaProducer  # the kafka extra
 
         self._producer = AIOKafkaProducer(
-            bootstrap_servers=self.brokers, acks="all")
-        await self._producer.start()
+            bootstrap_servers=self.brokers, **kafka_client_kwargs(), acks="all")
+        await start_checked(self._producer, self.brokers)
 
     async def publish(self, records: Sequence[TurnEvent],
                       timeout_s: float | None = None) -> None:
@@ -112,8 +113,9 @@ class KafkaPublisher:
         from aiokafka import AIOKafkaConsumer, TopicPartition
         from aiokafka.admin import AIOKafkaAdminClient
 
-        admin = AIOKafkaAdminClient(bootstrap_servers=self.brokers)
-        consumer = AIOKafkaConsumer(bootstrap_servers=self.brokers, enable_auto_commit=False)
+        admin = AIOKafkaAdminClient(bootstrap_servers=self.brokers, **kafka_client_kwargs())
+        consumer = AIOKafkaConsumer(bootstrap_servers=self.brokers, enable_auto_commit=False,
+                                    **kafka_client_kwargs())
         await admin.start()
         await consumer.start()
         try:

@@ -20,6 +20,7 @@ from typing import Any
 
 import faust
 
+from memstrata.kafka_security import faust_credentials, kafka_client_kwargs
 from memstrata.roles import MemoryWriter
 from streams import topics
 from streams.metrics import StreamMetrics
@@ -72,7 +73,8 @@ async def read_range(brokers: str, topic: str,
     """Records of ``topic`` with ``start <= offset < stop`` per partition, in offset order."""
     from aiokafka import AIOKafkaConsumer, TopicPartition
 
-    consumer = AIOKafkaConsumer(bootstrap_servers=brokers, enable_auto_commit=False)
+    consumer = AIOKafkaConsumer(bootstrap_servers=brokers, enable_auto_commit=False,
+                                **kafka_client_kwargs())
     await consumer.start()
     try:
         tps = {TopicPartition(topic, p): (a, b) for p, (a, b) in ranges.items() if b > a}
@@ -103,7 +105,7 @@ async def committed_offsets(brokers: str, group: str, topic: str,
     from aiokafka import TopicPartition
     from aiokafka.admin import AIOKafkaAdminClient
 
-    admin = AIOKafkaAdminClient(bootstrap_servers=brokers)
+    admin = AIOKafkaAdminClient(bootstrap_servers=brokers, **kafka_client_kwargs())
     await admin.start()
     try:
         got = await admin.list_consumer_group_offsets(
@@ -154,6 +156,7 @@ def build_app(
     app = faust.App(
         stream.app_id,
         broker=[f"kafka://{b.strip()}" for b in brokers.split(",") if b.strip()],
+        broker_credentials=faust_credentials(),
         store="memory://",
         datadir=str(work_dir) if work_dir else None,
         autodiscover=False,

@@ -33,6 +33,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from memstrata.kafka_security import kafka_client_kwargs, start_checked
 from streams.topics import TopicSpec
 
 __all__ = ["PID_FILE", "BrokerError", "EmbeddedBroker", "ensure_topics", "free_port",
@@ -291,10 +292,10 @@ async def ensure_topics(brokers: str, specs: Sequence[TopicSpec],
     """Create the topics that do not exist yet (existing ones are left as they are)."""
     from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
-    admin = AIOKafkaAdminClient(bootstrap_servers=brokers,
+    admin = AIOKafkaAdminClient(bootstrap_servers=brokers, **kafka_client_kwargs(),
                                 request_timeout_ms=int(timeout_s * 1000))
     try:
-        await admin.start()
+        await start_checked(admin, brokers)
     except Exception as exc:
         raise BrokerError(f"cannot reach the broker at {brokers}: {exc}") from exc
     try:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memstrata.ingest.formats import IngestIssue, read_file
+from memstrata.kafka_security import kafka_client_kwargs, start_checked
 from memstrata.model import Scope, Session
 from streams import topics
 from streams.events import ControlEvent, TurnEvent, event_key, utcnow
@@ -61,18 +62,12 @@ class StreamProducer:
         self.brokers = brokers
         self._producer = AIOKafkaProducer(
             bootstrap_servers=brokers, acks=1, enable_idempotence=False, linger_ms=5,
-            request_timeout_ms=int(request_timeout_s * 1000))
+            request_timeout_ms=int(request_timeout_s * 1000), **kafka_client_kwargs())
         self.sent_after: dict[int, int] = {}
         self._inflight: list[asyncio.Future[object]] = []
 
     async def start(self) -> "StreamProducer":
-        try:
-            await self._producer.start()
-        except BaseException:
-            # A broker that is down: close what start() opened, or aiokafka warns
-            # "Unclosed AIOKafkaProducer" when the object is collected.
-            await self._producer.stop()
-            raise
+        await start_checked(self._producer, self.brokers)
         return self
 
     async def stop(self) -> None:
@@ -115,7 +110,8 @@ class StreamProducer:
         """End offset of every turns partition now (what a delete_user must follow)."""
         from aiokafka import AIOKafkaConsumer, TopicPartition
 
-        consumer = AIOKafkaConsumer(bootstrap_servers=self.brokers, enable_auto_commit=False)
+        consumer = AIOKafkaConsumer(bootstrap_servers=self.brokers, enable_auto_commit=False,
+                                    **kafka_client_kwargs())
         await consumer.start()
         try:
             parts = consumer.partitions_for_topic(topics.TURNS) or set()

@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from memstrata.kafka_security import KafkaSecuritySettings
 from memstrata.model import MAX_CONTENT_CHARS
 
 #: File in the data dir where ``memstrata up`` records the broker it started.
@@ -64,8 +65,11 @@ class StreamSettings(BaseSettings):
     store_backoff_max_s: float = Field(5.0, ge=0, le=600)
 
 
-class KafkaSettings(BaseSettings):
-    """Where the broker is and how the consumer group behaves (``MEMSTRATA_KAFKA_*``)."""
+class KafkaSettings(KafkaSecuritySettings):
+    """Where the broker is and how the consumer group behaves (``MEMSTRATA_KAFKA_*``).
+
+    TLS and SASL fields come from :class:`memstrata.kafka_security.KafkaSecuritySettings`.
+    """
 
     model_config = SettingsConfigDict(env_prefix="MEMSTRATA_KAFKA_", extra="ignore",
                                       validate_default=True)

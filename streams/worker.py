@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 import faust
 
+from memstrata.kafka_security import kafka_client_kwargs
 from streams import topics
 from streams.app import StreamApp
 
@@ -33,8 +34,9 @@ async def group_lag(brokers: str, group: str,
     from aiokafka import AIOKafkaConsumer, TopicPartition
     from aiokafka.admin import AIOKafkaAdminClient
 
-    admin = AIOKafkaAdminClient(bootstrap_servers=brokers)
-    consumer = AIOKafkaConsumer(bootstrap_servers=brokers, enable_auto_commit=False)
+    admin = AIOKafkaAdminClient(bootstrap_servers=brokers, **kafka_client_kwargs())
+    consumer = AIOKafkaConsumer(bootstrap_servers=brokers, enable_auto_commit=False,
+                                **kafka_client_kwargs())
     try:  # closed even when cancelled half-started (a second Ctrl-C during the drain)
         await admin.start()
         await consumer.start()

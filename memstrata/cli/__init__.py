@@ -403,6 +403,17 @@ def show_config(data_dir: DataDir = None) -> None:
     for name, value in settings.model_dump().items():
         shown = "***" if isinstance(value, SecretStr) else value
         console.print(f"MEMSTRATA_{name.upper()}={'' if shown is None else shown}")
+    from memstrata.config import settings_namespaces  # services' MEMSTRATA_<NS>_* too
+
+    for prefix, cls in sorted(settings_namespaces()[0].items()):
+        try:
+            values = cls().model_dump()
+        except Exception as exc:  # noqa: BLE001 - show what is wrong, keep listing
+            console.print(f"# {prefix}*: {escape(str(exc).splitlines()[0])}", soft_wrap=True)
+            continue
+        for name, value in values.items():
+            shown = "***" if isinstance(value, SecretStr) else value
+            console.print(f"{prefix}{name.upper()}={'' if shown is None else shown}")
 
 
 def _register_subcommands() -> None:

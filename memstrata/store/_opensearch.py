@@ -21,10 +21,16 @@ def make_client(
     password: str | None = None,
     timeout: float = DEFAULT_TIMEOUT_S,
     max_retries: int = 2,
+    ca_file: str | None = None,
 ) -> OpenSearch:
-    """A client with every request bounded by ``timeout`` (retried only if it cannot connect)."""
+    """A client with every request bounded by ``timeout`` (retried only if it cannot connect).
+
+    ``ca_file`` (MEMSTRATA_OPENSEARCH_CA_FILE) is the CA bundle an https URL is verified with.
+    """
     auth = (user, password or "") if user else None
-    return OpenSearch(hosts=[url], http_auth=auth, timeout=timeout, max_retries=max_retries)
+    tls: dict[str, Any] = {"verify_certs": True, "ca_certs": ca_file} if ca_file else {}
+    return OpenSearch(hosts=[url], http_auth=auth, timeout=timeout, max_retries=max_retries,
+                      **tls)
 
 
 def ensure_index(client: OpenSearch, name: str, body: dict[str, Any], timeout: float) -> None:

@@ -39,6 +39,10 @@ def _secret(value: SecretStr | None) -> str | None:
     return None if value is None else value.get_secret_value()
 
 
+def _path(value: object | None) -> str | None:
+    return None if value is None else str(value)
+
+
 def open_vector_store(settings: Settings, dim: int, *, read_only: bool = False) -> VectorStore:
     """The configured vector store for ``dim``-dimensional embeddings."""
     if settings.vector_backend == "qdrant":
@@ -50,6 +54,7 @@ def open_vector_store(settings: Settings, dim: int, *, read_only: bool = False) 
             dim,
             url=settings.qdrant_url,
             api_key=_secret(settings.qdrant_api_key),
+            ca_file=_path(settings.qdrant_ca_file),
         )
     _require("qdrant_edge", "qdrant-edge", "qdrant-edge-py")
     from memstrata.store.qdrant_edge import QdrantEdgeVectorStore
@@ -82,6 +87,7 @@ def open_lexical_store(settings: Settings, *, read_only: bool = False,
             prefix=settings.opensearch_index_prefix,
             user=settings.opensearch_user,
             password=_secret(settings.opensearch_password),
+            ca_file=_path(settings.opensearch_ca_file),
             name="session-text" if sessions else "l0",  # not "-sessions": the doc store has it
             timeout=settings.opensearch_timeout_s,
             max_retries=settings.opensearch_max_retries,
@@ -106,6 +112,7 @@ def open_doc_store(settings: Settings, *, read_only: bool = False) -> DocStore:
             prefix=settings.opensearch_index_prefix,
             user=settings.opensearch_user,
             password=_secret(settings.opensearch_password),
+            ca_file=_path(settings.opensearch_ca_file),
             timeout=settings.opensearch_timeout_s,
             max_retries=settings.opensearch_max_retries,
         )

@@ -78,6 +78,7 @@ class OpenSearchDocStore(DocStore):
         password: str | None = None,
         timeout: float = DEFAULT_TIMEOUT_S,
         max_retries: int = 2,
+        ca_file: str | None = None,
         page_size: int = 1000,
     ) -> None:
         if (url is None) == (client is None):
@@ -90,7 +91,7 @@ class OpenSearchDocStore(DocStore):
             client
             if client is not None
             else make_client(url or "", user=user, password=password, timeout=timeout,
-                             max_retries=max_retries)
+                             max_retries=max_retries, ca_file=ca_file)
         )
         for kind, extra in _MAPPINGS.items():
             with guard(BACKEND, f"create index {self.indices[kind]}"):

@@ -67,6 +67,7 @@ class OpenSearchLexicalStore(LexicalStore):
         password: str | None = None,
         timeout: float = DEFAULT_TIMEOUT_S,
         max_retries: int = 2,
+        ca_file: str | None = None,
         name: str = "l0",
     ) -> None:
         if (url is None) == (client is None):
@@ -79,7 +80,7 @@ class OpenSearchLexicalStore(LexicalStore):
             client
             if client is not None
             else make_client(url or "", user=user, password=password, timeout=timeout,
-                             max_retries=max_retries)
+                             max_retries=max_retries, ca_file=ca_file)
         )
         with guard(BACKEND, f"create index {self.index}"):
             ensure_index(self._client, self.index, MAPPING, timeout)

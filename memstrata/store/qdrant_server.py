@@ -12,6 +12,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Collection, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from qdrant_client import QdrantClient, models
@@ -62,6 +63,7 @@ class QdrantVectorStore(VectorStore):
         path: str | Path | None = None,
         location: str | None = None,
         timeout: int = 10,
+        ca_file: str | None = None,
     ) -> None:
         if sum(x is not None for x in (url, path, location)) != 1:
             raise StoreError(f"{BACKEND}: give exactly one of url, path or location")
@@ -72,7 +74,9 @@ class QdrantVectorStore(VectorStore):
         where = url or (str(path) if path is not None else location)
         with guard(BACKEND, f"connect to {where}"):
             if url is not None:
-                self._client = QdrantClient(url=url, api_key=api_key, timeout=timeout)
+                # ca_file (MEMSTRATA_QDRANT_CA_FILE): the CA bundle an https URL is verified with.
+                tls: dict[str, Any] = {"verify": ca_file} if ca_file else {}
+                self._client = QdrantClient(url=url, api_key=api_key, timeout=timeout, **tls)
             elif path is not None:
                 Path(path).mkdir(parents=True, exist_ok=True)
                 self._client = QdrantClient(path=str(path))
