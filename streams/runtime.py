@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from memstrata.config import Settings
+from memstrata.llm.metrics import register_llm_metrics
 from streams import topics
 from streams.app import ExtraService, build_app
 from streams.broker import EmbeddedBroker, ensure_topics
@@ -76,6 +77,8 @@ class StreamRuntime:
                 settings = settings.model_copy(update={"tantivy_commit": "flush"})
             memory = (self.open_memory or _open_memory)(settings)
             metrics = StreamMetrics.create()
+            # memstrata_llm_fallbacks_total: L0 windows the LLM failed to build.
+            register_llm_metrics(metrics.registry, getattr(memory, "meter", None))
             if self.stream.metrics_port:
                 metrics.serve(self.stream.metrics_port, self.stream.metrics_addr)
             app = build_app(memory, brokers, stream=self.stream, kafka=self.kafka,

@@ -6,16 +6,22 @@ that grew since (streaming ingestion appends turns) is rebuilt rather than
 served stale. Concurrent first reads of the same key build once
 (single-flight within the process; :mod:`workers` extends this across a Ray
 cluster).
+
+A layer that the extractive fallback built because the LLM failed is cached
+with its mark and the time it was built: it is served for
+``fallback_retry_s`` (so a down LLM is not asked again on every read), then
+the next read builds it again.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from typing import Any, Iterator, TypeVar
 
-from memstrata.llm.types import LayerBuilder
+from memstrata.llm.types import Built, LayerBuilder
 from memstrata.model import (
     KeyFact,
     KeyFacts,
@@ -38,9 +44,13 @@ class SessionNotFound(KeyError):
 class LazyLayers:
     """Reads L1/L2 through the cache, building them on a miss."""
 
-    def __init__(self, docs: DocStore, builder: LayerBuilder, *, cache: bool = True) -> None:
+    def __init__(self, docs: DocStore, builder: LayerBuilder, *, cache: bool = True,
+                 fallback_retry_s: float = 300.0,
+                 clock: Callable[[], float] = time.time) -> None:
         self.docs = docs
         self.builder = builder
+        self.fallback_retry_s = fallback_retry_s
+        self._clock = clock
         #: False for a read-only memory: layers are built on each read, never stored.
         self.cache = cache
         #: One lock per key being built right now, with how many threads use it;
@@ -84,41 +94,52 @@ class LazyLayers:
         scope: Scope,
         session_id: str,
         layer: str,
-        build: Callable[[SessionMeta, Sequence[Turn]], list[Any]],
-    ) -> tuple[SessionMeta, list[dict[str, Any]], bool]:
+        build: Callable[[SessionMeta, Sequence[Turn]], Built[Any]],
+    ) -> tuple[SessionMeta, list[dict[str, Any]], bool, str | None]:
+        """(meta, items, from the cache, fallback reason or None)."""
         meta, turns = self._session(scope, session_id)
         digest = turns_digest(turns)
         version = self.builder.version
 
-        def lookup() -> list[dict[str, Any]] | None:
+        def lookup() -> dict[str, Any] | None:
             hit = self.docs.get_layer(scope, session_id, layer, version)
-            if hit is not None and hit.get("digest") == digest:
-                return list(hit["items"])
-            return None
+            if hit is None or hit.get("digest") != digest:
+                return None
+            if hit.get("fallback") and (
+                    self._clock() - float(hit.get("built_at", 0.0)) >= self.fallback_retry_s):
+                return None  # built without the LLM a while ago: try the LLM again
+            return hit
 
-        items = lookup()
-        if items is not None:
-            return meta, items, True
+        hit = lookup()
+        if hit is not None:
+            return meta, list(hit["items"]), True, hit.get("fallback")
         key = (scope.tenant_id, scope.user_id, session_id, layer, version)
         with self._single_flight(key):
-            items = lookup()
-            if items is not None:
-                return meta, items, True
-            built = [x.model_dump() for x in build(meta, turns)]
+            hit = lookup()
+            if hit is not None:
+                return meta, list(hit["items"]), True, hit.get("fallback")
+            result = build(meta, turns)
+            built = [x.model_dump() for x in result.items]
             if self.cache:
-                self.docs.put_layer(scope, session_id, layer, version,
-                                    {"digest": digest, "items": built})
+                payload: dict[str, Any] = {"digest": digest, "items": built}
+                if result.fallback:
+                    payload.update(fallback=result.fallback, built_at=self._clock())
+                self.docs.put_layer(scope, session_id, layer, version, payload)
             self.builds += 1
-            return meta, built, False
+            return meta, built, False, result.fallback
 
     def facts(self, scope: Scope, session_id: str) -> tuple[KeyFacts, bool]:
         """L1 of a session and whether it came from the cache."""
-        meta, items, hit = self._cached(scope, session_id, "L1", self.builder.key_facts)
+        meta, items, hit, fallback = self._cached(scope, session_id, "L1",
+                                                  self.builder.build_facts)
         facts = [KeyFact.model_validate(i) for i in items]
-        return KeyFacts(meta=meta, builder=self.builder.version, facts=facts), hit
+        return KeyFacts(meta=meta, builder=self.builder.version, facts=facts,
+                        fallback=fallback), hit
 
     def notes(self, scope: Scope, session_id: str) -> tuple[TurnNotes, bool]:
         """L2 of a session and whether it came from the cache."""
-        meta, items, hit = self._cached(scope, session_id, "L2", self.builder.turn_notes)
+        meta, items, hit, fallback = self._cached(scope, session_id, "L2",
+                                                  self.builder.build_notes)
         notes = [TurnNote.model_validate(i) for i in items]
-        return TurnNotes(meta=meta, builder=self.builder.version, notes=notes), hit
+        return TurnNotes(meta=meta, builder=self.builder.version, notes=notes,
+                         fallback=fallback), hit
