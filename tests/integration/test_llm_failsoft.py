@@ -231,11 +231,12 @@ def test_stream_appends_fall_back_and_the_next_append_retries(server: FakeOpenAI
     assert [u.fallback for u in units] == [None, None]
 
 
-def test_fallbacks_are_exported_as_a_prometheus_counter(llm_memory: Memory) -> None:
-    llm_memory.meter.record_fallback("builder", "timeout")
-    llm_memory.meter.record_fallback("controller", "connection")
+def test_fallbacks_are_exported_as_a_prometheus_counter() -> None:
+    meter = UsageMeter()
+    meter.record_fallback("builder", "timeout")
+    meter.record_fallback("controller", "connection")
     registry = CollectorRegistry()
-    register_llm_metrics(registry, llm_memory.meter, llm_memory.meter)  # counted once
+    register_llm_metrics(registry, meter, meter)  # the same meter twice is counted once
     text = generate_latest(registry).decode()
     assert 'memstrata_llm_fallbacks_total{reason="timeout",role="builder"} 1.0' in text
     assert 'memstrata_llm_fallbacks_total{reason="connection",role="controller"} 1.0' in text
@@ -286,3 +287,22 @@ def test_answer_falls_back_offline_when_the_llm_fails(server: FakeOpenAIServer,
     server.queue(CHAT, failing())
     with pytest.raises(LLMError, match="controller call to model 'controller-m' failed"):
         strict.answer(MAYA, "What is the name of my kitten?")
+
+
+def test_role_limits_are_settings_and_bad_values_name_the_variable(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from memstrata.config import ConfigError, load_settings
+    from memstrata.controller.config import load_controller_settings
+
+    monkeypatch.setenv("MEMSTRATA_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("MEMSTRATA_LLM_TIMEOUT_CONTROLLER_S", "7.5")
+    monkeypatch.setenv("MEMSTRATA_LLM_MAX_TOKENS_GENERATOR", "64")
+    s = load_settings()
+    assert s.llm_timeout_for("controller") == 7.5 and s.llm_timeout_for("builder") == 30.0
+    assert s.llm_max_tokens_for("judge") == 64
+    monkeypatch.setenv("MEMSTRATA_LLM_MAX_TOKENS_BUILDER", "5")
+    with pytest.raises(ConfigError, match="MEMSTRATA_LLM_MAX_TOKENS_BUILDER"):
+        load_settings()
+    monkeypatch.setenv("MEMSTRATA_CONTROLLER_ON_LLM_ERROR", "shrug")
+    with pytest.raises(ConfigError, match="MEMSTRATA_CONTROLLER_ON_LLM_ERROR"):
+        load_controller_settings()
