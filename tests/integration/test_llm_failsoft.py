@@ -306,3 +306,25 @@ def test_role_limits_are_settings_and_bad_values_name_the_variable(
     monkeypatch.setenv("MEMSTRATA_CONTROLLER_ON_LLM_ERROR", "shrug")
     with pytest.raises(ConfigError, match="MEMSTRATA_CONTROLLER_ON_LLM_ERROR"):
         load_controller_settings()
+
+
+def test_query_service_metrics_show_the_fallbacks(server: FakeOpenAIServer,
+                                                  llm_memory: Memory) -> None:
+    import asyncio
+
+    from query_service.server import build_server
+    from query_service.settings import ServiceSettings
+
+    server.queue(CHAT, failing())
+    llm_memory.ingest([session("s1", 2)])  # one window, built by the fallback
+
+    async def scrape() -> str:
+        handle = await build_server(llm_memory, ServiceSettings(port=0, host="127.0.0.1"),
+                                    controller_settings=ControllerSettings(policy="rules"))
+        try:
+            return generate_latest(handle.metrics.registry).decode()
+        finally:
+            await handle.stop(0)
+
+    text = asyncio.run(scrape())
+    assert 'memstrata_llm_fallbacks_total{reason="http",role="builder"} 1.0' in text
