@@ -154,7 +154,9 @@ class Controller:
             if self.settings.on_llm_error == "fail":
                 raise
             role: Role = exc.role if exc.role in ROLES else "controller"  # type: ignore[assignment]
-            self.chat.meter.record_fallback(role, exc.reason)
+            meter = getattr(self.chat, "meter", None)  # test doubles may have none
+            if meter is not None:
+                meter.record_fallback(role, exc.reason)
             log.warning("LLM failed while answering (%s: %s); answering offline: %s",
                         role, exc.reason, exc)
             return self._answer(scope, question, asked_on, on_step, llm=False,
