@@ -106,13 +106,13 @@ def ask(
         except LLMError as exc:
             err.print(f"[red]{escape(str(exc))}[/red]")
             raise typer.Exit(1) from None
+    if answer.fallback:
+        err.print(f"[yellow]answered offline: the LLM failed ({escape(answer.fallback)}); "
+                  f"see --trace[/yellow]", soft_wrap=True)
     if as_json:
         sys.stdout.write(answer.model_dump_json(indent=1) + "\n")
         return
     console.print(f"[bold]{escape(answer.answer)}[/bold]", soft_wrap=True)
-    if answer.fallback:
-        err.print(f"[yellow]answered offline: the LLM failed ({escape(answer.fallback)}); "
-                  f"see --trace[/yellow]", soft_wrap=True)
     if not answer.sources:
         console.print(f"(no sources; mode {answer.mode})")
     for s in answer.sources:
