@@ -29,6 +29,15 @@ def _default_data_dir() -> Path:
     return Path(base) / "memstrata"
 
 
+def _limit_role(role: str) -> str:
+    """The role whose limits apply (the judge has no settings of its own)."""
+    if role == "judge":
+        return "generator"
+    if role not in ("builder", "controller", "synthesizer", "generator"):
+        raise ValueError(f"unknown LLM role {role!r}")
+    return role
+
+
 class ConfigError(ValueError):
     """A setting is missing or out of range; the message names the variable."""
 
@@ -48,8 +57,28 @@ class Settings(BaseSettings):
     llm_backend: Literal["extractive", "openai"] = "extractive"
     llm_base_url: str | None = None
     llm_api_key: SecretStr | None = None
-    llm_timeout_s: float = Field(60.0, gt=0, le=600)
-    llm_max_retries: int = Field(4, ge=0, le=10)
+    #: Seconds one attempt of one call may take (every role; each role can override it).
+    llm_timeout_s: float = Field(30.0, gt=0, le=600)
+    #: Extra attempts after a transient failure (429, 5xx, timeout, refused connection), so
+    #: one call costs at most (1 + retries) x its role's timeout plus backoff.
+    llm_max_retries: int = Field(1, ge=0, le=10)
+    llm_timeout_builder_s: float | None = Field(None, gt=0, le=600)
+    llm_timeout_controller_s: float | None = Field(None, gt=0, le=600)
+    llm_timeout_synthesizer_s: float | None = Field(None, gt=0, le=600)
+    llm_timeout_generator_s: float | None = Field(None, gt=0, le=600)
+    #: Output cap (``max_tokens``) per role: a model that never stops is cut off,
+    #: and a cut-off JSON reply counts as a failure (the fallback takes over).
+    llm_max_tokens_builder: int = Field(1500, ge=16, le=131_072)
+    llm_max_tokens_controller: int = Field(512, ge=16, le=131_072)
+    llm_max_tokens_synthesizer: int = Field(1024, ge=16, le=131_072)
+    llm_max_tokens_generator: int = Field(512, ge=16, le=131_072)
+    #: After this many failed calls in a row the endpoint is taken as down: calls fail at
+    #: once (the fallbacks answer) until ``llm_breaker_cooldown_s`` has passed; 0: never.
+    llm_breaker_failures: int = Field(3, ge=0, le=1000)
+    llm_breaker_cooldown_s: float = Field(30.0, gt=0, le=3600)
+    #: An L1/L2 layer built by the extractive fallback is served from the cache for this
+    #: long, then built again with the LLM on the next read.
+    llm_fallback_retry_s: float = Field(300.0, ge=0, le=86_400)
     #: One model per role so that a strong controller can pair with a cheap generator.
     llm_model_builder: str = "gpt-4.1-mini"
     llm_model_controller: str = "gpt-4.1"
@@ -201,6 +230,16 @@ class Settings(BaseSettings):
                 raise ConfigError(f"MEMSTRATA_CONFIG_FILE: no such file: {path}")
             sources.append(TomlConfigSettingsSource(settings_cls, toml_file=path))
         return tuple(sources)
+
+    # -- per-role LLM limits --------------------------------------------------
+    def llm_timeout_for(self, role: str) -> float:
+        """Seconds per attempt for ``role`` (the judge shares the generator's limits)."""
+        own = getattr(self, f"llm_timeout_{_limit_role(role)}_s")
+        return float(own) if own is not None else self.llm_timeout_s
+
+    def llm_max_tokens_for(self, role: str) -> int:
+        """The ``max_tokens`` sent with every call of ``role``."""
+        return int(getattr(self, f"llm_max_tokens_{_limit_role(role)}"))
 
     # -- derived paths ----------------------------------------------------
     @property

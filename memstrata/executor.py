@@ -23,7 +23,7 @@ from memstrata.model import Scope, SessionMeta, Turn
 
 if TYPE_CHECKING:
     from memstrata.controller.result import Answer
-    from memstrata.llm.types import LayerBuilder
+    from memstrata.llm.types import Built, LayerBuilder
 
 LAYERS = ("L1", "L2")
 
@@ -57,19 +57,27 @@ class LayerRequest:
 
 @runtime_checkable
 class LayerExecutor(Protocol):
-    """Builds one layer and hands back its items (``model_dump`` of each bullet)."""
+    """Builds one layer and hands back its items (``model_dump`` of each bullet).
 
-    def build_layer(self, request: LayerRequest) -> list[dict[str, Any]]:
+    ``Built.fallback`` says why the extractive fallback built them (the LLM failed);
+    the cache marks such a layer so a later read tries the LLM again.
+    """
+
+    def build_layer(self, request: LayerRequest) -> "Built[dict[str, Any]]":
         ...
 
 
-def build_items(builder: "LayerBuilder", request: LayerRequest) -> list[dict[str, Any]]:
+def build_items(builder: "LayerBuilder", request: LayerRequest) -> "Built[dict[str, Any]]":
     """Run ``builder`` for the request's layer (shared by every backend)."""
+    from memstrata.llm.types import Built
+
     if request.layer == "L1":
-        return [x.model_dump() for x in builder.key_facts(request.meta, request.turns)]
-    if request.layer == "L2":
-        return [x.model_dump() for x in builder.turn_notes(request.meta, request.turns)]
-    raise ValueError(f"layer: expected one of {', '.join(LAYERS)}, got {request.layer!r}")
+        result: Built[Any] = builder.build_facts(request.meta, request.turns)
+    elif request.layer == "L2":
+        result = builder.build_notes(request.meta, request.turns)
+    else:
+        raise ValueError(f"layer: expected one of {', '.join(LAYERS)}, got {request.layer!r}")
+    return Built([x.model_dump() for x in result.items], result.fallback)
 
 
 class LocalLayerExecutor:
@@ -78,7 +86,7 @@ class LocalLayerExecutor:
     def __init__(self, builder: "LayerBuilder") -> None:
         self.builder = builder
 
-    def build_layer(self, request: LayerRequest) -> list[dict[str, Any]]:
+    def build_layer(self, request: LayerRequest) -> "Built[dict[str, Any]]":
         return build_items(self.builder, request)
 
 

@@ -53,6 +53,8 @@ __all__ = ["IndexMismatch", "IngestReport", "Memory", "ReadOnlyMemory", "Session
 #: spell ('#' is not allowed in ids), so they never meet a tenant's data.
 _META_SCOPE = Scope.model_construct(tenant_id="#memstrata", user_id="#index")
 _META_SESSION, _FINGERPRINT = "#index", "fingerprint"
+#: Appended to the digest of a session that holds fallback units (see ``_commit``).
+FALLBACK_DIGEST = ":fallback"
 
 
 class ReadOnlyMemory(RuntimeError):
@@ -70,6 +72,9 @@ class IngestReport:
     #: Sessions of this call whose records are complete and marked done (an
     #: interrupted ingest redoes the others when run again).
     committed: int = 0
+    #: Units the extractive fallback built because the LLM failed; their sessions
+    #: are built again by the next ingest.
+    fallbacks: int = 0
     seconds: float = 0.0
     users: set[Scope] = field(default_factory=set)
 
@@ -90,6 +95,9 @@ class _Pending:
     turns_written: list[int]
     #: Every turn of the session after this write (for its session-level BM25 document).
     all_turns: list[Turn] = field(default_factory=list)
+    #: Windows (by digest) that the fallback built: left out of the stored plan, so
+    #: the next write of the session builds them again.
+    retry: set[str] = field(default_factory=set)
 
 
 def embedder_id(embedder: Embedder) -> str:
@@ -125,7 +133,8 @@ class Memory:
         #: BM25 over whole sessions (:mod:`memstrata.retrieval.sessions`); None: not kept.
         self.session_lexical = session_lexical
         self.meter = meter or UsageMeter()
-        self.layers = LazyLayers(docs, builder, cache=not read_only)
+        self.layers = LazyLayers(docs, builder, cache=not read_only,
+                                 fallback_retry_s=settings.llm_fallback_retry_s)
         self.retriever = HybridRetriever(
             embedder, vectors, lexical, docs, RetrievalParams.from_settings(settings),
             session_lexical=session_lexical,
@@ -411,13 +420,18 @@ class Memory:
             return None
         self.docs.put_session(meta, digest=None)  # not done until the units are indexed
         self.docs.put_turns(scope, sid, list(changed.values()))
-        built = [u for w in plan.stale for u in build_window(meta, all_turns, w.span,
-                                                              self.builder)]
+        built: list[L0Unit] = []
+        retry: set[str] = set()
+        for w in plan.stale:
+            window_units = build_window(meta, all_turns, w.span, self.builder)
+            if any(u.fallback for u in window_units):
+                retry.add(w.digest)
+            built.extend(window_units)
         # A unit that came out as it was stored (a later turn joined its window
         # but did not change its summary) is neither re-embedded nor rewritten.
         stored_units = {u.id: u for u in self.docs.get_units(scope, [u.id for u in built])}
         units = [u for u in built if stored_units.get(u.id) != u]
-        return _Pending(meta, digest, plan, closed, units, sorted(changed), all_turns)
+        return _Pending(meta, digest, plan, closed, units, sorted(changed), all_turns, retry)
 
     def _commit(self, batch: Sequence[_Pending],
                 ingest: IngestReport | None = None) -> list[AppendReport]:
@@ -431,10 +445,14 @@ class Memory:
             scope, sid = p.meta.scope, p.meta.session_id
             # Durable once the upserts return, so the plan and digest can follow.
             self.docs.put_layer(scope, sid, PLAN_LAYER, PLAN_KEY,
-                                p.plan.payload(self.fingerprint.key, p.closed))
-            self.docs.put_session(p.meta, digest=p.digest)
+                                p.plan.payload(self.fingerprint.key, p.closed, skip=p.retry))
+            # A session with fallback units is stored but not "done": its digest
+            # never matches, so the next ingest builds those windows again.
+            self.docs.put_session(p.meta, digest=p.digest + FALLBACK_DIGEST if p.retry
+                                  else p.digest)
             if ingest is not None:
                 ingest.committed += 1
+                ingest.fallbacks += sum(1 for u in p.units if u.fallback)
             written = [u.turn_index for u in p.units]
             reports.append(AppendReport(
                 scope=scope, session_id=sid, turns_written=p.turns_written,

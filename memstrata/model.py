@@ -191,6 +191,10 @@ class L0Unit(BaseModel):
     tags: list[str] = Field(default_factory=list)
     #: Source message ids (``D1:3``...) of the turn, for evidence-level scoring.
     source_ids: list[str] = Field(default_factory=list)
+    #: Why the extractive fallback built this unit instead of the LLM (timeout,
+    #: connection, unparsable...); None when the configured builder built it. A
+    #: session holding such units is built again by the next ingest.
+    fallback: str | None = None
 
     def index_text(self) -> str:
         """What the dense encoder sees: the summary followed by its keywords."""
@@ -219,6 +223,8 @@ class KeyFacts(BaseModel):
     meta: SessionMeta
     builder: str
     facts: list[KeyFact]
+    #: Why the extractive fallback built it instead of the LLM; None when the LLM did.
+    fallback: str | None = None
 
 
 class TurnNotes(BaseModel):
@@ -227,6 +233,8 @@ class TurnNotes(BaseModel):
     meta: SessionMeta
     builder: str
     notes: list[TurnNote]
+    #: Why the extractive fallback built it instead of the LLM; None when the LLM did.
+    fallback: str | None = None
 
 
 class SessionHit(BaseModel):

@@ -28,6 +28,7 @@ from prometheus_client import CollectorRegistry
 from memstrata.client._proto import memory_pb2 as pb
 from memstrata.client._proto import memory_pb2_grpc as pb_grpc
 from memstrata.controller.config import ControllerSettings, load_controller_settings
+from memstrata.llm.metrics import register_llm_metrics
 from memstrata.llm.usage import PriceTable
 from query_service.interceptors import AuthInterceptor, LimitsInterceptor, MetricsInterceptor
 from query_service.keys import KeyRing
@@ -192,6 +193,9 @@ async def build_server(
             publisher = KafkaPublisher(kafka.brokers, kafka.topic_turns, kafka.stream_group)
     if chat is None:
         chat = _open_chat(memory, controller_settings)
+    # memstrata_llm_fallbacks_total: builds and answers the LLM failed to do.
+    register_llm_metrics(metrics.registry, getattr(memory, "meter", None),
+                         getattr(chat, "meter", None))
     servicer = MemoryServicer(memory, settings, controller_settings, chat, pools, metrics,
                               gate, SpendLedger(spend_path(memory, settings)), publisher,
                               prices)

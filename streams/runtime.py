@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from memstrata.config import Settings
+from memstrata.llm.metrics import register_llm_metrics
 from streams import topics
 from streams.app import ExtraService, StreamApp, build_app
 from streams.broker import EmbeddedBroker, ensure_topics
@@ -134,6 +135,8 @@ class StreamRuntime:
             asyncio.run(ensure_topics(brokers, topics.specs(self.kafka.partitions,
                                                             self.kafka.replication)))
             metrics = self.metrics or StreamMetrics.create()
+            # memstrata_llm_fallbacks_total: L0 windows the LLM failed to build.
+            register_llm_metrics(metrics.registry, getattr(memory, "meter", None))
             if self.stream.metrics_port:
                 metrics.serve(self.stream.metrics_port, self.stream.metrics_addr)
             app = build_app(memory, brokers, stream=self.stream, kafka=self.kafka,

@@ -31,7 +31,7 @@ from memstrata.executor import (
     LayerRequest,
     build_items,
 )
-from memstrata.llm.types import LayerBuilder
+from memstrata.llm.types import Built, LayerBuilder
 from workers.cluster import connect, is_ray_lost
 from workers.metrics import WorkersMetrics
 from workers.settings import WorkersSettings
@@ -57,15 +57,15 @@ class Materializer:
         self.builder = builder_factory()
         self.settings = settings
         self._pool = ThreadPoolExecutor(settings.build_threads, thread_name_prefix="build")
-        self._inflight: dict[tuple[str, ...], asyncio.Future[list[dict[str, Any]]]] = {}
-        self._recent: OrderedDict[tuple[str, ...], tuple[float, list[dict[str, Any]]]] = \
+        self._inflight: dict[tuple[str, ...], asyncio.Future[Built[dict[str, Any]]]] = {}
+        self._recent: OrderedDict[tuple[str, ...], tuple[float, Built[dict[str, Any]]]] = \
             OrderedDict()
         #: Changes when Ray restarts the actor: callers count restarts by it.
         self.incarnation = uuid.uuid4().hex
         self.counts = {"builds": 0, "joins": 0, "failures": 0, "retries": 0, "busy": 0}
         self._lock = threading.Lock()
 
-    def _build_with_retries(self, req: LayerRequest) -> tuple[list[dict[str, Any]], int]:
+    def _build_with_retries(self, req: LayerRequest) -> tuple[Built[dict[str, Any]], int]:
         s = self.settings
         attempts = 0
 
@@ -95,14 +95,14 @@ class Materializer:
         recent = self._recent.get(k)
         if recent is not None and now - recent[0] < RECENT_TTL_S:
             self.counts["joins"] += 1
-            return {"items": recent[1], "joined": True, "attempts": 0, "seconds": 0.0,
-                    "incarnation": self.incarnation}
+            return {"items": recent[1].items, "fallback": recent[1].fallback, "joined": True,
+                    "attempts": 0, "seconds": 0.0, "incarnation": self.incarnation}
         fut = self._inflight.get(k)
         if fut is not None:
             self.counts["joins"] += 1
-            items = await asyncio.shield(fut)
-            return {"items": items, "joined": True, "attempts": 0, "seconds": 0.0,
-                    "incarnation": self.incarnation}
+            joined = await asyncio.shield(fut)
+            return {"items": joined.items, "fallback": joined.fallback, "joined": True,
+                    "attempts": 0, "seconds": 0.0, "incarnation": self.incarnation}
         if len(self._inflight) >= self.settings.build_queue:
             self.counts["busy"] += 1
             raise ExecutorBusy(f"materializer busy: {len(self._inflight)} builds queued or "
@@ -130,7 +130,8 @@ class Materializer:
         self._recent[k] = (time.monotonic(), items)
         while len(self._recent) > RECENT_BUILDS:
             self._recent.popitem(last=False)
-        return {"items": items, "joined": False, "attempts": attempts,
+        return {"items": items.items, "fallback": items.fallback, "joined": False,
+                "attempts": attempts,
                 "seconds": time.perf_counter() - t0, "incarnation": self.incarnation}
 
     async def stats(self) -> dict[str, Any]:
@@ -187,7 +188,7 @@ class RayLayerExecutor(LayerExecutor):
         self._waiting = 0
         self._lock = threading.Lock()
 
-    def build_layer(self, request: LayerRequest) -> list[dict[str, Any]]:
+    def build_layer(self, request: LayerRequest) -> Built[dict[str, Any]]:
         if self.degraded and self.fallback is not None:
             return self.fallback.build_layer(request)
         from ray import exceptions as rx
@@ -238,7 +239,7 @@ class RayLayerExecutor(LayerExecutor):
             m.build_seconds.labels(layer=layer).observe(reply["seconds"])
             if reply["attempts"] > 1:
                 m.build_retries.labels(layer=layer).inc(reply["attempts"] - 1)
-        return list(reply["items"])
+        return Built(list(reply["items"]), reply.get("fallback"))
 
     def stats(self) -> list[dict[str, Any]]:
         """Each materializer's counters (builds, joins, failures, retries, busy)."""

@@ -233,6 +233,10 @@ def ingest(
         f"{source.issue_count} skipped records; {report.turns_per_second:.1f} turns/s",
         soft_wrap=True,
     )
+    if report.fallbacks:
+        err.print(f"[yellow]{report.fallbacks} L0 units were built by the extractive fallback "
+                  f"because the LLM failed (marked as such); run the same ingest again to "
+                  f"build them with the LLM[/yellow]", soft_wrap=True)
     console.print(f"users: {show_users(report.users)}", soft_wrap=True)
 
 

@@ -125,6 +125,9 @@ def ask(
         except LLMError as exc:
             err.print(f"[red]{escape(str(exc))}[/red]")
             raise typer.Exit(1) from None
+    if answer.fallback:
+        err.print(f"[yellow]answered offline: the LLM failed ({escape(answer.fallback)}); "
+                  f"see --trace[/yellow]", soft_wrap=True)
     if as_json:
         sys.stdout.write(answer.model_dump_json(indent=1) + "\n")
         return

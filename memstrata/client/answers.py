@@ -69,9 +69,13 @@ def answer_to_wire(a: Answer, *, budget_fallback: bool = False) -> pb.AnswerRepl
 
 
 def answer_from_wire(msg: pb.AnswerReply) -> Answer:
+    steps = [step_from_wire(s) for s in msg.steps]
+    # An answer given offline because the LLM failed opens with an "llm-fallback" step.
+    fallback = next((str(s.arguments.get("fallback")) for s in steps
+                     if s.tool == "llm-fallback" and s.arguments.get("fallback")), None)
     return Answer(
         question=msg.question, asked_on=date_from_wire(msg.asked_on), answer=msg.answer,
-        abstained=msg.abstained, mode=msg.mode,
+        abstained=msg.abstained, mode=msg.mode, fallback=fallback,
         sources=[source_from_wire(s) for s in msg.sources], draft=msg.draft or None,
-        notes=msg.notes or None, steps=[step_from_wire(s) for s in msg.steps],
+        notes=msg.notes or None, steps=steps,
         summary=summary_from_wire(msg.summary))

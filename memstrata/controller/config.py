@@ -33,6 +33,9 @@ ABLATIONS: dict[str, str] = {
 }
 
 Policy = Literal["auto", "rules", "llm"]
+#: What an answer does when an LLM call fails (after its retries): answer offline
+#: (rule policy, quoted answer; marked) or fail with the LLM's error.
+OnLLMError = Literal["offline", "fail"]
 
 
 class ControllerSettings(BaseSettings):
@@ -44,6 +47,10 @@ class ControllerSettings(BaseSettings):
 
     #: ``auto``: the LLM policy when a chat client is configured, else the rule policy.
     policy: Policy = "auto"
+    #: ``offline``: an answer whose LLM calls fail is given by the rule policy and the
+    #: extractive answer, marked (``Answer.fallback``, an ``llm-fallback`` trace step);
+    #: ``fail``: the error is raised.
+    on_llm_error: OnLLMError = "offline"
 
     # -- budgets (Table 5) ------------------------------------------------
     max_steps: int = Field(20, ge=1, le=200)

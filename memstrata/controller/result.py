@@ -34,6 +34,9 @@ class Answer(BaseModel):
     abstained: bool = False
     #: ``offline-extractive`` (rule policy, quoted answer) or ``llm``.
     mode: str
+    #: Set when an LLM was configured but failed, so this answer was given offline
+    #: (``<role>: <reason>``, e.g. ``controller: timeout``); see MEMSTRATA_CONTROLLER_ON_LLM_ERROR.
+    fallback: str | None = None
     sources: list[SourceRef] = Field(default_factory=list)
     draft: str | None = None
     notes: str | None = None

@@ -9,6 +9,7 @@ and returns the answer with its sources, the full trace and its summary.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -25,7 +26,8 @@ from memstrata.controller.state import ControllerState, render_evidence
 from memstrata.evidence.lines import EvidenceLine
 from memstrata.controller.tools import TOOL_NAMES, MemoryTools, Reflector
 from memstrata.evidence.trace import Trace, TraceSummary
-from memstrata.llm.usage import PriceTable, UsageMeter
+from memstrata.llm.types import LLMError
+from memstrata.llm.usage import ROLES, PriceTable, Role, UsageMeter
 from memstrata.model import Scope, SessionMeta, TraceStep
 from memstrata.roles import MemoryReader
 from memstrata.synth.answer import AnswerGenerator, Draft, ExtractiveAnswer, LLMAnswer
@@ -37,6 +39,10 @@ if TYPE_CHECKING:
 
 OFFLINE_MODE = "offline-extractive"
 LLM_MODE = "llm"
+#: The trace step that opens an answer given offline because the LLM failed.
+FALLBACK_STEP = "llm-fallback"
+
+log = logging.getLogger(__name__)
 
 
 class Policy(Protocol):
@@ -86,10 +92,13 @@ class Controller:
         self._speakers_lock = threading.Lock()
         self.notes: NotesSynthesizer
         self.generator: AnswerGenerator
+        #: The offline steps, also used when the LLM fails (MEMSTRATA_CONTROLLER_ON_LLM_ERROR).
+        self._offline: tuple[NotesSynthesizer, AnswerGenerator] = (ExtractiveNotes(),
+                                                                   ExtractiveAnswer())
         if self.chat is not None:
             self.notes, self.generator = LLMNotes(self.chat), LLMAnswer(self.chat)
         else:
-            self.notes, self.generator = ExtractiveNotes(), ExtractiveAnswer()
+            self.notes, self.generator = self._offline
 
     @classmethod
     def open(cls, memory: MemoryReader, settings: ControllerSettings | None = None, *,
@@ -116,11 +125,11 @@ class Controller:
     def mode(self) -> str:
         return LLM_MODE if self.chat is not None else OFFLINE_MODE
 
-    def _policy(self) -> tuple[Policy, Reflector | None, ControllerSettings]:
+    def _policy(self, llm: bool) -> tuple[Policy, Reflector | None, ControllerSettings]:
         s = self.settings
         if not s.use_controller:
             return TopKPolicy(s), None, s.model_copy(update={"auto_drill": 0})
-        if self.chat is not None:
+        if llm and self.chat is not None:
             from memstrata.controller.policy_llm import LLMPolicy, LLMReflector  # noqa: PLC0415
 
             return LLMPolicy(self.chat, s), LLMReflector(self.chat, s), s
@@ -132,8 +141,34 @@ class Controller:
 
         ``on_step`` sees each trace step as it is recorded; an exception it raises
         stops the answer (how a cancelled remote call stops its work).
+
+        When an LLM call fails (after its retries) the question is answered again
+        offline, marked, unless ``MEMSTRATA_CONTROLLER_ON_LLM_ERROR=fail``: then the
+        :class:`~memstrata.llm.types.LLMError` is raised.
         """
+        if self.chat is None:
+            return self._answer(scope, question, asked_on, on_step, llm=False)
+        try:
+            return self._answer(scope, question, asked_on, on_step, llm=True)
+        except LLMError as exc:
+            if self.settings.on_llm_error == "fail":
+                raise
+            role: Role = exc.role if exc.role in ROLES else "controller"  # type: ignore[assignment]
+            meter = getattr(self.chat, "meter", None)  # test doubles may have none
+            if meter is not None:
+                meter.record_fallback(role, exc.reason)
+            log.warning("LLM failed while answering (%s: %s); answering offline: %s",
+                        role, exc.reason, exc)
+            return self._answer(scope, question, asked_on, on_step, llm=False,
+                                failure=(f"{role}: {exc.reason}", str(exc)))
+
+    def _answer(self, scope: Scope, question: str, asked_on: datetime | None,
+                on_step: Callable[[TraceStep], None] | None, *, llm: bool,
+                failure: tuple[str, str] | None = None) -> Answer:
         trace = Trace(on_step=on_step)
+        if failure is not None:
+            trace.add(0, FALLBACK_STEP, arguments={"fallback": failure[0]},
+                      note=f"answered offline: {failure[1]}")
         with trace.memory_time():
             metas = self.memory.sessions(scope)
             participants = self._participants(scope, metas)
@@ -141,7 +176,7 @@ class Controller:
         state = ControllerState(scope=scope, question=question.strip(), asked_on=asked_on,
                                 cues=cues, sessions={m.session_id: m for m in metas},
                                 participants=participants)
-        policy, reflector, tool_settings = self._policy()
+        policy, reflector, tool_settings = self._policy(llm)
         tools = MemoryTools(self.memory, state, tool_settings, trace, reflector,
                             max_query_chars=self.max_query_chars)
         trace.add(0, "cues", arguments={"answer_type": cues.answer_type, "cues": cues.labels,
@@ -152,18 +187,19 @@ class Controller:
         state.draft = draft.text if draft else None
         s = self.settings
         used_draft = draft if s.use_draft else None
-        evidence_text = render_evidence(state, s.max_evidence_chars) if self.chat else ""
+        evidence_text = render_evidence(state, s.max_evidence_chars) if llm else ""
+        notes_step, generator = (self.notes, self.generator) if llm else self._offline
         step = state.steps + 1
         notes = None
         if s.use_notes:
             t0 = time.perf_counter()
-            notes = self.notes.organize(cues, state.lines, evidence_text,
+            notes = notes_step.organize(cues, state.lines, evidence_text,
                                         used_draft.text if used_draft else None, asked_on,
                                         trace, step)
             trace.add(step, "notes", ms=(time.perf_counter() - t0) * 1000,
                       note=f"{len(notes.relevant)} relevant lines, {len(notes.items)} items")
         t0 = time.perf_counter()
-        generated = self.generator.generate(cues, notes, state.lines, evidence_text, used_draft,
+        generated = generator.generate(cues, notes, state.lines, evidence_text, used_draft,
                                             asked_on, trace, step + 1)
         trace.add(step + 1, "answer", ms=(time.perf_counter() - t0) * 1000,
                   sessions=list(dict.fromkeys(ln.session_id for ln in generated.sources)),
@@ -172,7 +208,8 @@ class Controller:
         trace.finish()
         return Answer(
             question=question, asked_on=asked_on, answer=generated.answer,
-            abstained=generated.abstained, mode=self.mode, sources=sources,
+            abstained=generated.abstained, mode=LLM_MODE if llm else OFFLINE_MODE,
+            fallback=failure[0] if failure else None, sources=sources,
             draft=state.draft, notes=notes.text if notes is not None else None,
             reasoning=generated.reasoning, steps=trace.steps,
             summary=self._summary(policy.name, state, trace),

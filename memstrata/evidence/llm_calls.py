@@ -42,4 +42,6 @@ def chat_json(client: "ChatClient", trace: Trace, step: int, role: "Role",
         found = extract_json_object(reply.message.content or "")
         if found is not None:
             return found
+        if reply.finish_reason == "length":
+            break  # cut off at max_tokens: asking again would be cut off again
     return None

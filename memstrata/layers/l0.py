@@ -45,6 +45,7 @@ def build_window(
                 keywords=s.keywords,
                 tags=s.tags,
                 source_ids=by_index[idx].source_ids,
+                fallback=s.fallback,
             )
         )
     return units

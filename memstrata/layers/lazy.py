@@ -8,16 +8,23 @@ served stale. Concurrent first reads of the same key build once
 cluster). Where a build runs is the :class:`~memstrata.executor.LayerExecutor`'s
 business: in-process by default, on Ray actors when a service hands one in; the
 cache is written here either way, with the same key, digest and builder version.
+
+A layer that the extractive fallback built because the LLM failed is cached
+with its mark and the time it was built: it is served for
+``fallback_retry_s`` (so a down LLM is not asked again on every read), then
+the next read builds it again.
 """
 
 from __future__ import annotations
 
 import threading
+import threading
+import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from typing import Any, Iterator, TypeVar
 
 from memstrata.executor import LayerExecutor, LayerRequest, LocalLayerExecutor
-
 from memstrata.llm.types import LayerBuilder
 from memstrata.model import (
     KeyFact,
@@ -42,12 +49,15 @@ class LazyLayers:
     """Reads L1/L2 through the cache, building them on a miss."""
 
     def __init__(self, docs: DocStore, builder: LayerBuilder, *, cache: bool = True,
-                 executor: LayerExecutor | None = None) -> None:
+                 executor: LayerExecutor | None = None, fallback_retry_s: float = 300.0,
+                 clock: Callable[[], float] = time.time) -> None:
         self.docs = docs
         self.builder = builder
         #: Runs the builds; the builder version in the cache key is ``builder``'s, so a
         #: remote executor must run the same builder.
         self.executor: LayerExecutor = executor or LocalLayerExecutor(builder)
+        self.fallback_retry_s = fallback_retry_s
+        self._clock = clock
         #: False for a read-only memory: layers are built on each read, never stored.
         self.cache = cache
         #: One lock per key being built right now, with how many threads use it;
@@ -91,43 +101,52 @@ class LazyLayers:
         scope: Scope,
         session_id: str,
         layer: str,
-    ) -> tuple[SessionMeta, list[dict[str, Any]], bool]:
+    ) -> tuple[SessionMeta, list[dict[str, Any]], bool, str | None]:
+        """(meta, items, from the cache, fallback reason or None)."""
         meta, turns = self._session(scope, session_id)
         digest = turns_digest(turns)
         version = self.builder.version
 
-        def lookup() -> list[dict[str, Any]] | None:
+        def lookup() -> dict[str, Any] | None:
             hit = self.docs.get_layer(scope, session_id, layer, version)
-            if hit is not None and hit.get("digest") == digest:
-                return list(hit["items"])
-            return None
+            if hit is None or hit.get("digest") != digest:
+                return None
+            if hit.get("fallback") and (
+                    self._clock() - float(hit.get("built_at", 0.0)) >= self.fallback_retry_s):
+                return None  # built without the LLM a while ago: try the LLM again
+            return hit
 
-        items = lookup()
-        if items is not None:
-            return meta, items, True
+        hit = lookup()
+        if hit is not None:
+            return meta, list(hit["items"]), True, hit.get("fallback")
         key = (scope.tenant_id, scope.user_id, session_id, layer, version)
         with self._single_flight(key):
-            items = lookup()
-            if items is not None:
-                return meta, items, True
+            hit = lookup()
+            if hit is not None:
+                return meta, list(hit["items"]), True, hit.get("fallback")
             # A failed build raises here: nothing is cached, the next read tries again.
-            built = self.executor.build_layer(LayerRequest(
+            result = self.executor.build_layer(LayerRequest(
                 scope=scope, session_id=session_id, layer=layer, builder_version=version,
                 digest=digest, meta=meta, turns=tuple(turns)))
+            built = list(result.items)
             if self.cache:
-                self.docs.put_layer(scope, session_id, layer, version,
-                                    {"digest": digest, "items": built})
+                payload: dict[str, Any] = {"digest": digest, "items": built}
+                if result.fallback:
+                    payload.update(fallback=result.fallback, built_at=self._clock())
+                self.docs.put_layer(scope, session_id, layer, version, payload)
             self.builds += 1
-            return meta, built, False
+            return meta, built, False, result.fallback
 
     def facts(self, scope: Scope, session_id: str) -> tuple[KeyFacts, bool]:
         """L1 of a session and whether it came from the cache."""
-        meta, items, hit = self._cached(scope, session_id, "L1")
+        meta, items, hit, fallback = self._cached(scope, session_id, "L1")
         facts = [KeyFact.model_validate(i) for i in items]
-        return KeyFacts(meta=meta, builder=self.builder.version, facts=facts), hit
+        return KeyFacts(meta=meta, builder=self.builder.version, facts=facts,
+                        fallback=fallback), hit
 
     def notes(self, scope: Scope, session_id: str) -> tuple[TurnNotes, bool]:
         """L2 of a session and whether it came from the cache."""
-        meta, items, hit = self._cached(scope, session_id, "L2")
+        meta, items, hit, fallback = self._cached(scope, session_id, "L2")
         notes = [TurnNote.model_validate(i) for i in items]
-        return TurnNotes(meta=meta, builder=self.builder.version, notes=notes), hit
+        return TurnNotes(meta=meta, builder=self.builder.version, notes=notes,
+                         fallback=fallback), hit

@@ -12,7 +12,7 @@ produced the units that are stored for its targets, and is left alone.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,9 +47,11 @@ class SessionPlan:
     #: Turn indices whose window may still grow (last window short and session open).
     provisional: set[int] = field(default_factory=set)
 
-    def payload(self, fingerprint: str, closed: bool) -> dict[str, Any]:
+    def payload(self, fingerprint: str, closed: bool,
+                skip: Collection[str] = ()) -> dict[str, Any]:
+        """What to store; windows in ``skip`` (built by the fallback) stay stale."""
         return {"fingerprint": fingerprint, "closed": closed,
-                "windows": [w.digest for w in self.windows]}
+                "windows": [w.digest for w in self.windows if w.digest not in skip]}
 
 
 def plan_session(

@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 import logging
 import re
+import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +24,7 @@ from openai.types.chat import ChatCompletionMessage
 
 from memstrata.config import Settings
 from memstrata.llm import prompts
-from memstrata.llm.retry import call_with_retries, describe_error
+from memstrata.llm.retry import call_with_retries, describe_error, failure_reason
 from memstrata.llm.types import LayerBuilder, LLMError, TurnSummary, Window
 from memstrata.llm.usage import Role, UsageMeter
 from memstrata.model import KeyFact, Message, SessionMeta, Turn, TurnNote
@@ -68,6 +70,12 @@ class ChatClient:
         # Local servers usually need no key, but the SDK insists on one.
         self._client = openai.OpenAI(base_url=settings.llm_base_url, api_key=key or "unused",
                                      timeout=settings.llm_timeout_s, max_retries=0)
+        roles: tuple[Role, ...] = ("builder", "controller", "synthesizer", "generator", "judge")
+        #: Seconds per attempt and ``max_tokens`` per role (MEMSTRATA_LLM_TIMEOUT_<ROLE>_S,
+        #: MEMSTRATA_LLM_MAX_TOKENS_<ROLE>).
+        self._timeouts: dict[Role, float] = {r: settings.llm_timeout_for(r) for r in roles}
+        self._max_tokens: dict[Role, int] = {r: settings.llm_max_tokens_for(r) for r in roles}
+        self._breaker = Breaker(settings.llm_breaker_failures, settings.llm_breaker_cooldown_s)
         self._models: dict[Role, str] = {
             "builder": settings.llm_model_builder,
             "controller": settings.llm_model_controller,
@@ -87,6 +95,10 @@ class ChatClient:
 
     def model_for(self, role: Role) -> str:
         return self._models[role]
+
+    def limits_for(self, role: Role) -> tuple[float, int]:
+        """(seconds per attempt, max_tokens) for ``role``."""
+        return self._timeouts[role], self._max_tokens[role]
 
     def chat(
         self,
@@ -117,15 +129,23 @@ class ChatClient:
         """
         msgs = _with_json_instruction(messages, schema_hint)
         text = ""
+        attempts = 0
         for _ in range(1 + self._json_retries):
+            attempts += 1
             reply = self._complete_json_once(role, msgs)
             text = reply.message.content or ""
             found = extract_json_object(text)
             if found is not None:
                 return found
+            if reply.finish_reason == "length":
+                # Cut off at max_tokens: the same prompt would be cut off again.
+                raise LLMError(
+                    f"{role} model {self.model_for(role)!r} reached max_tokens "
+                    f"({self._max_tokens[role]}, MEMSTRATA_LLM_MAX_TOKENS_{_env_role(role)}) "
+                    f"before its JSON reply was complete", reason="truncated", role=role)
         raise LLMError(f"{role} model {self.model_for(role)!r} did not return a valid JSON "
-                       f"object after {1 + self._json_retries} attempt(s); last reply began "
-                       f"{text[:200]!r}")
+                       f"object after {attempts} attempt(s); last reply began "
+                       f"{text[:200]!r}", reason="unparsable", role=role)
 
     # -- internals ---------------------------------------------------------
 
@@ -149,25 +169,88 @@ class ChatClient:
         kwargs: dict[str, Any] = {"retries": self._retries, "base_s": base_s, "max_s": max_s}
         if self._sleep is not None:
             kwargs["sleep"] = self._sleep
+        timeout, max_tokens = self.limits_for(role)
+        if not self._breaker.allow():
+            raise LLMError(f"{role} call to model {model!r} skipped: the endpoint failed "
+                           f"{self._breaker.threshold} calls in a row; trying it again in "
+                           f"{self._breaker.wait_s():.0f} s", reason="unavailable", role=role)
 
         def call() -> Any:
             return self._client.chat.completions.create(
                 model=model, messages=list(messages),  # type: ignore[arg-type]
-                temperature=self._temperature, **extra)
+                temperature=self._temperature, max_tokens=max_tokens, timeout=timeout, **extra)
 
         try:
             response = call_with_retries(call, **kwargs)
         except openai.OpenAIError as exc:
-            raise LLMError(f"{role} call to model {model!r} failed: {describe_error(exc)}") from exc
+            reason = failure_reason(exc)
+            if reason in ("timeout", "connection") or (
+                    isinstance(exc, openai.APIStatusError) and exc.status_code >= 500):
+                self._breaker.failed()
+            raise LLMError(f"{role} call to model {model!r} failed: {describe_error(exc)}",
+                           reason=reason, role=role) from exc
+        self._breaker.succeeded()
         usage = response.usage
         prompt_tokens = usage.prompt_tokens if usage else 0
         completion_tokens = usage.completion_tokens if usage else 0
         self.meter.record(role, prompt_tokens, completion_tokens, model)
         if not response.choices:
-            raise LLMError(f"{role} model {model!r} returned no choices")
+            raise LLMError(f"{role} model {model!r} returned no choices", reason="unparsable",
+                           role=role)
         choice = response.choices[0]
         return ChatReply(message=choice.message, model=model, prompt_tokens=prompt_tokens,
                          completion_tokens=completion_tokens, finish_reason=choice.finish_reason)
+
+
+def _env_role(role: Role) -> str:
+    return ("generator" if role == "judge" else role).upper()
+
+
+class Breaker:
+    """Stops calling an endpoint that keeps failing, for a while.
+
+    After ``threshold`` failed calls in a row (timeouts, refused connections,
+    5xx after their retries) every call fails at once for ``cooldown_s``; then
+    one call at a time is let through, and the first success closes it again.
+    Without it a dead endpoint costs every window of an ingest its full
+    timeout and retries before the fallback answers.
+    """
+
+    def __init__(self, threshold: int, cooldown_s: float,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.threshold = threshold
+        self.cooldown_s = cooldown_s
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._failures = 0
+        self._open_until = 0.0
+
+    def allow(self) -> bool:
+        if self.threshold <= 0:
+            return True
+        with self._lock:
+            if self._failures < self.threshold:
+                return True
+            now = self._clock()
+            if now < self._open_until:
+                return False
+            self._open_until = now + self.cooldown_s  # this call is the probe
+            return True
+
+    def wait_s(self) -> float:
+        with self._lock:
+            return max(0.0, self._open_until - self._clock())
+
+    def failed(self) -> None:
+        with self._lock:
+            self._failures += 1
+            if self._failures >= self.threshold:
+                self._open_until = self._clock() + self.cooldown_s
+
+    def succeeded(self) -> None:
+        with self._lock:
+            self._failures = 0
+            self._open_until = 0.0
 
 
 def _with_json_instruction(messages: Sequence[Mapping[str, Any]],
@@ -318,7 +401,9 @@ class OpenAIBuilder(LayerBuilder):
     Model output is never trusted as is: summaries are clipped to the word
     limit, keyword and tag lists capped, and turn numbers the session does
     not have are dropped. A target turn the model skipped gets a plain
-    extract of its first message, so the index never has holes.
+    extract of its first message, marked ``fallback="incomplete"`` (so the
+    :class:`~memstrata.llm.fallback.FallbackBuilder` replaces it and a later
+    ingest tries again), so the index never has holes.
     """
 
     name = "openai"
@@ -372,7 +457,8 @@ class OpenAIBuilder(LayerBuilder):
                             n, window.meta.session_id)
                 first = by_index[n].messages[0] if by_index[n].messages else None
                 text = f"{first.who}: {first.content}" if first else f"Turn {n}"
-                found[n] = TurnSummary(turn_index=n, summary=clip_words(text, self._max_words))
+                found[n] = TurnSummary(turn_index=n, summary=clip_words(text, self._max_words),
+                                       fallback="incomplete")
             out.append(found[n])
         return out
 

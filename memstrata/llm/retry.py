@@ -4,7 +4,8 @@ The ``openai`` SDK's own retries are switched off (``max_retries=0``) so that
 one policy, driven by ``MEMSTRATA_LLM_MAX_RETRIES``, applies everywhere and
 is visible in one place: retry what is transient (429, 5xx, timeouts, broken
 connections) with exponential backoff and jitter; never retry another 4xx,
-because sending the same bad request again only costs time and money.
+because sending the same bad request again only costs time and money. The
+SDK still enforces each attempt's timeout (per role, passed per request).
 """
 
 from __future__ import annotations
@@ -82,3 +83,14 @@ def describe_error(exc: BaseException) -> str:
     if isinstance(exc, openai.APIStatusError):
         return f"HTTP {exc.status_code}: {exc.message}"
     return f"{type(exc).__name__}: {exc}"
+
+
+def failure_reason(exc: BaseException) -> str:
+    """The bounded label (see ``memstrata.llm.types.FAILURE_REASONS``) for an ``openai`` failure."""
+    if isinstance(exc, openai.APITimeoutError):
+        return "timeout"
+    if isinstance(exc, openai.APIConnectionError):
+        return "connection"
+    if isinstance(exc, openai.APIStatusError):
+        return "http"
+    return "error"

@@ -12,14 +12,32 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from pydantic import BaseModel, Field
 
 from memstrata.model import KeyFact, SessionMeta, Turn, TurnNote
 
+T = TypeVar("T")
+
+
+#: Why an LLM call failed, as the ``reason`` label of ``memstrata_llm_fallbacks_total``
+#: (a fixed set, so the metric's label values stay bounded).
+FAILURE_REASONS = ("timeout", "connection", "http", "unavailable", "unparsable", "truncated",
+                   "incomplete", "error")
+
 
 class LLMError(RuntimeError):
-    """The model could not be reached or returned something unusable."""
+    """The model could not be reached or returned something unusable.
+
+    ``reason`` is one of :data:`FAILURE_REASONS`; ``role`` the role whose call failed.
+    """
+
+    def __init__(self, message: str, *, reason: str = "error", role: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason if reason in FAILURE_REASONS else "error"
+        self.role = role
 
 
 class TurnSummary(BaseModel):
@@ -29,6 +47,8 @@ class TurnSummary(BaseModel):
     summary: str
     keywords: list[str] = Field(default_factory=list)
     tags: list[str] = Field(default_factory=list)
+    #: Set when the LLM failed and the extractive builder wrote this summary (the reason).
+    fallback: str | None = None
 
 
 class Window(BaseModel):
@@ -42,6 +62,14 @@ class Window(BaseModel):
     meta: SessionMeta
     turns: list[Turn]
     targets: list[int]
+
+
+@dataclass(frozen=True)
+class Built(Generic[T]):
+    """A lazily built layer, and why the fallback built it (None: built as configured)."""
+
+    items: list[T]
+    fallback: str | None = None
 
 
 class LayerBuilder(ABC):
@@ -66,3 +94,11 @@ class LayerBuilder(ABC):
     @abstractmethod
     def turn_notes(self, meta: SessionMeta, turns: Sequence[Turn]) -> list[TurnNote]:
         """Atomic bullets for every turn, in turn order."""
+
+    def build_facts(self, meta: SessionMeta, turns: Sequence[Turn]) -> Built[KeyFact]:
+        """:meth:`key_facts`, saying whether a fallback built them (see ``FallbackBuilder``)."""
+        return Built(self.key_facts(meta, turns))
+
+    def build_notes(self, meta: SessionMeta, turns: Sequence[Turn]) -> Built[TurnNote]:
+        """:meth:`turn_notes`, saying whether a fallback built them."""
+        return Built(self.turn_notes(meta, turns))

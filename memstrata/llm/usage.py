@@ -125,6 +125,23 @@ class UsageMeter:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._by_key: dict[tuple[Role, str], RoleUsage] = {}
+        self._fallbacks: dict[tuple[Role, str], int] = {}
+
+    def record_fallback(self, role: Role, reason: str) -> None:
+        """Something the ``role`` model should have built was built without it (why: ``reason``).
+
+        Exported as ``memstrata_llm_fallbacks_total{role,reason}`` by
+        :mod:`memstrata.llm.metrics`.
+        """
+        if role not in ROLES:
+            raise ValueError(f"unknown role {role!r}; expected one of {', '.join(ROLES)}")
+        with self._lock:
+            self._fallbacks[(role, reason)] = self._fallbacks.get((role, reason), 0) + 1
+
+    def fallbacks(self) -> dict[tuple[Role, str], int]:
+        """Fallbacks so far by (role, reason)."""
+        with self._lock:
+            return dict(self._fallbacks)
 
     def record(self, role: Role, prompt_tokens: int, completion_tokens: int, model: str) -> None:
         if role not in ROLES:
@@ -159,6 +176,7 @@ class UsageMeter:
     def reset(self) -> None:
         with self._lock:
             self._by_key.clear()
+            self._fallbacks.clear()
 
     def cost_usd(self, prices: PriceTable, *, strict: bool = True) -> float:
         """Cost of everything recorded so far.

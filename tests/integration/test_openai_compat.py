@@ -21,6 +21,7 @@ from memstrata.embed.factory import open_embedder
 from memstrata.embed.openai_embed import OpenAIEmbedder
 from memstrata.embed.types import EmbedError
 from memstrata.llm.factory import open_builder
+from memstrata.llm.fallback import FallbackBuilder
 from memstrata.llm.openai_compat import ChatClient, OpenAIBuilder, extract_json_object
 from memstrata.llm.types import LLMError, Window
 from memstrata.llm.usage import UsageMeter
@@ -426,7 +427,9 @@ def test_factories_pick_the_openai_backends(server: FakeOpenAIServer, tmp_path: 
     settings = make_settings(server, tmp_path)
     meter = UsageMeter()
     builder = open_builder(settings, meter)
-    assert isinstance(builder, OpenAIBuilder) and builder.version == "openai:builder-m:p1"
+    # The LLM builder comes wrapped so that its failures fall back to the extractive one.
+    assert isinstance(builder, FallbackBuilder) and isinstance(builder.primary, OpenAIBuilder)
+    assert builder.version == "openai:builder-m:p1"
     assert isinstance(open_embedder(settings), OpenAIEmbedder)
     server.queue_json({"facts": [{"text": "Caroline said hi.", "turns": [1]}]})
     builder.key_facts(META, [turn(1, "hi")])

@@ -73,7 +73,7 @@ def test_fifty_concurrent_requests_from_two_processes_build_once(ray_local, memo
         stats = ex.stats()[route(request.key, 2)]
         assert stats["builds"] == 1 and stats["joins"] == 49 and stats["failures"] == 0
         assert sum(s["builds"] for s in ex.stats()) == 1
-        items = ex.build_layer(request)  # a late arrival joins the finished build
+        items = ex.build_layer(request).items  # a late arrival joins the finished build
         assert items and all("text" in i for i in items)
         assert sum(s["builds"] for s in ex.stats()) == 1
     finally:
@@ -130,7 +130,7 @@ def test_build_failing_twice_is_retried_and_cached_once(ray_local, memory):
 
         layers.docs = _Proxy(memory.docs, put_layer=counting_put)
         req = _request(memory, scope, sid, "L1")
-        items = ex.build_layer(req)
+        items = ex.build_layer(req).items
         st = ex.stats()[route(req.key, 2)]
         assert st["builds"] == 1 and st["retries"] == 2 and st["failures"] == 0
         assert metrics.build_retries.labels(layer="L1")._value.get() == 2
