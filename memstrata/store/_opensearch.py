@@ -9,9 +9,12 @@ from opensearchpy import OpenSearch
 from opensearchpy.exceptions import RequestError
 
 from memstrata.model import Scope
+from memstrata.store._errors import tls_setting
 
 #: Seconds any single request may take unless the caller says otherwise.
 DEFAULT_TIMEOUT_S = 10.0
+#: The setting that fixes an untrusted server certificate.
+CA_SETTING = "MEMSTRATA_OPENSEARCH_CA_FILE"
 
 
 def make_client(
@@ -33,15 +36,21 @@ def make_client(
                       **tls)
 
 
-def ensure_index(client: OpenSearch, name: str, body: dict[str, Any], timeout: float) -> None:
-    """Create ``name`` with ``body`` unless it exists (a concurrent creator is not an error)."""
-    if client.indices.exists(index=name, request_timeout=timeout):
-        return
-    try:
-        client.indices.create(index=name, body=body, request_timeout=timeout)
-    except RequestError as exc:
-        if "already_exists" not in str(getattr(exc, "error", "")):
-            raise
+def ensure_index(client: OpenSearch, name: str, body: dict[str, Any], timeout: float,
+                 *, url: str | None = None) -> None:
+    """Create ``name`` with ``body`` unless it exists (a concurrent creator is not an error).
+
+    This is a store's first request: an untrusted certificate of ``url`` (the
+    client's server) is reported as :data:`CA_SETTING` to fix.
+    """
+    with tls_setting(url, CA_SETTING):
+        if client.indices.exists(index=name, request_timeout=timeout):
+            return
+        try:
+            client.indices.create(index=name, body=body, request_timeout=timeout)
+        except RequestError as exc:
+            if "already_exists" not in str(getattr(exc, "error", "")):
+                raise
 
 
 def scope_filter(scope: Scope) -> list[dict[str, Any]]:

@@ -95,7 +95,8 @@ class OpenSearchDocStore(DocStore):
         )
         for kind, extra in _MAPPINGS.items():
             with guard(BACKEND, f"create index {self.indices[kind]}"):
-                ensure_index(self._client, self.indices[kind], _body(extra), timeout)
+                ensure_index(self._client, self.indices[kind], _body(extra), timeout,
+                             url=url)
 
     # -- helpers ----------------------------------------------------------
     def _source(self, scope: Scope, session_id: str, **fields: Any) -> dict[str, Any]:

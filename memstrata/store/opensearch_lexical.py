@@ -83,7 +83,7 @@ class OpenSearchLexicalStore(LexicalStore):
                              max_retries=max_retries, ca_file=ca_file)
         )
         with guard(BACKEND, f"create index {self.index}"):
-            ensure_index(self._client, self.index, MAPPING, timeout)
+            ensure_index(self._client, self.index, MAPPING, timeout, url=url)
 
     # -- writes -----------------------------------------------------------
     def upsert(self, docs: Sequence[LexicalDoc]) -> None:

@@ -18,10 +18,12 @@ import numpy as np
 from qdrant_client import QdrantClient, models
 
 from memstrata.model import Scope
-from memstrata.store._errors import guard
+from memstrata.store._errors import guard, tls_setting
 from memstrata.store.types import Hit, StoreError, VectorRecord, VectorStore
 
 BACKEND = "qdrant"
+#: The setting that fixes an untrusted server certificate.
+CA_SETTING = "MEMSTRATA_QDRANT_CA_FILE"
 _BATCH = 512
 
 
@@ -72,22 +74,24 @@ class QdrantVectorStore(VectorStore):
         self.collection = collection
         self.dim = dim
         where = url or (str(path) if path is not None else location)
-        with guard(BACKEND, f"connect to {where}"):
-            if url is not None:
-                # ca_file (MEMSTRATA_QDRANT_CA_FILE): the CA bundle an https URL is verified with.
-                tls: dict[str, Any] = {"verify": ca_file} if ca_file else {}
-                self._client = QdrantClient(url=url, api_key=api_key, timeout=timeout, **tls)
-            elif path is not None:
-                Path(path).mkdir(parents=True, exist_ok=True)
-                self._client = QdrantClient(path=str(path))
-            else:
-                self._client = QdrantClient(location=location)
-        try:
-            with guard(BACKEND, f"prepare collection {collection!r}"):
-                self._ensure_collection()
-        except StoreError:
-            self._client.close()  # local mode holds a file lock until closed
-            raise
+        # The first requests: an untrusted certificate is reported as the setting to fix.
+        with tls_setting(url, CA_SETTING):
+            with guard(BACKEND, f"connect to {where}"):
+                if url is not None:
+                    # ca_file (MEMSTRATA_QDRANT_CA_FILE): the CA bundle https is verified with.
+                    tls: dict[str, Any] = {"verify": ca_file} if ca_file else {}
+                    self._client = QdrantClient(url=url, api_key=api_key, timeout=timeout, **tls)
+                elif path is not None:
+                    Path(path).mkdir(parents=True, exist_ok=True)
+                    self._client = QdrantClient(path=str(path))
+                else:
+                    self._client = QdrantClient(location=location)
+            try:
+                with guard(BACKEND, f"prepare collection {collection!r}"):
+                    self._ensure_collection()
+            except StoreError:
+                self._client.close()  # local mode holds a file lock until closed
+                raise
 
     def _ensure_collection(self) -> None:
         c = self._client
