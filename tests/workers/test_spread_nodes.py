@@ -334,7 +334,7 @@ def test_partitioned_node(partitionable, memory, dataset):
                 out: list[Any] = []
                 runner = threading.Thread(target=lambda: out.extend(pool.answer_many(
                     [RolloutRequest(q.scope, q.question, q.asked_on) for q in questions],
-                    progress=progress)))
+                    progress=progress)), daemon=True)  # a failed test must not hang exit
                 runner.start()
                 assert started.wait(60)
                 _ip("link", "set", part.host_if, "down")  # the far node is cut off, alive
