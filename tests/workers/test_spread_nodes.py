@@ -13,7 +13,9 @@ taken down mid-batch. It needs root and ``ip netns``, and skips without them.
 
 from __future__ import annotations
 
+import json
 import os
+import queue
 import random
 import shutil
 import signal
@@ -33,7 +35,7 @@ from memstrata.controller.config import ControllerSettings
 from memstrata.controller.run import Controller
 from memstrata.executor import RolloutRequest
 from streams.broker import free_port, wait_for_port
-from tests.workers.conftest import ray_env
+from tests.workers.conftest import ROOT, ray_env
 from workers.metrics import WorkersMetrics
 from workers.readers import serve_memory
 from workers.rollout import RayRolloutExecutor
@@ -308,49 +310,51 @@ def test_partitioned_node(partitionable, memory, dataset):
             time.sleep(0.2)
         far = next(n["NodeID"] for n in ray.nodes()
                    if n["Alive"] and n["NodeManagerAddress"] == part.ns_ip)
-        csettings = ControllerSettings(policy="rules")
-        questions = dataset.questions * 4
-        local = Controller(memory, csettings)
-        expected = [local.answer(q.scope, q.question, q.asked_on).answer for q in questions]
-        settings = WorkersSettings(backend="ray", rollout_actors=4, rollout_num_cpus=0.25,
-                                   max_restarts=3, max_task_retries=3, placement="spread")
-        metrics = WorkersMetrics()
-        # The actors in the namespace reach memory over the veth pair, not loopback.
-        with serve_memory(memory, dataset.questions[0].scope.tenant_id,
-                          host=part.host_ip) as reader:
-            pool = RayRolloutExecutor(settings, reader, controller_settings=csettings,
-                                      app_settings=memory.settings, metrics=metrics)
-            try:
-                placed = pool.ready()
-                assert far in placed and len(set(placed)) == 2  # both worker nodes
-                started = threading.Event()
-                seen: list[int] = []
-
-                def progress(done: int, total: int) -> None:
-                    seen.append(done)
-                    if done >= 8:
-                        started.set()
-
-                out: list[Any] = []
-                runner = threading.Thread(target=lambda: out.extend(pool.answer_many(
-                    [RolloutRequest(q.scope, q.question, q.asked_on) for q in questions],
-                    progress=progress)), daemon=True)  # a failed test must not hang exit
-                runner.start()
-                assert started.wait(60)
-                _ip("link", "set", part.host_if, "down")  # the far node is cut off, alive
-                cut = time.monotonic()
-                runner.join(60)
-                assert not runner.is_alive(), "the batch did not finish after the partition"
-                print(f"the batch finished {time.monotonic() - cut:.1f} s after the partition")
-            finally:
-                pool.close()
-        errors = [o for o in out if isinstance(o, BaseException)]
-        assert not errors, errors[:3]
-        assert [o.answer for o in out] == expected
-        assert seen == list(range(1, len(questions) + 1))  # every question answered once
-        answered_on = set(pool.last_nodes)
-        assert far in answered_on and len(answered_on) == 2
-        assert not next(n["Alive"] for n in ray.nodes() if n["NodeID"] == far)
-        assert metrics.actor_restarts.labels(pool="rollout")._value.get() >= 1
     finally:
-        ray.shutdown()
+        ray.shutdown()  # the batch runs in a driver process of its own
+    repeat = 4
+    questions = dataset.questions * repeat
+    local = Controller(memory, ControllerSettings(policy="rules"))
+    expected = [local.answer(q.scope, q.question, q.asked_on).answer for q in questions]
+    # The actors in the namespace reach memory over the veth pair, not loopback.
+    with serve_memory(memory, dataset.questions[0].scope.tenant_id,
+                      host=part.host_ip) as reader:
+        cfg = {"address": part.address, "node_ip": part.host_ip, "reader": reader.address,
+               "keys": reader.tenant_keys, "repeat": repeat,
+               "data_dir": str(memory.settings.data_dir)}
+        driver = subprocess.Popen(
+            [sys.executable, "-m", "tests.workers.partition_driver", json.dumps(cfg)],
+            env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            start_new_session=True)
+        part.procs.append(driver)  # type: ignore[arg-type]
+        lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=lambda: [lines.put(x) for x in driver.stdout or ()],
+                         daemon=True).start()
+        log: list[str] = []
+
+        def until(prefix: str, timeout_s: float) -> str:
+            deadline = time.monotonic() + timeout_s
+            while True:
+                try:
+                    line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+                except queue.Empty:
+                    raise AssertionError(f"no {prefix!r} from the driver in {timeout_s:g} s:"
+                                         f"\n{''.join(log[-40:])}\n{part.logs()}") from None
+                log.append(line)
+                if line.startswith(prefix):
+                    return line
+
+        until("started", 90)
+        _ip("link", "set", part.host_if, "down")  # the far node is cut off, alive
+        cut = time.monotonic()
+        result = json.loads(until("result ", 60).removeprefix("result "))
+        print(f"the batch finished {time.monotonic() - cut:.1f} s after the partition")
+        driver.wait(30)
+    assert far in result["placed"] and len(set(result["placed"])) == 2  # both worker nodes
+    assert not result["errors"], result["errors"]
+    assert result["answers"] == expected
+    assert result["seen"] == list(range(1, len(questions) + 1))  # every one answered once
+    answered_on = set(result["nodes"])
+    assert far in answered_on and len(answered_on) == 2
+    assert result["alive"][far] is False  # declared dead by the head's health checks
+    assert result["restarts"] >= 1
