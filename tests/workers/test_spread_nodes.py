@@ -8,7 +8,11 @@ sorts last among the worker tests).
 The partition test cuts a node off instead of stopping it: one worker node
 runs in its own network namespace, joined to the others by a veth pair on a
 private /30 that exists only on this machine, and the host end of the pair is
-taken down mid-batch. It needs root and ``ip netns``, and skips without them.
+taken down mid-batch (a blackhole route keeps the /30 off the default route
+meanwhile). The head's health checks are tightened (RAY_health_check_*) so the
+silent node is declared dead in about 2 s. The batch's driver is a process of
+its own (``partition_driver``). It needs root and ``ip netns``, and skips
+without them.
 """
 
 from __future__ import annotations
