@@ -16,7 +16,6 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -127,21 +126,12 @@ def _free_port() -> int:
 
 
 def _wait_serving(address: str, timeout: float, logs: "callable[[], str]") -> None:  # type: ignore[valid-type]
-    import grpc
-    from grpc_health.v1 import health_pb2, health_pb2_grpc
+    from tests.support.serve_proc import wait_serving
 
-    deadline = time.monotonic() + timeout
-    with grpc.insecure_channel(address) as channel:
-        stub = health_pb2_grpc.HealthStub(channel)
-        while time.monotonic() < deadline:
-            try:
-                reply = stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=2)
-                if reply.status == health_pb2.HealthCheckResponse.SERVING:
-                    return
-            except grpc.RpcError:
-                pass
-            time.sleep(0.5)
-    raise AssertionError(f"no SERVING health at {address}; logs:\n{logs()[-3000:]}")
+    try:
+        wait_serving(address, timeout, lambda: None, step_s=0.5)
+    except RuntimeError as exc:
+        raise AssertionError(f"{exc}; logs:\n{logs()[-3000:]}") from None
 
 
 def _ingest_and_search(address: str, key: str) -> None:

@@ -12,7 +12,6 @@ import contextlib
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -33,6 +32,7 @@ from tests.deploy.promql import (
     metric_names,
     recorded_names,
 )
+from tests.support.serve_proc import stop_gracefully
 
 pytest.importorskip("promql_parser", reason="promql-parser (the deploy extra)")
 
@@ -90,13 +90,7 @@ def _wait(predicate, timeout: float, what: str, proc: subprocess.Popen | None = 
 
 
 def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+    stop_gracefully(proc, 30)
 
 
 def _traffic(s: Served) -> None:

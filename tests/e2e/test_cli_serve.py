@@ -13,11 +13,10 @@ import sys
 import time
 from pathlib import Path
 
-import grpc
 import pytest
-from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from tests.e2e.test_cli import SAMPLE, run
+from tests.support.serve_proc import wait_serving
 
 pytestmark = pytest.mark.integration
 
@@ -29,22 +28,12 @@ def _free_port() -> int:
 
 
 def _wait_serving(address: str, proc: subprocess.Popen, timeout: float = 60) -> None:
-    channel = grpc.insecure_channel(address)
-    stub = health_pb2_grpc.HealthStub(channel)
-    deadline = time.monotonic() + timeout
-    try:
-        while time.monotonic() < deadline:
-            assert proc.poll() is None, proc.stderr.read() if proc.stderr else "serve exited"
-            try:
-                reply = stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=1)
-                if reply.status == health_pb2.HealthCheckResponse.SERVING:
-                    return
-            except grpc.RpcError:
-                pass
-            time.sleep(0.2)
-        raise AssertionError("memstrata serve did not become healthy")
-    finally:
-        channel.close()
+    def exited() -> str | None:
+        if proc.poll() is None:
+            return None
+        return f"serve exited: {proc.stderr.read() if proc.stderr else ''}"
+
+    wait_serving(address, timeout, exited, step_s=0.2)
 
 
 def _ingest_then_answer(address: str, key: str) -> None:

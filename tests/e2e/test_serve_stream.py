@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import signal
 import subprocess
 import sys
 import urllib.request
@@ -25,6 +24,7 @@ from streams.broker import free_port
 from streams.settings import BROKER_FILE
 from tests.e2e.test_cli_serve import _wait_serving
 from tests.support.atomic_batches import broken, race
+from tests.support.serve_proc import stop_gracefully
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.integration
@@ -68,13 +68,7 @@ def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
         yield Serve(f"127.0.0.1:{port}", f"http://127.0.0.1:{metrics_port}/metrics", key, data,
                     proc)
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(10)
+        stop_gracefully(proc, 60)
         log.close()
 
 

@@ -8,14 +8,54 @@ holds (through the service, over the public client).
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from streams.broker import _die_with_parent, free_port
+
+
+def wait_serving(address: str, timeout_s: float, why_not: Callable[[], str | None],
+                 step_s: float = 0.1) -> None:
+    """Poll gRPC health at ``address`` until SERVING (RuntimeError after ``timeout_s``).
+
+    ``why_not()`` is asked before each poll and at the end: a string (e.g. "serve
+    exited with 1: <log>") ends the wait at once with that message.
+    """
+    import grpc
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    deadline = time.monotonic() + timeout_s
+    with grpc.insecure_channel(address) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        while time.monotonic() < deadline:
+            reason = why_not()
+            if reason:
+                raise RuntimeError(reason)
+            try:
+                reply = stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=2)
+                if reply.status == health_pb2.HealthCheckResponse.SERVING:
+                    return
+            except grpc.RpcError:
+                pass
+            time.sleep(step_s)
+    raise RuntimeError(f"no SERVING health at {address} after {timeout_s:.0f} s"
+                       f"{': ' + (why_not() or '') if why_not() else ''}")
+
+
+def stop_gracefully(proc: subprocess.Popen[Any], grace_s: float = 30) -> None:
+    """SIGTERM, wait ``grace_s``, then SIGKILL: a process a test started never outlives it."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(grace_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
 
 
 def add_key(data_dir: Path, tenant: str) -> str:
@@ -49,26 +89,12 @@ class ServeProcess:
         return self.log_path.read_text(errors="replace")[-4000:]
 
     def wait_serving(self, timeout_s: float = 120.0) -> None:
-        import grpc
-        from grpc_health.v1 import health_pb2, health_pb2_grpc
+        def exited() -> str | None:
+            if self.proc.poll() is not None:
+                return f"serve exited with {self.proc.returncode}:\n{self.log()}"
+            return None
 
-        channel = grpc.insecure_channel(self.address)
-        stub = health_pb2_grpc.HealthStub(channel)
-        deadline = time.monotonic() + timeout_s
-        try:
-            while time.monotonic() < deadline:
-                if self.proc.poll() is not None:
-                    raise RuntimeError(f"serve exited with {self.proc.returncode}:\n{self.log()}")
-                try:
-                    reply = stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=1)
-                    if reply.status == health_pb2.HealthCheckResponse.SERVING:
-                        return
-                except grpc.RpcError:
-                    pass
-                time.sleep(0.1)
-            raise RuntimeError(f"serve not healthy after {timeout_s:.0f} s:\n{self.log()}")
-        finally:
-            channel.close()
+        wait_serving(self.address, timeout_s, exited)
 
     def kill(self) -> None:
         """SIGKILL, as a crash or the OOM killer would."""
