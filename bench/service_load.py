@@ -129,6 +129,7 @@ def serve_main(data_dir: str, port: int, keys: str, read_threads: int,
     """``--serve``: the query service over ``data_dir`` until SIGTERM."""
     from memstrata.config import load_settings
     from memstrata.controller.config import ControllerSettings
+    from memstrata.limits import TurnLimits
     from memstrata.memory import Memory
     from query_service.server import run_server
     from query_service.settings import ServiceSettings
@@ -138,7 +139,8 @@ def serve_main(data_dir: str, port: int, keys: str, read_threads: int,
                                answer_threads=answer_threads, grace_s=2)
     try:
         asyncio.run(run_server(memory, settings,
-                               controller_settings=ControllerSettings(policy="rules")))
+                               controller_settings=ControllerSettings(policy="rules"),
+                               turn_limits=TurnLimits()))
     finally:
         memory.close()
 

@@ -332,6 +332,16 @@ def _plugin_namespaces() -> tuple[dict[str, type[BaseSettings]], dict[str, str]]
     return found, failed
 
 
+#: Variables that were renamed: the old name stops start-up, naming the new one.
+RENAMED = {
+    "MEMSTRATA_SERVICE_MAX_CONTENT_CHARS": "MEMSTRATA_TURN_MAX_CONTENT_CHARS",
+    "MEMSTRATA_SERVICE_MAX_LABELS": "MEMSTRATA_TURN_MAX_LABELS",
+    "MEMSTRATA_STREAM_MAX_CONTENT_CHARS": "MEMSTRATA_TURN_MAX_CONTENT_CHARS",
+    "MEMSTRATA_STREAM_MAX_SPEAKER_CHARS": "MEMSTRATA_TURN_MAX_SPEAKER_CHARS",
+    "MEMSTRATA_STREAM_MAX_LABELS": "MEMSTRATA_TURN_MAX_LABELS",
+}
+
+
 def unknown_variables(environ: dict[str, str] | None = None) -> list[str]:
     """MEMSTRATA_* variables that no settings class reads (typos, stale names)."""
     env = os.environ if environ is None else environ
@@ -351,7 +361,9 @@ def load_settings(**overrides: Any) -> Settings:
     stray = unknown_variables()
     if stray:
         _, failed = settings_namespaces()
-        lines = [f"{name}: not a memstrata setting (see `memstrata config`)" for name in stray]
+        lines = [f"{name}: renamed to {RENAMED[name.upper()]}" if name.upper() in RENAMED
+                 else f"{name}: not a memstrata setting (see `memstrata config`)"
+                 for name in stray]
         lines += [f"settings namespace {name!r} failed to load ({why})"
                   for name, why in failed.items()]
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(lines))

@@ -396,7 +396,11 @@ class Memory:
 
     def _prepare(self, meta: SessionMeta, turns: Sequence[Turn], stored: Sequence[Turn], *,
                  close: bool) -> _Pending | None:
-        """Store changed turns and build the windows they touch; None when nothing changed."""
+        """Store changed turns and build the windows they touch; None when nothing changed.
+
+        ``meta`` only fills what the stored session lacks (:meth:`SessionMeta.filled_from`):
+        a later message without a date or labels never erases the session's.
+        """
         scope, sid = meta.scope, meta.session_id
         merged = {t.index: t for t in stored}
         changed: dict[int, Turn] = {}
@@ -406,6 +410,8 @@ class Memory:
         merged.update(changed)
         all_turns = [merged[i] for i in sorted(merged)]
         old_meta = self.docs.get_session(scope, sid)
+        if old_meta is not None:  # the first date and labels stick, on every write path
+            meta = old_meta.filled_from(meta)
         state = self.docs.get_layer(scope, sid, PLAN_LAYER, PLAN_KEY) if old_meta else None
         was_closed = bool(state and state.get("closed"))
         closed = close or (was_closed and not changed)

@@ -129,6 +129,20 @@ class SessionMeta(BaseModel):
     def date_text(self) -> str:
         return self.session_date.strftime("%Y-%m-%d") if self.session_date else "unknown date"
 
+    def filled_from(self, later: "SessionMeta") -> "SessionMeta":
+        """This metadata, with what it lacks taken from ``later`` (same session).
+
+        The rule of every write path: the first date and labels a session gets
+        stick; a later message fills only what is missing (a date when there is
+        none, labels when there are none), so a message that carries neither
+        never erases them. Labels are taken as a whole, never merged key by key.
+        """
+        date = self.session_date if self.session_date is not None else later.session_date
+        labels = self.labels or later.labels
+        if date == self.session_date and labels == self.labels:
+            return self
+        return self.model_copy(update={"session_date": date, "labels": dict(labels)})
+
 
 class TurnEvent(BaseModel):
     """One message as producers send it (a JSONL line, a Kafka record value).

@@ -82,7 +82,11 @@ class WireEvent(BaseModel):
 
 
 class TurnEvent(WireEvent):
-    """``memstrata.turns.v1``: one chat message."""
+    """``memstrata.turns.v1``: one chat message.
+
+    The schema only; sizes are limits of the deployment, applied with it by
+    :func:`memstrata.limits.validate_turn` wherever an event comes in.
+    """
 
     v: Literal[1] = 1
     tenant_id: Identifier
@@ -96,9 +100,10 @@ class TurnEvent(WireEvent):
     ts: datetime
     session_date: datetime | None = None
     speaker: str | None = None
-    #: Free-form session labels (source, sample id); the first event's labels stick.
-    labels: dict[Annotated[str, StringConstraints(min_length=1, max_length=128)],
-                 Annotated[str, StringConstraints(max_length=128)]] = Field(
+    #: Free-form session labels (source, sample id); the session's first labels stick
+    #: (:meth:`SessionMeta.filled_from`). Their count and lengths are limits
+    #: (:class:`memstrata.limits.TurnLimits`), checked with the content's.
+    labels: dict[Annotated[str, StringConstraints(min_length=1)], str] = Field(
         default_factory=dict)
 
     @field_validator("ts", "session_date")

@@ -28,6 +28,7 @@ from prometheus_client import CollectorRegistry
 from memstrata.client._proto import memory_pb2 as pb
 from memstrata.client._proto import memory_pb2_grpc as pb_grpc
 from memstrata.controller.config import ControllerSettings, load_controller_settings
+from memstrata.limits import TurnLimits
 from memstrata.llm.metrics import register_llm_metrics
 from memstrata.llm.usage import PriceTable
 from query_service.interceptors import AuthInterceptor, LimitsInterceptor, MetricsInterceptor
@@ -161,6 +162,7 @@ async def build_server(
     prices: PriceTable | None = None,
     extra_metrics: Sequence[CollectorRegistry] = (),
     start_workers: bool = True,
+    turn_limits: TurnLimits,
 ) -> ServiceHandle:
     """Start a server over ``memory`` (a :class:`~memstrata.memory.Memory`) and return it.
 
@@ -168,7 +170,8 @@ async def build_server(
     ``publisher`` is given); otherwise Ingest writes to ``memory`` directly.
     ``stored`` is the in-process stream worker's progress (embedded broker): Ingest
     then answers once the worker has stored the turns (``MEMSTRATA_SERVICE_INGEST_ACK``).
-    ``extra_metrics`` are served on the same /metrics port.
+    ``extra_metrics`` are served on the same /metrics port. ``turn_limits`` are the
+    ``MEMSTRATA_TURN_*`` limits Ingest applies (the stream worker's, when serve hosts it).
     """
     settings = settings or ServiceSettings()
     controller_settings = controller_settings or load_controller_settings()
@@ -198,7 +201,7 @@ async def build_server(
                          getattr(chat, "meter", None))
     servicer = MemoryServicer(memory, settings, controller_settings, chat, pools, metrics,
                               gate, SpendLedger(spend_path(memory, settings)), publisher,
-                              prices)
+                              prices, turn_limits=turn_limits)
     server = grpc.aio.server(interceptors=[MetricsInterceptor(metrics), AuthInterceptor(keys),
                                            LimitsInterceptor(gate, metrics),
                                            SizeInterceptor(settings.max_message_bytes)],

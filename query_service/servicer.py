@@ -10,7 +10,6 @@ from datetime import datetime
 from typing import Any
 
 import grpc
-from pydantic import ValidationError
 
 from memstrata.client._proto import memory_pb2 as pb
 from memstrata.client._proto import memory_pb2_grpc as pb_grpc
@@ -29,6 +28,7 @@ from memstrata.controller.config import ControllerSettings
 from memstrata.controller.result import Answer
 from memstrata.controller.run import Controller
 from memstrata.evidence.trace import MEMORY_ROLE
+from memstrata.limits import TurnLimits, TurnRefused, validate_turn
 from memstrata.llm.usage import PriceTable
 from memstrata.model import Scope, TraceStep
 from memstrata.wire import TurnEvent
@@ -39,7 +39,6 @@ from query_service.errors import (
     InvalidArgument,
     NotFound,
     check_id,
-    check_message_id,
     check_range,
     check_text,
     rpc_errors,
@@ -64,15 +63,6 @@ def _date(field: str, text: str) -> datetime | None:
         raise InvalidArgument(f"{field}: not an ISO 8601 date ({text[:40]!r})") from None
 
 
-def _validation_message(field: str, exc: ValidationError) -> str:
-    """``field.sub: why`` for the first error of a wire-contract check."""
-    err = exc.errors()[0]
-    where = ".".join(str(p) for p in err.get("loc", ()))
-    cause = (err.get("ctx") or {}).get("error")
-    why = str(cause) if cause is not None else err.get("msg", "invalid")
-    return f"{field}.{where}: {why}" if where else f"{field}: {why}"
-
-
 def _first_of_each(records: Sequence[TurnEvent]) -> list[TurnEvent]:
     """The records in order, each message id (per user and session) kept once."""
     seen: set[tuple[str, str, str]] = set()
@@ -92,9 +82,11 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
                  controller_settings: ControllerSettings, chat: Any, pools: Pools,
                  metrics: ServiceMetrics, gate: TenantGate, ledger: SpendLedger,
                  publisher: TurnPublisher | None = None,
-                 prices: PriceTable | None = None) -> None:
+                 prices: PriceTable | None = None, *, turn_limits: TurnLimits) -> None:
         self.memory = memory
         self.settings = settings
+        #: Limits of a turn event (``MEMSTRATA_TURN_*``), shared with the stream worker.
+        self.turn_limits = turn_limits
         self.controller_settings = controller_settings
         self.chat = chat
         self.prices = prices or controller_settings.prices()
@@ -312,30 +304,17 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
 
     # -- writes ---------------------------------------------------------------
     def _record(self, field: str, e: pb.TurnEvent, tenant: str) -> TurnEvent:
-        check_id(f"{field}.user_id", e.user_id)
-        check_id(f"{field}.session_id", e.session_id)
-        check_message_id(f"{field}.message_id", e.message_id)
-        if e.role not in ("user", "assistant"):
-            raise InvalidArgument(f"{field}.role: must be 'user' or 'assistant'")
-        check_text(f"{field}.content", e.content, self.settings.max_content_chars)
-        if len(e.speaker) > 128:
-            raise InvalidArgument(f"{field}.speaker: {len(e.speaker)} characters, limit is 128")
-        if len(e.labels) > self.settings.max_labels:
-            raise InvalidArgument(f"{field}.labels: {len(e.labels)} labels, limit is "
-                                  f"{self.settings.max_labels}")
-        for k, v in e.labels.items():
-            if not k or len(k) > 128 or len(v) > 128:
-                raise InvalidArgument(f"{field}.labels: keys and values up to 128 characters "
-                                      "(keys not empty)")
-        ts = _date(f"{field}.ts", e.ts) or now_utc()
-        session_date = _date(f"{field}.session_date", e.session_date)
-        try:  # the wire contract's own rules (event-time range ...): one check for both routes
-            return TurnEvent(tenant_id=tenant, user_id=e.user_id, session_id=e.session_id,
-                             message_id=e.message_id, role=e.role,  # type: ignore[arg-type]
-                             content=e.content, ts=ts, session_date=session_date,
-                             speaker=e.speaker or None, labels=dict(e.labels))
-        except ValidationError as exc:
-            raise InvalidArgument(_validation_message(field, exc)) from None
+        # The core's one check of a turn event, the one the stream worker's decoder runs:
+        # an event accepted here is one the worker stores.
+        data = {"tenant_id": tenant, "user_id": e.user_id, "session_id": e.session_id,
+                "message_id": e.message_id, "role": e.role, "content": e.content,
+                "ts": _date(f"{field}.ts", e.ts) or now_utc(),
+                "session_date": _date(f"{field}.session_date", e.session_date),
+                "speaker": e.speaker or None, "labels": dict(e.labels)}
+        try:
+            return validate_turn(data, self.turn_limits, where=field)
+        except TurnRefused as exc:
+            raise InvalidArgument(str(exc)) from None
 
     async def _ingest(self, records: Sequence[TurnEvent], context: Any) -> pb.IngestReply:
         """Publish or write ``records``; the reply says what the acknowledgement promises.

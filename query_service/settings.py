@@ -66,9 +66,8 @@ class ServiceSettings(BaseSettings):
     # -- input limits --
     max_question_chars: int = Field(2000, ge=1, le=100_000)
     max_batch_events: int = Field(500, ge=1, le=100_000)
-    max_content_chars: int = Field(100_000, ge=1, le=10_000_000)
-    #: Session labels one turn event may carry (each key and value <= 128 characters).
-    max_labels: int = Field(16, ge=0, le=256)
+    # A turn event's own limits (content, speaker, labels) are MEMSTRATA_TURN_*
+    # (memstrata.limits.TurnLimits), shared with the stream worker.
     max_top_k: int = Field(100, ge=1, le=1000)
     max_answer_steps: int = Field(50, ge=1, le=200)
     #: Largest request in bytes: a larger one gets INVALID_ARGUMENT naming its largest field

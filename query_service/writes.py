@@ -22,8 +22,7 @@ from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
-from memstrata.layers.lazy import SessionNotFound
-from memstrata.model import Message, Scope, SessionMeta
+from memstrata.model import Message, Scope
 from memstrata.roles import DeleteReceipt, MemoryStats
 from memstrata.wire import TurnEvent
 
@@ -143,16 +142,12 @@ def stored_ids(memory: Any, scope: Scope, wanted: dict[str, set[str]]) -> dict[s
 def append_direct(memory: Any, records: Sequence[TurnEvent]) -> int:
     """Append every record in one write (``append_batch``); flush; return duplicates ignored."""
     items = []
-    for (scope, session_id), group in group_by_session(records).items():
-        date = next((r.session_date for r in group if r.session_date is not None), None)
-        labels = next((r.labels for r in group if r.labels), {})
-        try:  # as on the turns topic: the session's first date and labels stick
-            stored = memory.session(scope, session_id)
-            date, labels = stored.session_date or date, stored.labels or labels
-        except SessionNotFound:
-            pass
-        meta = SessionMeta(scope=scope, session_id=session_id, session_date=date,
-                           labels=labels)
+    for group in group_by_session(records).values():
+        # The group's first date and labels, later events filling what is missing; what
+        # the session already holds is kept by the memory (on every write path).
+        meta = group[0].meta()
+        for r in group[1:]:
+            meta = meta.filled_from(r.meta())
         messages = [Message(role=r.role, content=r.content, speaker=r.speaker,
                             source_id=r.message_id) for r in group]
         items.append((meta, messages))

@@ -11,8 +11,9 @@ import logging
 import sys
 
 from memstrata.config import ConfigError, load_settings, register_namespace
+from memstrata.limits import TurnLimits
 from streams.runtime import StreamRuntime
-from streams.settings import KafkaSettings, StreamSettings
+from streams.settings import KafkaSettings, StreamSettings, check_turns_fit
 
 
 def main(argv: list[str]) -> int:
@@ -24,10 +25,12 @@ def main(argv: list[str]) -> int:
     register_namespace(KafkaSettings)
     try:
         settings = load_settings()
-    except ConfigError as exc:
+        stream, turns = StreamSettings(), TurnLimits()
+        check_turns_fit(stream, turns)
+    except (ConfigError, ValueError) as exc:  # ValidationError is a ValueError
         print(exc, file=sys.stderr)
         return 2
-    StreamRuntime(settings, stream=StreamSettings(), kafka=KafkaSettings()).run(
+    StreamRuntime(settings, stream=stream, kafka=KafkaSettings(), turns=turns).run(
         embedded_broker=False)
     return 0
 

@@ -21,6 +21,7 @@ from typing import Any
 import faust
 
 from memstrata.kafka_security import faust_credentials, kafka_client_kwargs
+from memstrata.limits import TurnLimits
 from memstrata.roles import MemoryWriter
 from streams import topics
 from streams.metrics import StreamMetrics
@@ -141,6 +142,7 @@ def build_app(
     writer: MemoryWriter,
     brokers: str,
     *,
+    turns: TurnLimits,
     stream: StreamSettings | None = None,
     kafka: KafkaSettings | None = None,
     work_dir: Path | None = None,
@@ -205,7 +207,7 @@ def build_app(
         return await read_range(brokers, topics.TURNS, ranges)
 
     progress = TurnProgress(committed)
-    processor = Processor(writer, stream, metrics=metrics, sessions=sessions,
+    processor = Processor(writer, stream, turns=turns, metrics=metrics, sessions=sessions,
                           progress=progress, owned=owned, replay=replay,
                           dead_letter_max_bytes=kafka.dead_letter_max_bytes())
     runtime = StreamApp(app=app, processor=processor, metrics=metrics, brokers=brokers)

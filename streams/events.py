@@ -2,8 +2,11 @@
 
 Every value is UTF-8 JSON. The worker receives raw bytes and applies these
 models itself, so an event it cannot decode is a DLQ record with a reason, not
-a crashed agent. Limits (sizes, label counts) come from
-:class:`~streams.settings.StreamSettings` and are checked after the schema.
+a crashed agent. A turn event is checked by the core's
+:func:`memstrata.limits.validate_turn` with the deployment's
+:class:`~memstrata.limits.TurnLimits`, the check the query service's Ingest
+runs, so the worker stores every event the service accepts; the record's
+byte size is :class:`~streams.settings.StreamSettings`' transport guard.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Literal, TypeVar
 
 from pydantic import Field, ValidationError
 
+from memstrata.limits import TurnLimits, TurnRefused, validate_turn
 from memstrata.model import Identifier, Scope
 from memstrata.wire import TurnEvent, WireEvent, event_key
 from streams.settings import StreamSettings
@@ -221,26 +225,19 @@ def _guarded(decode: Callable[[], _E]) -> _E:
                       f"{str(exc)[:200]}") from None
 
 
-def decode_turn(raw: bytes | None, limits: StreamSettings, key: bytes | None = None) -> TurnEvent:
+def decode_turn(raw: bytes | None, limits: StreamSettings, turns: TurnLimits,
+                key: bytes | None = None) -> TurnEvent:
     """Bytes from the turns topic -> a valid :class:`TurnEvent`, or :class:`Invalid`."""
-    return _guarded(lambda: _decode_turn(raw, limits, key))
+    return _guarded(lambda: _decode_turn(raw, limits, turns, key))
 
 
-def _decode_turn(raw: bytes | None, limits: StreamSettings, key: bytes | None) -> TurnEvent:
+def _decode_turn(raw: bytes | None, limits: StreamSettings, turns: TurnLimits,
+                 key: bytes | None) -> TurnEvent:
     data = _load(raw, limits)
-    try:
-        ev = TurnEvent.model_validate(data)
-    except ValidationError as exc:
-        raise _from_validation(exc) from None
-    if len(ev.content) > limits.max_content_chars:
-        raise Invalid("too_large", f"field 'content' has {len(ev.content)} characters, limit is "
-                      f"{limits.max_content_chars} (MEMSTRATA_STREAM_MAX_CONTENT_CHARS)")
-    if ev.speaker is not None and len(ev.speaker) > limits.max_speaker_chars:
-        raise Invalid("too_large", f"field 'speaker' has {len(ev.speaker)} characters, limit is "
-                      f"{limits.max_speaker_chars} (MEMSTRATA_STREAM_MAX_SPEAKER_CHARS)")
-    if len(ev.labels) > limits.max_labels:
-        raise Invalid("too_large", f"field 'labels' has {len(ev.labels)} entries, limit is "
-                      f"{limits.max_labels} (MEMSTRATA_STREAM_MAX_LABELS)")
+    try:  # the core's one check, the one the query service's Ingest runs
+        ev = validate_turn(data, turns)
+    except TurnRefused as refused:
+        raise Invalid(refused.reason, str(refused)) from None
     _check_key(key, ev.key)
     return ev
 

@@ -32,6 +32,7 @@ from tenacity import (
     wait_exponential,
 )
 
+from memstrata.limits import TurnLimits
 from memstrata.model import Message, Scope, SessionMeta
 from memstrata.roles import AppendReport, MemoryWriter
 from streams import topics
@@ -46,7 +47,7 @@ from streams.events import (
     utcnow,
 )
 from streams.metrics import StreamMetrics
-from streams.settings import KafkaSettings, StreamSettings
+from streams.settings import KafkaSettings, StreamSettings, check_turns_fit
 
 __all__ = ["Outbox", "Processor", "Record", "Replay", "StoreUnavailable", "TurnProgress"]
 
@@ -227,6 +228,7 @@ class Processor:
         writer: MemoryWriter,
         limits: StreamSettings,
         *,
+        turns: TurnLimits,
         metrics: StreamMetrics | None = None,
         sessions: MutableMapping[str, Any] | None = None,
         progress: TurnProgress | None = None,
@@ -236,6 +238,9 @@ class Processor:
     ) -> None:
         self.writer = writer
         self.limits = limits
+        #: The core's turn-event limits, the ones the query service's Ingest applies.
+        check_turns_fit(limits, turns)
+        self.turns = turns
         self.metrics = metrics or StreamMetrics.create()
         #: Per open session: tenant, user, session, last event time, provisional turns.
         #: Under Faust this is a table backed by its changelog topic (a cache of the stores).
@@ -307,7 +312,7 @@ class Processor:
             if not replay:
                 self.metrics.events_in.labels(rec.topic).inc()
             try:
-                ev = decode_turn(rec.value, self.limits, rec.key)
+                ev = decode_turn(rec.value, self.limits, self.turns, rec.key)
                 meta, message, stamp = ev.meta(), ev.message(), ev.ts.timestamp()
             except Invalid as bad:
                 out.dead.append(self._dead(bad, rec))
@@ -319,6 +324,9 @@ class Processor:
                 handled[i] = True
                 continue
             group = groups.setdefault((ev.scope, ev.session_id), _Group(meta))
+            # A date or labels only the batch's later events carry are not lost; what the
+            # session already holds is kept by the writer (Memory: first ones stick).
+            group.meta = group.meta.filled_from(meta)
             group.messages.append(message)
             group.indices.append(i)
             stamps.append(stamp)

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from memstrata.config import Settings
+from memstrata.limits import TurnLimits
 from memstrata.llm.metrics import register_llm_metrics
 from streams import topics
 from streams.app import ExtraService, StreamApp, build_app
@@ -92,6 +93,8 @@ class StreamRuntime:
     """Everything one worker process runs; :meth:`run` blocks until SIGINT/SIGTERM."""
 
     settings: Settings
+    #: The core's turn-event limits (built by the entry point, with the other settings).
+    turns: TurnLimits = field(kw_only=True)
     stream: StreamSettings = field(default_factory=lambda: StreamSettings())
     kafka: KafkaSettings = field(default_factory=lambda: KafkaSettings())
     #: Extra asyncio services for the worker's loop (see the module docstring).
@@ -141,7 +144,7 @@ class StreamRuntime:
                 metrics.serve(self.stream.metrics_port, self.stream.metrics_addr)
             app = build_app(memory, brokers, stream=self.stream, kafka=self.kafka,
                             work_dir=data_dir / "stream-worker", services=self.services,
-                            service_arg=memory, metrics=metrics)
+                            service_arg=memory, metrics=metrics, turns=self.turns)
             self.stored.watch(app)
             self.stream_app = app
             if broker is not None:

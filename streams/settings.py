@@ -15,7 +15,7 @@ from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from memstrata.kafka_security import KafkaSecuritySettings
-from memstrata.model import MAX_CONTENT_CHARS
+from memstrata.limits import TurnLimits
 
 #: File in the data dir where ``memstrata up`` records the broker it started.
 BROKER_FILE = "stream-broker.json"
@@ -33,14 +33,9 @@ class StreamSettings(BaseSettings):
     idle_s: float = Field(300.0, gt=0, le=7 * 24 * 3600)
     #: Events handled per batch (one embedding call and one upsert per store per batch).
     batch_max: int = Field(256, ge=1, le=100_000)
-    #: Largest accepted event value in bytes, before JSON decoding.
+    #: Largest accepted event value in bytes, before JSON decoding (a transport guard:
+    #: the limits of a turn's fields are ``MEMSTRATA_TURN_*``, see ``check_turns_fit``).
     max_event_bytes: int = Field(256 * 1024, ge=256, le=16 * 1024 * 1024)
-    #: Largest accepted message content in characters (never above the core's limit).
-    max_content_chars: int = Field(20_000, ge=1, le=MAX_CONTENT_CHARS)
-    #: Largest accepted speaker name in characters.
-    max_speaker_chars: int = Field(128, ge=1, le=1024)
-    #: Most labels an event may carry (each key and value <= 128 chars).
-    max_labels: int = Field(16, ge=0, le=256)
     #: A control event waits for the turns it follows while they are being stored; if
     #: they make no progress for this long (a stalled or bogus offset) it is applied anyway.
     control_wait_s: float = Field(30.0, ge=0, le=3600)
@@ -63,6 +58,20 @@ class StreamSettings(BaseSettings):
     #: First wait between store attempts; it doubles up to ``store_backoff_max_s``.
     store_backoff_s: float = Field(0.2, ge=0, le=60)
     store_backoff_max_s: float = Field(5.0, ge=0, le=600)
+
+
+def check_turns_fit(stream: StreamSettings, turns: TurnLimits) -> None:
+    """ValueError unless every turn event ``turns`` accepts fits in ``max_event_bytes``.
+
+    Else the query service could acknowledge an event the worker then dead-letters
+    as too large; checked where the worker starts.
+    """
+    need = turns.largest_event_bytes()
+    if stream.max_event_bytes < need:
+        raise ValueError(
+            f"MEMSTRATA_STREAM_MAX_EVENT_BYTES ({stream.max_event_bytes}) is below the largest "
+            f"turn event the MEMSTRATA_TURN_* limits accept (up to {need} bytes of JSON): raise "
+            f"it to at least {need}, or lower MEMSTRATA_TURN_MAX_CONTENT_CHARS")
 
 
 class KafkaSettings(KafkaSecuritySettings):

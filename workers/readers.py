@@ -103,6 +103,7 @@ def serve_memory(memory: Any, tenants: str | Iterable[str], host: str = "127.0.0
     since the only callers are this process's own rollout actors.
     """
     from query_service.keys import add_key
+    from memstrata.limits import TurnLimits
     from query_service.server import build_server
     from query_service.settings import ServiceSettings
 
@@ -120,7 +121,8 @@ def serve_memory(memory: Any, tenants: str | Iterable[str], host: str = "127.0.0
         thread.start()
         try:
             handle = asyncio.run_coroutine_threadsafe(
-                build_server(memory, settings, start_workers=False), loop).result(60)
+                build_server(memory, settings, start_workers=False,
+                             turn_limits=TurnLimits()), loop).result(60)
             try:
                 yield ServiceReaderSpec(f"{host}:{handle.port}", tenant_keys)
             finally:

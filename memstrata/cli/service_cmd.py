@@ -227,11 +227,13 @@ class ServeMarker:
 def _serve_alone(data_dir: Path | None, svc: Any, listening: Callable[[Any], None]) -> None:
     import asyncio
 
+    from memstrata.cli.stream_cmd import _turn_limits
     from query_service.server import run_server
 
+    turns = _turn_limits()
     memory = _open(data_dir)
     try:
-        asyncio.run(run_server(memory, svc, on_listening=listening))
+        asyncio.run(run_server(memory, svc, on_listening=listening, turn_limits=turns))
     finally:
         memory.close()
 
@@ -241,13 +243,14 @@ def _serve_with_stream(settings: Any, svc: Any, listening: Callable[[Any], None]
     import signal
 
     from memstrata.cli.locked import exit_locked
-    from memstrata.cli.stream_cmd import _stream_settings
+    from memstrata.cli.stream_cmd import _stream_settings, _turn_limits
     from memstrata.roles import DataDirLocked
     from query_service.publish import KafkaProducerSettings
     from query_service.server import run_server
     from streams.runtime import StreamRuntime
 
     stream_settings, kafka = _stream_settings()
+    turns = _turn_limits(stream_settings)  # one instance: Ingest and the worker agree
     brokers: list[str] = []
     failed: list[Exception] = []
 
@@ -270,7 +273,7 @@ def _serve_with_stream(settings: Any, svc: Any, listening: Callable[[Any], None]
                              kafka=KafkaProducerSettings(brokers=brokers[-1],
                                                           stream_group=stream_settings.app_id),
                              stored=runtime.stored,
-                             extra_metrics=[stream_metrics.registry])
+                             extra_metrics=[stream_metrics.registry], turn_limits=turns)
         except Exception as exc:  # noqa: BLE001 - e.g. the port taken after the check
             # Stop the worker too, and report it below as one line (an error in a Faust
             # task would end in "We experienced a crash!" and a traceback).
@@ -278,7 +281,8 @@ def _serve_with_stream(settings: Any, svc: Any, listening: Callable[[Any], None]
             signal.raise_signal(signal.SIGTERM)
 
     runtime = StreamRuntime(settings, stream=stream_settings, kafka=kafka,
-                            services=[grpc_service], on_ready=ready, metrics=stream_metrics)
+                            services=[grpc_service], on_ready=ready, metrics=stream_metrics,
+                            turns=turns)
     try:
         runtime.run(embedded_broker=True)
     except DataDirLocked as exc:

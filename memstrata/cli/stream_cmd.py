@@ -47,6 +47,34 @@ def _stream_settings() -> tuple[Any, Any]:
         raise typer.Exit(2) from None
 
 
+def _turn_limits(stream: Any = None) -> Any:
+    """The ``MEMSTRATA_TURN_*`` limits, for the worker and the service alike.
+
+    With the worker's ``stream`` settings, its byte limit must hold every event
+    the limits accept (else the service could acknowledge what the worker drops).
+    """
+    from pydantic import ValidationError
+
+    from memstrata.limits import TurnLimits
+
+    try:
+        turns = TurnLimits()
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        name = TurnLimits.variable(str(e["loc"][0])) if e["loc"] else "MEMSTRATA_TURN_*"
+        err.print(f"[red]{name}: {escape(e['msg'])}[/red]")
+        raise typer.Exit(2) from None
+    if stream is not None:
+        from streams.settings import check_turns_fit
+
+        try:
+            check_turns_fit(stream, turns)
+        except ValueError as exc:
+            err.print(f"[red]{escape(str(exc))}[/red]", soft_wrap=True)
+            raise typer.Exit(2) from None
+    return turns
+
+
 def _brokers(kafka: Any, data_dir: Path, given: str | None) -> str:
     if given:
         return given
@@ -183,7 +211,8 @@ def _run(data_dir: Path | None, embedded_broker: bool) -> None:
     if not embedded_broker:
         kafka_brokers = _brokers(kafka, settings.data_dir, None)
         kafka = kafka.model_copy(update={"brokers": kafka_brokers})
-    runtime = StreamRuntime(settings, stream=stream, kafka=kafka, on_ready=ready)
+    runtime = StreamRuntime(settings, stream=stream, kafka=kafka, on_ready=ready,
+                            turns=_turn_limits(stream))
     try:
         runtime.run(embedded_broker=embedded_broker)
     except DataDirLocked as exc:

@@ -21,6 +21,7 @@ from memstrata.config import Settings
 from memstrata.controller.config import ControllerSettings
 from memstrata.controller.run import FALLBACK_STEP, Controller
 from memstrata.embed.minilm import MiniLMEmbedder
+from memstrata.limits import TurnLimits
 from memstrata.llm.extractive import ExtractiveBuilder
 from memstrata.llm.fallback import FallbackBuilder
 from memstrata.llm.metrics import register_llm_metrics
@@ -320,7 +321,8 @@ def test_query_service_metrics_show_the_fallbacks(server: FakeOpenAIServer,
 
     async def scrape() -> str:
         handle = await build_server(llm_memory, ServiceSettings(port=0, host="127.0.0.1"),
-                                    controller_settings=ControllerSettings(policy="rules"))
+                                    controller_settings=ControllerSettings(policy="rules"),
+                                    turn_limits=TurnLimits())
         try:
             return generate_latest(handle.metrics.registry).decode()
         finally:

@@ -10,6 +10,7 @@ import pytest
 from memstrata.client.sync import MemoryClient
 from memstrata.controller.config import ControllerSettings
 from memstrata.controller.result import Answer
+from memstrata.limits import TurnLimits
 from query_service.keys import add_key
 from query_service.server import build_server
 from query_service.settings import ServiceSettings
@@ -44,7 +45,8 @@ def test_answer_through_serve_on_ray_equals_in_process(ray_local, memory, datase
     questions = dataset.questions[:6]
     loop = LoopThread()
     try:
-        plain = loop.run(build_server(memory, settings, controller_settings=controller))
+        plain = loop.run(build_server(memory, settings, controller_settings=controller,
+                                      turn_limits=TurnLimits()))
         try:
             assert plain.workers is None and plain.servicer.rollouts is None
             expected = _answers(plain.address, key, questions)
@@ -53,7 +55,8 @@ def test_answer_through_serve_on_ray_equals_in_process(ray_local, memory, datase
         monkeypatch.setenv("MEMSTRATA_WORKERS_BACKEND", "ray")
         monkeypatch.setenv("MEMSTRATA_WORKERS_ROLLOUT_ACTORS", "2")
         monkeypatch.setenv("MEMSTRATA_WORKERS_ROLLOUT_NUM_CPUS", "0")
-        handle = loop.run(build_server(memory, settings, controller_settings=controller))
+        handle = loop.run(build_server(memory, settings, controller_settings=controller,
+                                       turn_limits=TurnLimits()))
         try:
             assert handle.workers is not None and handle.servicer.rollouts is not None
             assert _answers(handle.address, key, questions) == expected

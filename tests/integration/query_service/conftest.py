@@ -20,6 +20,7 @@ import pytest
 
 from memstrata.controller.config import ControllerSettings
 from memstrata.embed.minilm import MiniLMEmbedder
+from memstrata.limits import TurnLimits
 from memstrata.model import Message, Scope, Session, SessionMeta, Turn
 from query_service.keys import TenantPolicy, add_key, revoke_key, set_tenant_policy
 from query_service.server import ServiceHandle, build_server
@@ -83,9 +84,11 @@ def service(tmp_path_factory: pytest.TempPathFactory,
     slow_reader = SlowReader(memory)
     handle = slow = None
     try:
-        handle = loop.run(build_server(memory, settings, controller_settings=controller))
+        handle = loop.run(build_server(memory, settings, controller_settings=controller,
+                                       turn_limits=TurnLimits()))
         slow = loop.run(build_server(slow_reader, settings.model_copy(
-            update={"metrics_port": None}), controller_settings=controller))
+            update={"metrics_port": None}), controller_settings=controller,
+            turn_limits=TurnLimits()))
         yield Service(handle, slow, slow_reader, keys, loop, memory)
     finally:
         for h in (handle, slow):

@@ -17,6 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from memstrata.client._proto import memory_pb2 as pb
 from memstrata.client._proto import memory_pb2_grpc as pb_grpc
 from memstrata.controller.config import ControllerSettings
+from memstrata.limits import TurnLimits
 from memstrata.model import Scope, Session
 from query_service.keys import TenantPolicy, add_key, set_tenant_policy
 from query_service.server import build_server
@@ -49,7 +50,7 @@ def llm(service: Service):
     settings = ServiceSettings(port=0, metrics_port=0, keys_file=keys)
     handle = service.loop.run(build_server(
         service.memory, settings, controller_settings=ControllerSettings(policy="auto"),
-        chat=chat, prices=PRICES))
+        chat=chat, prices=PRICES, turn_limits=TurnLimits()))
     channel = grpc.insecure_channel(handle.address)
     try:
         yield handle, pb_grpc.MemoryServiceStub(channel), chat, key_spend, key_strict

@@ -16,6 +16,7 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from memstrata.client import MemoryClient
 from memstrata.client.settings import ClientSettings
 from memstrata.controller.config import ControllerSettings
+from memstrata.limits import TurnLimits
 from query_service.server import SERVICE_NAME, build_server
 from query_service.settings import ServiceSettings
 from tests.integration.query_service.conftest import Service
@@ -78,7 +79,8 @@ def test_tls(service: Service, certs: tuple[Path, Path]):
     cert, key = certs
     settings = ServiceSettings(port=0, keys_file=service.keys.path, tls_cert=cert, tls_key=key)
     handle = service.loop.run(build_server(service.memory, settings,
-                                           controller_settings=ControllerSettings(policy="rules")))
+                                           controller_settings=ControllerSettings(policy="rules"),
+                                           turn_limits=TurnLimits()))
     try:
         with MemoryClient(handle.address, api_key=service.keys.acme,
                           settings=ClientSettings(ca_file=cert)) as c:
@@ -104,7 +106,8 @@ def test_graceful_stop_finishes_in_flight_calls(service: Service):
     reader = SlowReader(service.memory, delay_s=0.1)
     settings = ServiceSettings(port=0, keys_file=service.keys.path)
     handle = service.loop.run(build_server(reader, settings,
-                                           controller_settings=ControllerSettings(policy="rules")))
+                                           controller_settings=ControllerSettings(policy="rules"),
+                                           turn_limits=TurnLimits()))
     results: list[object] = []
     with MemoryClient(handle.address, api_key=service.keys.acme) as c:
         t = threading.Thread(target=lambda: results.append(
@@ -148,7 +151,8 @@ def test_the_server_runs_as_a_task_on_another_loop_and_stops_when_cancelled(serv
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     factory = as_loop_service(ServiceSettings(port=port, keys_file=service.keys.path),
-                              controller_settings=ControllerSettings(policy="rules"))
+                              controller_settings=ControllerSettings(policy="rules"),
+                              turn_limits=TurnLimits())
 
     async def scenario() -> tuple[int, str]:
         task = asyncio.ensure_future(factory(service.memory))

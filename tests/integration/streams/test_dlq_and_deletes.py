@@ -58,7 +58,7 @@ def run(broker: EmbeddedBroker, tmp_path_factory: pytest.TempPathFactory) -> Ite
     group = "memstrata-test-dlq"
     start_group_at_end(broker.address, group)
     worker = WorkerProc(broker.address, tmp / "data", group, tmp,
-                        MEMSTRATA_STREAM_MAX_CONTENT_CHARS="200").start()
+                        MEMSTRATA_TURN_MAX_CONTENT_CHARS="200").start()
 
     async def produce() -> None:
         async with StreamProducer(broker.address) as p:

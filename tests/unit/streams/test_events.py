@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from memstrata.limits import TurnLimits
 from streams.events import (
     ControlEvent,
     Invalid,
@@ -16,7 +17,8 @@ from streams.events import (
 )
 from streams.settings import KafkaSettings, StreamSettings
 
-LIMITS = StreamSettings(max_content_chars=50, max_event_bytes=2000, max_labels=2)
+LIMITS = StreamSettings(max_event_bytes=2000)
+TURNS = TurnLimits(max_content_chars=50, max_labels=2)
 
 GOOD = {"v": 1, "tenant_id": "acme", "user_id": "maya", "session_id": "s1",
         "message_id": "s1#1", "role": "user", "content": "hello", "ts": "2024-03-02T09:15:00Z"}
@@ -29,14 +31,14 @@ def raw(**change: object) -> bytes:
 
 def reason(value: bytes, key: bytes | None = None) -> str:
     with pytest.raises(Invalid) as info:
-        decode_turn(value, LIMITS, key)
+        decode_turn(value, LIMITS, TURNS, key)
     return info.value.reason
 
 
 def test_good_event_round_trips_and_keys_by_session() -> None:
-    ev = decode_turn(raw(), LIMITS, b"acme/maya/s1")
+    ev = decode_turn(raw(), LIMITS, TURNS, b"acme/maya/s1")
     assert ev.key == b"acme/maya/s1" == event_key("acme", "maya", "s1")
-    assert decode_turn(ev.to_bytes(), LIMITS) == ev
+    assert decode_turn(ev.to_bytes(), LIMITS, TURNS) == ev
     assert ev.message().source_id == "s1#1"
     assert ev.meta().scope.user_id == "maya"
 
@@ -62,9 +64,9 @@ def test_bad_events_are_refused_with_their_reason(value: bytes, expected: str) -
 
 def test_the_detail_names_the_field_and_the_limit() -> None:
     with pytest.raises(Invalid) as info:
-        decode_turn(raw(content="x" * 51), LIMITS)
-    assert "content" in info.value.detail and "50" in info.value.detail
-    assert "MEMSTRATA_STREAM_MAX_CONTENT_CHARS" in info.value.detail
+        decode_turn(raw(content="x" * 51), LIMITS, TURNS)
+    assert info.value.detail == ("event.content: 51 characters, limit is 50 "
+                                 "(MEMSTRATA_TURN_MAX_CONTENT_CHARS)")
 
 
 def test_a_key_that_does_not_match_the_event_is_refused() -> None:
@@ -116,15 +118,15 @@ def test_kafka_settings_check_heartbeat_against_session_timeout() -> None:
 def test_event_times_outside_the_range_are_refused_naming_the_field(field: str,
                                                                       value: str) -> None:
     with pytest.raises(Invalid) as info:
-        decode_turn(raw(**{field: value}), LIMITS)
+        decode_turn(raw(**{field: value}), LIMITS, TURNS)
     assert info.value.reason == "bad_field"
-    assert repr(field) in info.value.detail and "1900-01-01" in info.value.detail
+    assert f"event.{field}:" in info.value.detail and "1900-01-01" in info.value.detail
 
 
 @pytest.mark.parametrize("value", ["1900-01-01T00:00:00Z", "1900-01-01T00:00:00",
                                    "9998-12-31T23:59:59", "2024-02-29T12:00:00+05:30"])
 def test_event_times_at_the_edges_of_the_range_are_kept(value: str) -> None:
-    ev = decode_turn(raw(ts=value, session_date=value), LIMITS)
+    ev = decode_turn(raw(ts=value, session_date=value), LIMITS, TURNS)
     assert ev.ts.timestamp() and ev.session_date is not None
 
 
@@ -166,7 +168,7 @@ def test_ids_ending_in_a_newline_are_refused_everywhere() -> None:
 def test_any_failure_of_the_value_is_an_invalid_event(value: bytes) -> None:
     limits = StreamSettings(max_event_bytes=400_000)
     with pytest.raises(Invalid) as info:
-        decode_turn(value, limits)
+        decode_turn(value, limits, TURNS)
     assert info.value.reason in ("not_json", "bad_field", "missing_field") and info.value.detail
 
 

@@ -19,6 +19,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from memstrata.limits import TurnLimits
 from memstrata.model import Scope
 from memstrata.wire import MAX_EVENT_TIME, MIN_EVENT_TIME, event_key
 from streams import topics
@@ -27,9 +28,9 @@ from streams.processor import Processor, Record
 from streams.settings import StreamSettings
 from tests.unit.streams.doubles import RecordingWriterDouble
 
-LIMITS = StreamSettings(max_content_chars=300, max_speaker_chars=40, max_event_bytes=20_000,
-                        max_labels=4, store_attempts=1, store_refused_attempts=1,
+LIMITS = StreamSettings(max_event_bytes=20_000, store_attempts=1, store_refused_attempts=1,
                         store_backoff_s=0)
+TURNS = TurnLimits(max_content_chars=300, max_speaker_chars=40, max_labels=4)
 DLQ_CAP = 8_000  # small, so that the cut of large values is exercised too
 BOUNDED = settings(max_examples=80, deadline=None,
                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -69,14 +70,14 @@ def valid_events(draw: st.DrawFn) -> dict[str, Any]:
     ev: dict[str, Any] = {
         "v": 1, "tenant_id": draw(ids), "user_id": draw(ids), "session_id": draw(ids),
         "message_id": draw(message_ids), "role": draw(st.sampled_from(["user", "assistant"])),
-        "content": draw(text.filter(lambda s: len(s) <= LIMITS.max_content_chars)),
+        "content": draw(text.filter(lambda s: len(s) <= TURNS.max_content_chars)),
         "ts": draw(times_in_range())}
     if draw(st.booleans()):
         ev["session_date"] = draw(times_in_range())
     if draw(st.booleans()):
-        ev["speaker"] = draw(st.text(max_size=LIMITS.max_speaker_chars))
+        ev["speaker"] = draw(st.text(max_size=TURNS.max_speaker_chars))
     ev["labels"] = draw(st.dictionaries(st.text(min_size=1, max_size=128),
-                                        st.text(max_size=128), max_size=LIMITS.max_labels))
+                                        st.text(max_size=128), max_size=TURNS.max_labels))
     return ev
 
 
@@ -92,7 +93,7 @@ MUTATIONS: list[tuple[str, Any]] = [
     ("bad_field", lambda d, ev: {**ev, "labels": {"source": d(nested)}}),
     ("bad_field", lambda d, ev: {**ev, "labels": {"": "x"}}),
     ("bad_field", lambda d, ev: {**ev, "extra": d(nested)}),
-    ("too_large", lambda d, ev: {**ev, "content": "x" * (LIMITS.max_content_chars + 1)}),
+    ("too_large", lambda d, ev: {**ev, "content": "x" * (TURNS.max_content_chars + 1)}),
     ("too_large", lambda d, ev: {**ev, "labels": {str(i): "v" for i in range(9)}}),
     ("too_large", lambda d, ev: {**ev, "content": "x" * LIMITS.max_event_bytes}),
     ("bad_id", lambda d, ev: {**ev, "user_id": ev["user_id"] + "\n"}),
@@ -140,7 +141,7 @@ items: st.SearchStrategy[Item] = st.one_of(
 
 def _process(batch: list[Item]) -> tuple[RecordingWriterDouble, list[DeadLetter], list[Record]]:
     w = RecordingWriterDouble()
-    p = Processor(w, LIMITS, dead_letter_max_bytes=DLQ_CAP)
+    p = Processor(w, LIMITS, turns=TURNS, dead_letter_max_bytes=DLQ_CAP)
     recs = [Record(topics.TURNS, i % 2, 100 + i, key, value)
             for i, (value, key, _) in enumerate(batch)]
     try:
@@ -168,7 +169,7 @@ def test_no_value_stops_the_processor_and_each_is_stored_or_dead_lettered(
         letter = by_offset.get(rec.offset)
         if expected is None:  # arbitrary input: the decoder decides, the processor follows
             try:
-                decode_turn(value, LIMITS, rec.key)
+                decode_turn(value, LIMITS, TURNS, rec.key)
                 expected = "store"
             except Invalid as bad:
                 expected = bad.reason
@@ -187,7 +188,7 @@ def test_no_value_stops_the_processor_and_each_is_stored_or_dead_lettered(
 @settings(max_examples=60, deadline=None)
 @given(valid_events())
 def test_a_valid_event_round_trips_through_the_wire(ev: dict[str, Any]) -> None:
-    got = decode_turn(json.dumps(ev).encode(), LIMITS, _key(ev))
-    again = decode_turn(got.to_bytes(), LIMITS, got.key)
+    got = decode_turn(json.dumps(ev).encode(), LIMITS, TURNS, _key(ev))
+    again = decode_turn(got.to_bytes(), LIMITS, TURNS, got.key)
     assert again == got and got.ts.timestamp() == again.ts.timestamp()
     assert got.meta().scope.tenant_id == ev["tenant_id"]

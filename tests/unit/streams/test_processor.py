@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 
+from memstrata.limits import TurnLimits
 from memstrata.model import Scope
 from streams import topics
 from streams.events import ControlEvent, TurnEvent, utcnow
@@ -13,6 +14,7 @@ from streams.settings import StreamSettings
 from tests.unit.streams.doubles import RecordingWriterDouble
 
 MAYA = Scope(tenant_id="acme", user_id="maya")
+TURNS = TurnLimits()
 
 
 def turn(sid: str, n: int, role: str = "user", content: str | None = None) -> TurnEvent:
@@ -36,7 +38,7 @@ def run(coro):  # noqa: ANN001, ANN201
 
 def test_a_batch_is_one_append_per_session_and_one_flush() -> None:
     w = RecordingWriterDouble()
-    p = Processor(w, StreamSettings())
+    p = Processor(w, StreamSettings(), turns=TURNS)
     out = run(p.handle_turns(records(turn("a", 1), turn("b", 1), turn("a", 2, "assistant"))))
     assert [c for c in w.calls if c[0] == "append"] == [
         ("append", ("a", ["a#1", "a#2"])), ("append", ("b", ["b#1"]))]
@@ -47,7 +49,7 @@ def test_a_batch_is_one_append_per_session_and_one_flush() -> None:
 
 def test_poison_events_go_to_the_dlq_and_the_rest_is_written() -> None:
     w = RecordingWriterDouble()
-    p = Processor(w, StreamSettings())
+    p = Processor(w, StreamSettings(), turns=TURNS)
     bad_role = json.dumps({**json.loads(turn("a", 9).to_bytes()), "role": "bot"}).encode()
     out = run(p.handle_turns(records(turn("a", 1), b"{oops", bad_role, turn("a", 2, "assistant"))))
     assert [d.reason for d in out.dead] == ["not_json", "bad_role"]
@@ -64,7 +66,7 @@ QUICK = StreamSettings(store_attempts=3, store_refused_attempts=2, store_backoff
 
 def test_a_session_the_writer_refuses_is_dead_lettered_alone() -> None:
     w = RecordingWriterDouble(fail_on="poison")
-    p = Processor(w, QUICK)
+    p = Processor(w, QUICK, turns=TURNS)
     out = run(p.handle_turns(records(turn("a", 1), turn("b", 1, content="poison"), turn("c", 1))))
     assert [(d.reason, d.offset) for d in out.dead] == [("store_failed", 1)]
     assert "cannot index" in out.dead[0].detail and "2 attempts" in out.dead[0].detail
@@ -73,7 +75,7 @@ def test_a_session_the_writer_refuses_is_dead_lettered_alone() -> None:
 
 def test_duplicates_change_nothing() -> None:
     w = RecordingWriterDouble()
-    p = Processor(w, StreamSettings())
+    p = Processor(w, StreamSettings(), turns=TURNS)
     run(p.handle_turns(records(turn("a", 1), turn("a", 2, "assistant"))))
     run(p.handle_turns(records(turn("a", 1), turn("a", 2, "assistant"), start=2)))
     assert [m.source_id for m in w.messages[(MAYA, "a")]] == ["a#1", "a#2"]
@@ -88,7 +90,7 @@ def control(type_: str, sid: str | None, after: dict[int, int]) -> Record:
 def test_a_delete_waits_for_the_turns_it_follows() -> None:
     async def scenario() -> list[tuple[str, object]]:
         w = RecordingWriterDouble()
-        p = Processor(w, StreamSettings(control_wait_s=5))
+        p = Processor(w, StreamSettings(control_wait_s=5), turns=TURNS)
         delete = asyncio.create_task(p.handle_control(control("delete_session", "a", {0: 2})))
         await asyncio.sleep(0.05)
         assert not delete.done()  # turns 0 and 1 of partition 0 are not stored yet
@@ -104,14 +106,15 @@ def test_a_delete_waits_for_the_turns_it_follows() -> None:
 
 def test_a_control_for_a_partition_owned_elsewhere_does_not_wait() -> None:
     w = RecordingWriterDouble()
-    p = Processor(w, StreamSettings(control_wait_s=30), owned=lambda part: part != 5)
+    p = Processor(w, StreamSettings(control_wait_s=30), turns=TURNS,
+                  owned=lambda part: part != 5)
     run(p.handle_control(control("delete_user", None, {5: 100})))
     assert w.calls == [("delete", ("acme/maya", None))]
 
 
 def test_idle_sessions_are_closed_once() -> None:
     w = RecordingWriterDouble()
-    p = Processor(w, StreamSettings(idle_s=10))
+    p = Processor(w, StreamSettings(idle_s=10), turns=TURNS)
     run(p.handle_turns(records(turn("a", 1))))
     assert p.sessions["acme/maya/a"]["provisional"] == [1]
     assert run(p.close_idle(now=p.sessions["acme/maya/a"]["last"] + 5)) == []
@@ -125,7 +128,7 @@ def test_idle_sessions_are_closed_once() -> None:
 
 def test_delete_user_forgets_the_cached_sessions() -> None:
     w = RecordingWriterDouble()
-    p = Processor(w, StreamSettings())
+    p = Processor(w, StreamSettings(), turns=TURNS)
     run(p.handle_turns(records(turn("a", 1), turn("b", 1))))
     run(p.handle_control(control("delete_user", None, {})))
     assert dict(p.sessions) == {}
@@ -141,7 +144,7 @@ def test_turns_stored_before_a_delete_but_produced_after_it_are_written_back() -
 
     async def scenario() -> RecordingWriterDouble:
         w = RecordingWriterDouble()
-        p = Processor(w, StreamSettings(control_wait_s=5), replay=replay)
+        p = Processor(w, StreamSettings(control_wait_s=5), turns=TURNS, replay=replay)
         await p.handle_turns(later)
         out = await p.handle_control(control("delete_session", "a", {0: 2}))
         assert [n.session_id for n in out.l0] == ["a"]
@@ -180,17 +183,17 @@ def _with(ev: TurnEvent, **change: object) -> bytes:
 
 def test_a_year_one_timestamp_is_dead_lettered_and_the_batch_goes_on() -> None:
     w = RecordingWriterDouble()
-    p = Processor(w, StreamSettings())
+    p = Processor(w, StreamSettings(), turns=TURNS)
     year_one = _with(turn("a", 2), ts="0001-01-01T00:00:00")
     out = run(p.handle_turns(records(turn("a", 1), year_one, turn("a", 3))))
     assert [(d.reason, d.offset) for d in out.dead] == [("bad_field", 1)]
-    assert "'ts'" in out.dead[0].detail
+    assert "event.ts:" in out.dead[0].detail
     assert [m.source_id for m in w.messages[(MAYA, "a")]] == ["a#1", "a#3"]
 
 
 def test_a_huge_poison_value_makes_a_dead_letter_that_fits_the_producer() -> None:
     w = RecordingWriterDouble()
-    p = Processor(w, StreamSettings(), dead_letter_max_bytes=100_000)
+    p = Processor(w, StreamSettings(), turns=TURNS, dead_letter_max_bytes=100_000)
     out = run(p.handle_turns(records(b"x" * 1_000_000, turn("a", 1))))
     [dead] = out.dead
     assert dead.reason == "too_large" and dead.truncated and dead.value_size == 1_000_000
@@ -214,7 +217,7 @@ class FlakyWriterDouble(RecordingWriterDouble):
 
 def test_a_store_that_hiccups_is_retried_and_nothing_is_lost() -> None:
     w = FlakyWriterDouble(ConnectionError("store restarting"), failures=2)
-    p = Processor(w, QUICK)
+    p = Processor(w, QUICK, turns=TURNS)
     out = run(p.handle_turns(records(turn("a", 1), turn("b", 1))))
     assert not out.dead and w.attempts == 4  # two failed tries of a, then a and b
     assert set(k[1] for k in w.messages) == {"a", "b"}
@@ -224,7 +227,7 @@ def test_a_store_that_stays_down_stops_with_the_handled_prefix_committable() -> 
     from streams.processor import StoreUnavailable
 
     w = FlakyWriterDouble(TimeoutError("store down"), failures=None)
-    p = Processor(w, QUICK)
+    p = Processor(w, QUICK, turns=TURNS)
     batch = records(b"{oops", turn("a", 1), partition=0) + records(b"[1]", partition=1, start=7)
     try:
         run(p.handle_turns(batch))
