@@ -146,6 +146,21 @@ def _batches() -> list[list[dict[str, Any]]]:
     return [first, late]
 
 
+#: Labels at both label limits (JSONL carries none, so this one goes direct and by Ingest).
+LABELS_AT_LIMIT = {"session_id": "c-labels", "message_id": "lab-1", "role": "user",
+                   "content": "Labels at the limit ride along with this message.",
+                   "session_date": DATE,
+                   "labels": {f"{i:03d}".ljust(TURN_LIMITS.max_label_chars, "k"):
+                              "v" * TURN_LIMITS.max_label_chars
+                              for i in range(TURN_LIMITS.max_labels)}}
+#: One over each other limit: (event, the refusal's text after "event.").
+OVER_OTHERS = [
+    ({**LABELS_AT_LIMIT, "speaker": "S" * (TURN_LIMITS.max_speaker_chars + 1)},
+     "speaker: 129 characters, limit is 128 (MEMSTRATA_TURN_MAX_SPEAKER_CHARS)"),
+    ({**LABELS_AT_LIMIT, "labels": {**LABELS_AT_LIMIT["labels"], "one-more": "v"}},
+     "labels: 17 labels, limit is 16 (MEMSTRATA_TURN_MAX_LABELS)"),
+    ({**LABELS_AT_LIMIT, "labels": {"k": "v" * (TURN_LIMITS.max_label_chars + 1)}},
+     "labels['k'] value: 129 characters, limit is 128 (MEMSTRATA_TURN_MAX_LABEL_CHARS)")]
 OVER = {"session_id": "c-over", "message_id": "over-1", "role": "user",
         "content": "x" * (TURN_LIMITS.max_content_chars + 1)}
 OVER_TEXT = (f"content: {TURN_LIMITS.max_content_chars + 1} characters, limit is "
@@ -251,21 +266,27 @@ def test_direct_ingest_and_produce_store_the_same(serve: Serve, tmp_path: Path,
             events = [validate_turn({"tenant_id": "acme", "user_id": "direct", "ts": DATE,
                                      **ev}, TURN_LIMITS) for ev in batch]
             direct.append_messages(events[0].meta(), [e.message() for e in events])
-        with pytest.raises(TurnRefused) as info:
-            validate_turn({"tenant_id": "acme", "user_id": "direct", "ts": DATE, **OVER},
-                          TURN_LIMITS)
-        assert info.value.reason == "too_large" and str(info.value) == f"event.{OVER_TEXT}"
+        ev = validate_turn({"tenant_id": "acme", "user_id": "direct", "ts": DATE,
+                            **LABELS_AT_LIMIT}, TURN_LIMITS)
+        direct.append_messages(ev.meta(), [ev.message()])
+        for bad, text in [(OVER, OVER_TEXT), *OVER_OTHERS]:
+            with pytest.raises(TurnRefused) as info:
+                validate_turn({"tenant_id": "acme", "user_id": "direct", "ts": DATE, **bad},
+                              TURN_LIMITS)
+            assert info.value.reason == "too_large" and str(info.value) == f"event.{text}"
         want = _stored(direct, Scope(tenant_id="acme", user_id="direct"))
     finally:
         direct.close()
     assert want["c1"]["date"] == DATE and want["c1"]["labels"] == {"source": "jsonl"}
     assert len(want["c1"]["turns"]) == 3 and len(want["c1"]["units"]) == 3
+    assert want["c-labels"]["labels"] == LABELS_AT_LIMIT["labels"]
 
     with MemoryClient(serve.address, api_key=serve.key) as client:
         # 2. Through serve's Ingest: one IngestBatch per batch; the one over is refused.
-        for batch in batches:
+        for batch in [*batches, [LABELS_AT_LIMIT]]:
             assert _ingest(serve, batch, "ingest").accepted == len(batch)
-        assert _refused(serve, OVER, "ingest") == f"event.{OVER_TEXT}"
+        for bad, text in [(OVER, OVER_TEXT), *OVER_OTHERS]:
+            assert _refused(serve, bad, "ingest") == f"event.{text}"
         # 3. Through `memstrata produce`: one file per batch (JSONL carries no labels: the
         # reader labels its sessions {"source": "jsonl"}, which the others send too).
         brokers = json.loads((serve.data / BROKER_FILE).read_text())["brokers"]
@@ -280,10 +301,12 @@ def test_direct_ingest_and_produce_store_the_same(serve: Serve, tmp_path: Path,
             assert done.returncode == 0, done.stderr
             serve.drained()
         # Ingest answered once its turns were stored; the produced ones are waited for.
+        from_files = {sid: v for sid, v in want.items() if sid != "c-labels"}
         got = {user: _settled(lambda u=user: _stored(client, Scope(tenant_id="acme", user_id=u)),
-                              want) for user in ("ingest", "produce")}
+                              expected) for user, expected in (("ingest", want),
+                                                               ("produce", from_files))}
     assert got["ingest"] == want
-    assert got["produce"] == want
+    assert got["produce"] == from_files
     # The message over the limit: refused by Ingest, dead-lettered from the topic, with
     # the same reason text; stored nowhere.
     over = [("too_large", f"event.{OVER_TEXT}")]
