@@ -225,9 +225,12 @@ def _guarded(decode: Callable[[], _E]) -> _E:
                       f"{str(exc)[:200]}") from None
 
 
-def decode_turn(raw: bytes | None, limits: StreamSettings, turns: TurnLimits,
-                key: bytes | None = None) -> TurnEvent:
-    """Bytes from the turns topic -> a valid :class:`TurnEvent`, or :class:`Invalid`."""
+def decode_turn(raw: bytes | None, limits: StreamSettings, key: bytes | None = None, *,
+                turns: TurnLimits) -> TurnEvent:
+    """Bytes from the turns topic -> a valid :class:`TurnEvent`, or :class:`Invalid`.
+
+    ``turns`` are the core's turn-event limits, the ones the query service applies.
+    """
     return _guarded(lambda: _decode_turn(raw, limits, turns, key))
 
 

@@ -312,7 +312,7 @@ class Processor:
             if not replay:
                 self.metrics.events_in.labels(rec.topic).inc()
             try:
-                ev = decode_turn(rec.value, self.limits, self.turns, rec.key)
+                ev = decode_turn(rec.value, self.limits, rec.key, turns=self.turns)
                 meta, message, stamp = ev.meta(), ev.message(), ev.ts.timestamp()
             except Invalid as bad:
                 out.dead.append(self._dead(bad, rec))

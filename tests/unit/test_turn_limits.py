@@ -94,10 +94,10 @@ def test_the_worker_decoder_gives_the_same_answer_as_the_core() -> None:
                    {"labels": {f"k{i}": "v" for i in range(17)}}):
         core = refused(**change)
         with pytest.raises(Invalid) as info:
-            decode_turn(json.dumps({"v": 1, **GOOD, **change}).encode(), stream, LIMITS)
+            decode_turn(json.dumps({"v": 1, **GOOD, **change}).encode(), stream, turns=LIMITS)
         assert (info.value.reason, info.value.detail) == (core.reason, str(core))
     ok = {"v": 1, **GOOD, "content": "x" * 20_000, "speaker": "s" * 128}
-    assert decode_turn(json.dumps(ok).encode(), stream, LIMITS).content == "x" * 20_000
+    assert decode_turn(json.dumps(ok).encode(), stream, turns=LIMITS).content == "x" * 20_000
 
 
 def test_every_event_within_the_limits_fits_the_workers_byte_limit() -> None:

@@ -31,14 +31,14 @@ def raw(**change: object) -> bytes:
 
 def reason(value: bytes, key: bytes | None = None) -> str:
     with pytest.raises(Invalid) as info:
-        decode_turn(value, LIMITS, TURNS, key)
+        decode_turn(value, LIMITS, key, turns=TURNS)
     return info.value.reason
 
 
 def test_good_event_round_trips_and_keys_by_session() -> None:
-    ev = decode_turn(raw(), LIMITS, TURNS, b"acme/maya/s1")
+    ev = decode_turn(raw(), LIMITS, b"acme/maya/s1", turns=TURNS)
     assert ev.key == b"acme/maya/s1" == event_key("acme", "maya", "s1")
-    assert decode_turn(ev.to_bytes(), LIMITS, TURNS) == ev
+    assert decode_turn(ev.to_bytes(), LIMITS, turns=TURNS) == ev
     assert ev.message().source_id == "s1#1"
     assert ev.meta().scope.user_id == "maya"
 
@@ -64,7 +64,7 @@ def test_bad_events_are_refused_with_their_reason(value: bytes, expected: str) -
 
 def test_the_detail_names_the_field_and_the_limit() -> None:
     with pytest.raises(Invalid) as info:
-        decode_turn(raw(content="x" * 51), LIMITS, TURNS)
+        decode_turn(raw(content="x" * 51), LIMITS, turns=TURNS)
     assert info.value.detail == ("event.content: 51 characters, limit is 50 "
                                  "(MEMSTRATA_TURN_MAX_CONTENT_CHARS)")
 
@@ -118,7 +118,7 @@ def test_kafka_settings_check_heartbeat_against_session_timeout() -> None:
 def test_event_times_outside_the_range_are_refused_naming_the_field(field: str,
                                                                       value: str) -> None:
     with pytest.raises(Invalid) as info:
-        decode_turn(raw(**{field: value}), LIMITS, TURNS)
+        decode_turn(raw(**{field: value}), LIMITS, turns=TURNS)
     assert info.value.reason == "bad_field"
     assert f"event.{field}:" in info.value.detail and "1900-01-01" in info.value.detail
 
@@ -126,7 +126,7 @@ def test_event_times_outside_the_range_are_refused_naming_the_field(field: str,
 @pytest.mark.parametrize("value", ["1900-01-01T00:00:00Z", "1900-01-01T00:00:00",
                                    "9998-12-31T23:59:59", "2024-02-29T12:00:00+05:30"])
 def test_event_times_at_the_edges_of_the_range_are_kept(value: str) -> None:
-    ev = decode_turn(raw(ts=value, session_date=value), LIMITS, TURNS)
+    ev = decode_turn(raw(ts=value, session_date=value), LIMITS, turns=TURNS)
     assert ev.ts.timestamp() and ev.session_date is not None
 
 
@@ -168,7 +168,7 @@ def test_ids_ending_in_a_newline_are_refused_everywhere() -> None:
 def test_any_failure_of_the_value_is_an_invalid_event(value: bytes) -> None:
     limits = StreamSettings(max_event_bytes=400_000)
     with pytest.raises(Invalid) as info:
-        decode_turn(value, limits, TURNS)
+        decode_turn(value, limits, turns=TURNS)
     assert info.value.reason in ("not_json", "bad_field", "missing_field") and info.value.detail
 
 

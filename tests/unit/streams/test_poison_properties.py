@@ -169,7 +169,7 @@ def test_no_value_stops_the_processor_and_each_is_stored_or_dead_lettered(
         letter = by_offset.get(rec.offset)
         if expected is None:  # arbitrary input: the decoder decides, the processor follows
             try:
-                decode_turn(value, LIMITS, TURNS, rec.key)
+                decode_turn(value, LIMITS, rec.key, turns=TURNS)
                 expected = "store"
             except Invalid as bad:
                 expected = bad.reason
@@ -188,7 +188,7 @@ def test_no_value_stops_the_processor_and_each_is_stored_or_dead_lettered(
 @settings(max_examples=60, deadline=None)
 @given(valid_events())
 def test_a_valid_event_round_trips_through_the_wire(ev: dict[str, Any]) -> None:
-    got = decode_turn(json.dumps(ev).encode(), LIMITS, TURNS, _key(ev))
-    again = decode_turn(got.to_bytes(), LIMITS, TURNS, got.key)
+    got = decode_turn(json.dumps(ev).encode(), LIMITS, _key(ev), turns=TURNS)
+    again = decode_turn(got.to_bytes(), LIMITS, got.key, turns=TURNS)
     assert again == got and got.ts.timestamp() == again.ts.timestamp()
     assert got.meta().scope.tenant_id == ev["tenant_id"]
