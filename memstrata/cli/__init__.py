@@ -408,17 +408,26 @@ def forget(
     remote: Remote = None,
 ) -> None:
     """Delete a user's memory (or one session) from every store: vectors, BM25, raw turns, layers."""
-    from memstrata.cli.access import Where, open_writer
+    from memstrata.cli.access import DEFAULT_TENANT, Where, open_writer
     from memstrata.layers.lazy import SessionNotFound
 
-    _scope(tenant or "default", user)
-    with open_writer(Where(data_dir, remote)) as memory:
-        scope = memory.scope(tenant, user)
+    def confirmed(scope: Any) -> tuple[str, str]:
         shown = show_scope(scope)
         what = f"session {session_id!r} of {shown}" if session_id else f"all memory of {shown}"
         if not yes and not typer.confirm(f"Forget {what}?"):
             err.print("nothing forgotten (not confirmed; pass --yes to skip the question)")
             raise typer.Exit(1)
+        return shown, what
+
+    where = Where(data_dir, remote)
+    if where.address is None:  # asked before the stores are opened
+        shown, what = confirmed(_scope(tenant or DEFAULT_TENANT, user))
+    else:
+        _scope(tenant or DEFAULT_TENANT, user)
+    with open_writer(where) as memory:
+        scope = memory.scope(tenant, user)
+        if memory.via is not None:  # the tenant may be the key's: known once connected
+            shown, what = confirmed(scope)
         if session_id is not None:
             try:
                 memory.reader.session(scope, session_id)
