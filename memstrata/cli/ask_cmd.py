@@ -76,7 +76,7 @@ def _print_trace(answer: Any) -> None:
                   f"(LLM {m.ms_llm:.0f}, memory {m.ms_memory:.0f})", soft_wrap=True)
 
 
-def no_memory(memory: Any, scope: Any) -> None:
+def no_memory(memory: Any, scope: Any, via: str | None = None) -> None:
     """Exit 1 saying the scope holds nothing, and what the data dir does hold.
 
     An empty answer to a user with no data looks like a memory that forgot;
@@ -87,8 +87,10 @@ def no_memory(memory: Any, scope: Any) -> None:
     stats = memory.stats(scope.tenant_id)
     where = (f"tenant {scope.tenant_id!r} has {stats.users} other user(s)" if stats.users
              else f"tenant {scope.tenant_id!r} holds no users at all")
+    tenant = ("--tenant (default 'default')" if via is None else
+              f"--tenant (through {via}: the API key's tenant)")
     err.print(f"[red]no memory for {escape(show_scope(scope))}[/red]: {escape(where)}. Check "
-              f"--tenant (default 'default') and --user; `memstrata ingest` prints the users "
+              f"{escape(tenant)} and --user; `memstrata ingest` prints the users "
               f"it wrote.", soft_wrap=True)
     raise typer.Exit(1)
 
@@ -125,7 +127,7 @@ def ask(
     with open_reader(Where(data_dir, remote)) as memory:
         scope = memory.scope(tenant, user)
         if not memory.reader.sessions(scope):
-            no_memory(memory.reader, scope)
+            no_memory(memory.reader, scope, memory.via)
         if policy is not None and memory.via is not None:
             err.print(f"[yellow]--policy: not applied, the service at {escape(memory.via)} "
                       f"answers with its own policy[/yellow]", soft_wrap=True)

@@ -128,6 +128,10 @@ def _remote_commands_take_the_keys_tenant(address: str, key: str, tmp_path: Path
     gone = invoke("sessions", "--user", "rower")
     assert gone.exit_code == 0 and "no sessions for tenant=acme user=rower" in gone.stdout, \
         gone.output
+    nothing = invoke("ask", "--user", "rower", "What is my rowing club called?")
+    assert nothing.exit_code == 1, nothing.output
+    assert "no memory for tenant=acme user=rower" in nothing.stderr
+    assert "the API key's tenant" in nothing.stderr
 
 
 def test_serve_keys_remote_ask_and_graceful_stop(tmp_path: Path):
