@@ -31,6 +31,7 @@ from rich.markup import escape
 from memstrata.cli.exits import Exit
 
 if TYPE_CHECKING:
+    from memstrata.client.sync import MemoryClient
     from memstrata.controller.result import Answer
     from memstrata.model import Scope
     from memstrata.roles import MemoryReader, MemoryWriter
@@ -112,13 +113,13 @@ class Opened:
     writer: MemoryWriter
     #: The service's HOST:PORT when remote.
     via: str | None = None
-    client: Any = None  # the MemoryClient when remote
+    client: MemoryClient | None = None
 
     def tenant(self, given: str | None) -> str:
         """``--tenant`` as given, else the API key's tenant (remote) or 'default' (local)."""
         if given is not None:
             return given
-        return str(self.client.key_tenant()) if self.client is not None else DEFAULT_TENANT
+        return self.client.key_tenant() if self.client is not None else DEFAULT_TENANT
 
     def scope(self, tenant: str | None, user: str) -> Scope:
         from memstrata.cli import _scope
@@ -129,8 +130,7 @@ class Opened:
                controller_settings: Any, without: list[str] | None) -> Answer:
         """The controller's answer: run here over local memory, by the service when remote."""
         if self.client is not None:
-            return self.client.answer(  # type: ignore[no-any-return]
-                scope, question, asked_on, without=without or ())
+            return self.client.answer(scope, question, asked_on, without=without or ())
         from memstrata.controller.run import Controller
 
         return Controller.open(self.reader, controller_settings).answer(scope, question, asked_on)

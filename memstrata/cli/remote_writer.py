@@ -12,10 +12,13 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from memstrata.model import Message, Scope, Session, SessionMeta, Turn
 from memstrata.roles import AppendReport, DeleteReceipt, IngestReport
+
+if TYPE_CHECKING:
+    from memstrata.client.sync import MemoryClient
 
 #: Events per IngestBatch call (the service's default limit is 500).
 BATCH_EVENTS = 200
@@ -24,7 +27,7 @@ BATCH_EVENTS = 200
 class RemoteWriter:
     """Writes through a :class:`~memstrata.client.MemoryClient`; the tenant is the key's."""
 
-    def __init__(self, client: Any, batch_events: int = BATCH_EVENTS) -> None:
+    def __init__(self, client: MemoryClient, batch_events: int = BATCH_EVENTS) -> None:
         self.client = client
         self.batch_events = batch_events
         self._key_tenant: str | None = None
@@ -36,7 +39,7 @@ class RemoteWriter:
         from memstrata.client import RemoteError
 
         if self._key_tenant is None:
-            self._key_tenant = str(self.client.key_tenant())
+            self._key_tenant = self.client.key_tenant()
         if scope.tenant_id != self._key_tenant:
             raise RemoteError(grpc.StatusCode.PERMISSION_DENIED,
                               f"tenant {scope.tenant_id!r}: this API key does not belong to it; "
@@ -99,7 +102,7 @@ class RemoteWriter:
         return AppendReport(scope=scope, session_id=session_id)
 
     def delete(self, scope: Scope, session_id: str | None = None) -> DeleteReceipt:
-        return self.client.delete(scope, session_id)  # type: ignore[no-any-return]
+        return self.client.delete(scope, session_id)
 
     def flush(self) -> None:
         """Nothing to do: the service acknowledges a write once it is stored or published."""
