@@ -44,7 +44,7 @@ from memstrata.model import (
 from memstrata.retrieval import indexing
 from memstrata.retrieval.hybrid import HybridRetriever, RetrievalParams
 from memstrata.retrieval.sessions import session_document
-from memstrata.roles import AppendReport, DeleteReceipt, MemoryStats
+from memstrata.roles import AppendReport, DeleteReceipt, IngestReport, MemoryStats
 from memstrata.store.types import DocStore, LexicalDoc, LexicalStore, VectorRecord, VectorStore
 
 __all__ = ["IndexMismatch", "IngestReport", "Memory", "ReadOnlyMemory", "SessionNotFound"]
@@ -59,28 +59,6 @@ FALLBACK_DIGEST = ":fallback"
 
 class ReadOnlyMemory(RuntimeError):
     """A write was attempted on a Memory opened with ``read_only=True``."""
-
-
-@dataclass
-class IngestReport:
-    """What one :meth:`Memory.ingest` call did."""
-
-    sessions: int = 0
-    turns: int = 0
-    units: int = 0
-    unchanged: int = 0
-    #: Sessions of this call whose records are complete and marked done (an
-    #: interrupted ingest redoes the others when run again).
-    committed: int = 0
-    #: Units the extractive fallback built because the LLM failed; their sessions
-    #: are built again by the next ingest.
-    fallbacks: int = 0
-    seconds: float = 0.0
-    users: set[Scope] = field(default_factory=set)
-
-    @property
-    def turns_per_second(self) -> float:
-        return self.turns / self.seconds if self.seconds > 0 else 0.0
 
 
 @dataclass

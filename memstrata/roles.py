@@ -29,6 +29,7 @@ __all__ = [
     "AppendReport",
     "DataDirLocked",
     "DeleteReceipt",
+    "IngestReport",
     "MemoryReader",
     "MemoryStats",
     "MemoryWriter",
@@ -101,6 +102,28 @@ class DeleteReceipt:
     errors: dict[str, str] = field(default_factory=dict)
 
 
+@dataclass
+class IngestReport:
+    """What one :meth:`MemoryWriter.ingest` call did (local or through the service)."""
+
+    sessions: int = 0
+    turns: int = 0
+    units: int = 0
+    unchanged: int = 0
+    #: Sessions of this call whose records are complete and marked done (an
+    #: interrupted ingest redoes the others when run again).
+    committed: int = 0
+    #: Units the extractive fallback built because the LLM failed; their sessions
+    #: are built again by the next ingest.
+    fallbacks: int = 0
+    seconds: float = 0.0
+    users: set[Scope] = field(default_factory=set)
+
+    @property
+    def turns_per_second(self) -> float:
+        return self.turns / self.seconds if self.seconds > 0 else 0.0
+
+
 @runtime_checkable
 class MemoryReader(Protocol):
     """Read access to memory, always confined to one (tenant, user) scope."""
@@ -162,8 +185,13 @@ class MemoryWriter(Protocol):
         ...
 
     def ingest(self, sessions: Iterable[Session], *,
-               progress: Callable[[int], None] | None = None) -> object:
-        """Whole sessions, built on the same path as :meth:`append`."""
+               progress: Callable[[int], None] | None = None,
+               report: IngestReport | None = None) -> IngestReport:
+        """Whole sessions, built on the same path as :meth:`append`.
+
+        ``report`` (returned) is updated as sessions are committed, so a caller
+        that is interrupted still knows how far the call got.
+        """
         ...
 
     def close_session(self, scope: Scope, session_id: str) -> AppendReport:

@@ -23,6 +23,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from memstrata.cli.access import Remote, TenantOrKey
 from memstrata.cli.exits import EXIT_CODES_HELP, Exit
 from memstrata.config import ConfigError, Settings, load_settings
 
@@ -160,19 +161,69 @@ def ingest(
     file: Annotated[Path, typer.Argument(help="LoCoMo JSON, LongMemEval JSON or JSONL turns.")],
     fmt: Annotated[str, typer.Option("--format", "-f",
                                      help="auto, locomo, longmemeval or jsonl.")] = "auto",
-    tenant: Annotated[str, typer.Option("--tenant", "-t",
-                                        help="Tenant for LoCoMo/LongMemEval files.")] = "default",
+    tenant: Annotated[Optional[str], typer.Option(
+        "--tenant", "-t", show_default=False,
+        help="Tenant for LoCoMo/LongMemEval files (default: 'default'; through a service: "
+             "the API key's tenant).")] = None,
     data_dir: DataDir = None,
     max_issues: Annotated[int, typer.Option(help="How many skipped records to list.")] = 20,
+    remote: Remote = None,
 ) -> None:
     """Read a file of conversations into memory (re-ingesting the same file adds nothing)."""
-    from memstrata.cli.ingest_input import nothing_read, undecodable, unusable_path
-    from memstrata.ingest.formats import FormatError, open_source
-    from memstrata.memory import IngestReport
+    from memstrata.cli.access import DEFAULT_TENANT, Where, open_writer
+    from memstrata.cli.ingest_input import undecodable, unusable_path
+    from memstrata.roles import IngestReport
 
     if (why := unusable_path(file)) is not None:
         err.print(f"[red]{escape(why)}[/red]", soft_wrap=True)
         raise typer.Exit(Exit.USAGE)
+    where = Where(data_dir, remote)
+    if where.address is None:  # a bad file is reported before memory is opened
+        source = _read_source(file, fmt, tenant or DEFAULT_TENANT, max_issues)
+    report = IngestReport()
+    with open_writer(where) as memory:
+        if memory.via is not None:  # the tenant may be the key's: known once connected
+            source = _read_source(file, fmt, memory.tenant(tenant), max_issues)
+        try:
+            # Two bars: turns built (L0) and sessions committed (searchable, kept on
+            # Ctrl-C). Sessions are committed in batches, so the second trails the first;
+            # it is what the interrupt message counts.
+            with Progress(
+                TextColumn("[bold]{task.description:<9}[/bold]"), BarColumn(),
+                MofNCompleteColumn(), TextColumn("{task.fields[unit]}"), TimeElapsedColumn(),
+                TimeRemainingColumn(), console=err, transient=False,
+            ) as bar:
+                built = bar.add_task("built" if memory.via is None else "sent",
+                                     total=source.turns, unit="turns")
+                saved = bar.add_task("committed", total=source.session_count, unit="sessions")
+
+                def tick(n: int) -> None:
+                    bar.advance(built, n)
+                    bar.update(saved, completed=report.committed + report.unchanged)
+
+                try:
+                    memory.writer.ingest(source.sessions(), progress=tick, report=report)
+                finally:
+                    bar.update(saved, completed=report.committed + report.unchanged)
+        except UnicodeDecodeError as exc:
+            err.print(f"[red]{escape(undecodable(file, exc))}[/red]", soft_wrap=True)
+            raise typer.Exit(Exit.USAGE) from None
+        except KeyboardInterrupt:
+            done = report.committed + report.unchanged
+            err.print(
+                f"[yellow]interrupted:[/yellow] {done} of {source.session_count} sessions are "
+                f"committed ({report.committed} written now, {report.unchanged} already there); "
+                f"the sessions in progress are marked unfinished. Run the same command again "
+                f"to finish the job: committed sessions are skipped.", soft_wrap=True)
+            raise typer.Exit(Exit.INTERRUPTED) from None
+    print_ingest(source, report, via=memory.via)
+
+
+def _read_source(file: Path, fmt: str, tenant: str, max_issues: int) -> Any:
+    """The file as a Source, its skipped records listed; exits on an unreadable file."""
+    from memstrata.cli.ingest_input import nothing_read, undecodable
+    from memstrata.ingest.formats import FormatError, open_source
+
     try:
         source = open_source(file, fmt, tenant_id=tenant)
     except FormatError as exc:
@@ -194,42 +245,19 @@ def ingest(
         err.print(f"[red]{escape(nothing_read(file, fmt, source.format, source.issue_count))}"
                   "[/red]", soft_wrap=True)
         raise typer.Exit(2)
-    report = IngestReport()
-    with _open(data_dir) as memory:
-        try:
-            # Two bars: turns built (L0) and sessions committed (searchable, kept on
-            # Ctrl-C). Sessions are committed in batches, so the second trails the first;
-            # it is what the interrupt message counts.
-            with Progress(
-                TextColumn("[bold]{task.description:<9}[/bold]"), BarColumn(),
-                MofNCompleteColumn(), TextColumn("{task.fields[unit]}"), TimeElapsedColumn(),
-                TimeRemainingColumn(), console=err, transient=False,
-            ) as bar:
-                built = bar.add_task("built", total=source.turns, unit="turns")
-                saved = bar.add_task("committed", total=source.session_count, unit="sessions")
+    return source
 
-                def tick(n: int) -> None:
-                    bar.advance(built, n)
-                    bar.update(saved, completed=report.committed + report.unchanged)
 
-                try:
-                    memory.ingest(source.sessions(), progress=tick, report=report)
-                finally:
-                    bar.update(saved, completed=report.committed + report.unchanged)
-        except UnicodeDecodeError as exc:
-            err.print(f"[red]{escape(undecodable(file, exc))}[/red]", soft_wrap=True)
-            raise typer.Exit(Exit.USAGE) from None
-        except KeyboardInterrupt:
-            done = report.committed + report.unchanged
-            err.print(
-                f"[yellow]interrupted:[/yellow] {done} of {source.session_count} sessions are "
-                f"committed ({report.committed} written now, {report.unchanged} already there); "
-                f"the sessions in progress are marked unfinished. Run the same command again "
-                f"to finish the job: committed sessions are skipped.", soft_wrap=True)
-            raise typer.Exit(Exit.INTERRUPTED) from None
+def print_ingest(source: Any, report: Any, *, via: str | None = None) -> None:
+    """What an ingest did (local: turns and units built; through a service: turns sent)."""
+    if via is None:
+        done = (f"{report.sessions} ingested ({report.turns} turns, {report.units} L0 units), "
+                f"{report.unchanged} unchanged")
+    else:
+        done = (f"{report.sessions} sent to {via} ({report.turns} turns, closed), "
+                f"{report.unchanged} unchanged")
     console.print(
-        f"{source.format}: {source.session_count} sessions read, {report.sessions} ingested "
-        f"({report.turns} turns, {report.units} L0 units), {report.unchanged} unchanged, "
+        f"{source.format}: {source.session_count} sessions read, {done}, "
         f"{source.issue_count} skipped records; {report.turns_per_second:.1f} turns/s",
         soft_wrap=True,
     )
@@ -243,7 +271,7 @@ def ingest(
 @app.command()
 def search(
     query: Annotated[list[str], typer.Argument(help="One or more queries (fused by max).")],
-    tenant: Tenant = "default",
+    tenant: TenantOrKey = None,
     user: User = ...,  # type: ignore[assignment]
     top_k: Annotated[Optional[int], typer.Option(
         "--top-k", "-k", min=1, show_default=False,
@@ -251,20 +279,23 @@ def search(
              f"MEMSTRATA_TOP_K_SESSIONS when set; at most MEMSTRATA_MAX_TOP_K).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
     data_dir: DataDir = None,
+    remote: Remote = None,
 ) -> None:
     """Rank a user's sessions for a question."""
+    from memstrata.cli.access import Where, open_reader
     from memstrata.retrieval.hybrid import QueryError
 
-    scope = _scope(tenant, user)
+    _scope(tenant or "default", user)  # a bad --tenant or --user is told before connecting
     _require_text("query", query)
-    with _open(data_dir, read_only=True) as memory:
+    with open_reader(Where(data_dir, remote)) as memory:
+        scope = memory.scope(tenant, user)
         try:
-            hits = memory.search(scope, query, top_k=top_k)
+            hits = memory.reader.search(scope, query, top_k=top_k)
         except QueryError as exc:  # named as the user typed it: top_k is --top-k here
-            message = re.sub(r"^top_k:", "--top-k:", str(exc))
+            message = re.sub(r"^(INVALID_ARGUMENT: )?top_k:", "--top-k:", str(exc))
             err.print(f"[red]{escape(message)}[/red]")
             raise typer.Exit(2) from None
-    print_hits(hits, scope, query, as_json=as_json)
+    print_hits(hits, scope, query, as_json=as_json, via=memory.via)
 
 
 def print_hits(hits: list, scope: object, query: list[str], *, as_json: bool,
@@ -309,14 +340,16 @@ def render_layers(reader: object, scope: object, session_id: str, wanted: list[i
 @app.command()
 def show(
     session_id: Annotated[str, typer.Argument(help="Session id (see `memstrata sessions`).")],
-    tenant: Tenant = "default",
+    tenant: TenantOrKey = None,
     user: User = ...,  # type: ignore[assignment]
     layers: Annotated[str, typer.Option(help="Comma-separated layers to print: 0,1,2,3.")] = "0,1,2,3",
     raw_markdown: Annotated[bool, typer.Option("--plain", help="Print Markdown source.")] = False,
     data_dir: DataDir = None,
+    remote: Remote = None,
 ) -> None:
     """Print one session's L0-L3 as Markdown (L1/L2 are built now if never read before)."""
-    from memstrata.memory import SessionNotFound
+    from memstrata.cli.access import Where, open_reader
+    from memstrata.layers.lazy import SessionNotFound
 
     try:
         wanted = sorted({int(x) for x in layers.split(",") if x.strip()})
@@ -325,10 +358,11 @@ def show(
     if not wanted or any(x not in (0, 1, 2, 3) for x in wanted):
         err.print(f"[red]--layers: expected numbers from 0 to 3, got {layers!r}[/red]")
         raise typer.Exit(2)
-    scope = _scope(tenant, user)
-    with _open(data_dir, read_only=True) as memory:
+    _scope(tenant or "default", user)
+    with open_reader(Where(data_dir, remote)) as memory:
+        scope = memory.scope(tenant, user)
         try:
-            parts = render_layers(memory, scope, session_id, wanted)
+            parts = render_layers(memory.reader, scope, session_id, wanted)
         except SessionNotFound:
             err.print(f"[red]no session {escape(session_id)!r} for {show_scope(scope)}[/red]")
             raise typer.Exit(1) from None
@@ -341,20 +375,25 @@ def show(
 
 @app.command()
 def sessions(
-    tenant: Tenant = "default",
+    tenant: TenantOrKey = None,
     user: User = ...,  # type: ignore[assignment]
     data_dir: DataDir = None,
+    remote: Remote = None,
 ) -> None:
     """List a user's sessions, oldest first."""
-    scope = _scope(tenant, user)
-    with _open(data_dir, read_only=True) as memory:
-        metas = memory.sessions(scope)
-        table = Table(title=show_scope(scope))
+    from memstrata.cli.access import Where, open_reader
+
+    _scope(tenant or "default", user)
+    with open_reader(Where(data_dir, remote)) as memory:
+        scope = memory.scope(tenant, user)
+        metas = memory.reader.sessions(scope)
+        via = f" (via {memory.via})" if memory.via else ""
+        table = Table(title=show_scope(scope) + via)
         for col in ("session", "date", "turns"):
             table.add_column(col)
         for m in metas:
             table.add_row(m.session_id, m.date_text,
-                          str(len(memory.docs.get_turns(scope, m.session_id))))
+                          str(len(memory.reader.raw(scope, m.session_id))))
     console.print(table if metas else f"no sessions for {show_scope(scope)}")
 
 
@@ -362,25 +401,42 @@ def sessions(
 def forget(
     session_id: Annotated[Optional[str], typer.Argument(
         help="One session to forget; without it, everything of the user.")] = None,
-    tenant: Tenant = "default",
+    tenant: TenantOrKey = None,
     user: User = ...,  # type: ignore[assignment]
     yes: Annotated[bool, typer.Option("--yes", help="Do not ask for confirmation.")] = False,
     data_dir: DataDir = None,
+    remote: Remote = None,
 ) -> None:
     """Delete a user's memory (or one session) from every store: vectors, BM25, raw turns, layers."""
-    scope = _scope(tenant, user)
-    shown = show_scope(scope)
-    what = f"session {session_id!r} of {shown}" if session_id else f"all memory of {shown}"
-    if not yes and not typer.confirm(f"Forget {what}?"):
-        err.print("nothing forgotten (not confirmed; pass --yes to skip the question)")
-        raise typer.Exit(1)
-    with _open(data_dir) as memory:
-        if session_id is not None and memory.docs.get_session(scope, session_id) is None:
-            err.print(f"[red]no session {escape(session_id)!r} for {shown}[/red]")
+    from memstrata.cli.access import DEFAULT_TENANT, Where, open_writer
+    from memstrata.layers.lazy import SessionNotFound
+
+    def confirmed(scope: Any) -> tuple[str, str]:
+        shown = show_scope(scope)
+        what = f"session {session_id!r} of {shown}" if session_id else f"all memory of {shown}"
+        if not yes and not typer.confirm(f"Forget {what}?"):
+            err.print("nothing forgotten (not confirmed; pass --yes to skip the question)")
             raise typer.Exit(1)
-        known = bool(memory.sessions(scope))
-        receipt = memory.delete(scope, session_id)  # also clears what an interrupted run left
-        memory.flush()
+        return shown, what
+
+    where = Where(data_dir, remote)
+    if where.address is None:  # asked before the stores are opened
+        shown, what = confirmed(_scope(tenant or DEFAULT_TENANT, user))
+    else:
+        _scope(tenant or DEFAULT_TENANT, user)
+    with open_writer(where) as memory:
+        scope = memory.scope(tenant, user)
+        if memory.via is not None:  # the tenant may be the key's: known once connected
+            shown, what = confirmed(scope)
+        if session_id is not None:
+            try:
+                memory.reader.session(scope, session_id)
+            except SessionNotFound:
+                err.print(f"[red]no session {escape(session_id)!r} for {shown}[/red]")
+                raise typer.Exit(1) from None
+        known = bool(memory.reader.sessions(scope))
+        receipt = memory.writer.delete(scope, session_id)  # also clears an interrupted run's
+        memory.writer.flush()
     if session_id is None and not known and receipt.complete and not any(
             receipt.removed.values()):
         err.print(f"[red]no memory for {escape(shown)}: nothing forgotten[/red] (check --tenant, "
@@ -428,7 +484,7 @@ def _register_subcommands() -> None:
     from memstrata.cli.eval_cmd import eval_app
 
     app.add_typer(eval_app, name="eval")
-    from memstrata.cli import service_cmd; service_cmd.register()  # serve, keys, --remote
+    from memstrata.cli import service_cmd; service_cmd.register()  # serve, keys
 
 
 def main() -> None:

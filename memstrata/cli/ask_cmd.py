@@ -11,7 +11,8 @@ from typing import Annotated, Any, Optional
 import typer
 from rich.markup import escape
 
-from memstrata.cli import DataDir, Tenant, User, _open, _require_text, _scope, app, console, err
+from memstrata.cli import DataDir, User, _require_text, _scope, app, console, err
+from memstrata.cli.access import Remote, TenantOrKey
 from memstrata.cli.eval_qa import PolicyOpt, Without, controller_settings
 from memstrata.model import TraceStep
 
@@ -75,7 +76,7 @@ def _print_trace(answer: Any) -> None:
                   f"(LLM {m.ms_llm:.0f}, memory {m.ms_memory:.0f})", soft_wrap=True)
 
 
-def no_memory(memory: Any, scope: Any) -> None:
+def no_memory(memory: Any, scope: Any, via: str | None = None) -> None:
     """Exit 1 saying the scope holds nothing, and what the data dir does hold.
 
     An empty answer to a user with no data looks like a memory that forgot;
@@ -86,8 +87,10 @@ def no_memory(memory: Any, scope: Any) -> None:
     stats = memory.stats(scope.tenant_id)
     where = (f"tenant {scope.tenant_id!r} has {stats.users} other user(s)" if stats.users
              else f"tenant {scope.tenant_id!r} holds no users at all")
+    tenant = ("--tenant (default 'default')" if via is None else
+              f"--tenant (through {via}: the API key's tenant)")
     err.print(f"[red]no memory for {escape(show_scope(scope))}[/red]: {escape(where)}. Check "
-              f"--tenant (default 'default') and --user; `memstrata ingest` prints the users "
+              f"{escape(tenant)} and --user; `memstrata ingest` prints the users "
               f"it wrote.", soft_wrap=True)
     raise typer.Exit(1)
 
@@ -96,7 +99,7 @@ def no_memory(memory: Any, scope: Any) -> None:
 def ask(
     question: Annotated[str, typer.Argument(help="The question about the user's history.")],
     user: User = ...,  # type: ignore[assignment]
-    tenant: Tenant = "default",
+    tenant: TenantOrKey = None,
     date: Annotated[Optional[str], typer.Option(
         "--date", help="When the question is asked (resolves \"last year\"); default: "
                        "the user's latest session.")] = None,
@@ -107,21 +110,29 @@ def ask(
     without: Without = None,
     policy: PolicyOpt = None,
     data_dir: DataDir = None,
+    remote: Remote = None,
 ) -> None:
-    """Answer a question from a user's memory: coarse layers first, finer only when needed."""
-    from memstrata.controller.run import Controller
+    """Answer a question from a user's memory: coarse layers first, finer only when needed.
+
+    Through a service (--remote) the service's controller answers, with its own LLM
+    and policy; --without still applies.
+    """
+    from memstrata.cli.access import Where, open_reader
     from memstrata.llm.types import LLMError
 
-    scope = _scope(tenant, user)
+    _scope(tenant or "default", user)
     _require_text("question", [question])
     asked_on = _parse_date(date)
     csettings = controller_settings(without, policy)
-    with _open(data_dir, read_only=True) as memory:
-        if not memory.sessions(scope):
-            no_memory(memory, scope)
+    with open_reader(Where(data_dir, remote)) as memory:
+        scope = memory.scope(tenant, user)
+        if not memory.reader.sessions(scope):
+            no_memory(memory.reader, scope, memory.via)
+        if policy is not None and memory.via is not None:
+            err.print(f"[yellow]--policy: not applied, the service at {escape(memory.via)} "
+                      f"answers with its own policy[/yellow]", soft_wrap=True)
         try:
-            controller = Controller.open(memory, csettings)
-            answer = controller.answer(scope, question, asked_on)
+            answer = memory.answer(scope, question, asked_on, csettings, without)
         except LLMError as exc:
             err.print(f"[red]{escape(str(exc))}[/red]")
             raise typer.Exit(1) from None

@@ -5,14 +5,29 @@ on flags, ``{file}`` for a required argument), which reads like a template
 left unfilled. :func:`tidy_help` walks the finished command tree once, so
 commands added by any module get the same treatment: arguments and options
 show an upper-case name, flags show nothing.
+
+Only public names are used: ``typer.Context``, ``typer.main.get_command``'s
+tree, the ``typer.core`` parameter classes and the Click parameter API they
+keep (``metavar``, ``get_usage_pieces``, ``display_type``,
+``display_type_rich``). Typer ships its own copy of Click as the private
+``typer._click``; nothing here imports it (the floor in pyproject.toml is the
+version these hooks were checked on). ``tests/unit/test_help_text.py`` fails,
+naming the missing hook, if an upgrade drops one.
 """
 
 from __future__ import annotations
 
 import re
+from typing import Any
 
-from typer import _click
+from typer import Context
 from typer.core import TyperArgument, TyperOption
+
+#: The hooks this module overrides or calls, by class (checked by the unit test).
+HOOKS: dict[type, tuple[str, ...]] = {
+    TyperArgument: ("get_usage_pieces", "display_type_rich", "display_name_raw"),
+    TyperOption: ("display_type", "display_type_rich"),
+}
 
 _TYPE_NAMES = {"str": "TEXT", "int": "N", "float": "NUMBER", "path": "PATH",
                "file": "FILE", "dir": "DIR", "datetime": "DATE"}
@@ -21,14 +36,14 @@ _TYPE_NAMES = {"str": "TEXT", "int": "N", "float": "NUMBER", "path": "PATH",
 class _Argument(TyperArgument):
     """An argument shown by its name alone, in the usage line and in the table."""
 
-    def _usage_display_name(self) -> str:
-        return self.display_name_raw if self.required else f"[{self.display_name_raw}]"
+    def get_usage_pieces(self, ctx: Any) -> list[str]:
+        return [self.display_name_raw if self.required else f"[{self.display_name_raw}]"]
 
-    def display_type_rich(self, ctx: _click.Context) -> str | None:
+    def display_type_rich(self, ctx: Any) -> str | None:
         return None
 
 
-def _option_label(option: TyperOption, ctx: _click.Context) -> str:
+def _option_label(option: TyperOption, ctx: Any) -> str:
     """``<str>`` -> TEXT, ``<int range>`` -> N, ``<list[str]>`` -> TEXT..., choices kept."""
     label = option.display_type(ctx).strip("<>")
     many = label.startswith("list[")
@@ -38,8 +53,8 @@ def _option_label(option: TyperOption, ctx: _click.Context) -> str:
     return _TYPE_NAMES.get(label, label.upper()) + ("..." if many else "")
 
 
-def _tidy_params(command: _click.Command) -> None:
-    ctx = _click.Context(command)
+def _tidy_params(command: Any) -> None:
+    ctx = Context(command)
     help_option = command.get_help_option(ctx)
     params = [*command.params, *([help_option] if help_option is not None else [])]
     for param in params:
@@ -75,7 +90,7 @@ def reflow(text: str) -> str:
     return "\n\n".join(out)
 
 
-def tidy_help(command: _click.Command) -> _click.Command:
+def tidy_help(command: Any) -> Any:
     """Give every command under ``command`` conventional placeholders and reflowed help text;
     returns ``command``."""
     if command.help:

@@ -1,19 +1,15 @@
-"""``memstrata serve``, ``memstrata keys`` and ``--remote`` for ``ask`` and ``search``.
+"""``memstrata serve`` and ``memstrata keys``.
 
 Loaded lazily by ``_register_subcommands``; the query service itself is imported
 only when a command runs, so the core CLI works without the grpc extra.
 
-``--remote HOST:PORT`` (or ``MEMSTRATA_API_ADDRESS``) sends ``ask`` and ``search``
-to a running service. While ``memstrata serve`` holds a data dir it records
-its address in ``<data dir>/serve.json``; ``ask`` and ``search`` run against
-that data dir then go through the service without a flag (the embedded
-stores admit one writer). The key comes from ``MEMSTRATA_API_KEY``.
+While ``memstrata serve`` holds a data dir it records its address in
+``<data dir>/serve.json`` (:class:`ServeMarker`); memory commands run against
+that data dir then go through the service (see :mod:`memstrata.cli.access`).
 """
 
 from __future__ import annotations
 
-import functools
-import inspect
 import json
 import os
 import sys
@@ -24,12 +20,10 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from memstrata.cli import (
-    DataDir, _open, _scope, _settings, app, console, err, print_hits, render_layers,
-    show_scope)
+from memstrata.cli import DataDir, _open, _settings, app, console, err
+from memstrata.cli.access import SERVE_FILE, serving_address  # noqa: F401 - where they were
 from memstrata.cli.exits import Exit
 
-SERVE_FILE = "serve.json"
 DEFAULT_KEYS_FILE = "service-keys.json"
 
 keys_app = typer.Typer(help="API keys of the query service (stored hashed).",
@@ -300,191 +294,6 @@ def _serve_with_stream(settings: Any, svc: Any, listening: Callable[[Any], None]
         raise typer.Exit(Exit.FAILED)
 
 
-# -- --remote for ask and search --------------------------------------------------
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def serving_address(data_dir: Path | None) -> str | None:
-    """The address of a live ``memstrata serve`` holding this data dir, if any."""
-    from memstrata.config import _default_data_dir
-
-    path = Path(data_dir or os.environ.get("MEMSTRATA_DATA_DIR") or _default_data_dir())
-    try:
-        info = json.loads((path / SERVE_FILE).read_text())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(info, dict) or not _alive(int(info.get("pid", 0))):
-        return None
-    return str(info.get("address")) or None
-
-
-def _client_settings() -> Any:
-    from pydantic import ValidationError
-
-    from memstrata.client.settings import ClientSettings
-
-    try:
-        return ClientSettings()
-    except ValidationError as exc:
-        e = exc.errors()[0]
-        err.print(f"[red]MEMSTRATA_API_{str(e['loc'][0]).upper()}: {escape(e['msg'])}[/red]")
-        raise typer.Exit(2) from None
-
-
-def _client(remote: str) -> Any:
-    from memstrata.client import MemoryClient
-
-    try:
-        client = MemoryClient(remote)
-    except ValueError as exc:
-        err.print(f"[red]--remote: {escape(str(exc))}[/red]")
-        raise typer.Exit(2) from None
-    if client._key is None:
-        err.print(f"[red]{remote} needs an API key: set MEMSTRATA_API_KEY "
-                  "(`memstrata keys add TENANT` makes one)[/red]")
-        raise typer.Exit(2)
-    return client
-
-
-def _remote_failure(exc: Exception) -> None:
-    import grpc
-
-    err.print(f"[red]{escape(str(exc))}[/red]")
-    code = getattr(exc, "code", None)
-    if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
-        raise typer.Exit(Exit.UNREACHABLE) from None
-    if code == grpc.StatusCode.NOT_FOUND or "NOT_FOUND" in str(exc):
-        raise typer.Exit(Exit.FAILED) from None
-    raise typer.Exit(Exit.USAGE) from None
-
-
-def remote_search(remote: str, query: list[str], tenant: str, user: str, top_k: int | None,
-                  as_json: bool) -> None:
-    from memstrata.client import RemoteError
-
-    scope = _scope(tenant, user)
-    with _client(remote) as client:
-        try:
-            hits = client.search(scope, query, top_k=top_k)
-        except RemoteError as exc:
-            _remote_failure(exc)
-    print_hits(hits, scope, query, as_json=as_json, via=remote)
-
-
-def remote_ask(remote: str, question: str, tenant: str, user: str, date: str | None,
-               trace: bool, as_json: bool, without: list[str] | None) -> None:
-    from memstrata.cli.ask_cmd import _parse_date, _print_trace
-    from memstrata.client import RemoteError
-
-    scope = _scope(tenant, user)
-    asked_on = _parse_date(date)
-    with _client(remote) as client:
-        try:
-            answer = client.answer(scope, question, asked_on, without=without or ())
-        except RemoteError as exc:
-            _remote_failure(exc)
-    if as_json:
-        sys.stdout.write(answer.model_dump_json(indent=1) + "\n")
-        return
-    console.print(f"[bold]{escape(answer.answer)}[/bold]", soft_wrap=True)
-    for s in answer.sources:
-        date_text = s.session_date.strftime("%Y-%m-%d") if s.session_date else "unknown date"
-        turn = f" turn {s.turn_index}" if s.turn_index is not None else ""
-        ids = f" [{', '.join(s.source_ids)}]" if s.source_ids else ""
-        console.print(f"  source: {s.session_id} ({date_text}){turn} {s.layer.label}{ids}: "
-                      f"{escape(s.text)}", soft_wrap=True)
-    if trace:
-        _print_trace(answer)
-
-
-def remote_sessions(remote: str, tenant: str, user: str) -> None:
-    from memstrata.client import RemoteError
-
-    scope = _scope(tenant, user)
-    with _client(remote) as client:
-        try:
-            metas = client.sessions(scope)
-            rows = [(m.session_id, m.date_text, str(len(client.raw(scope, m.session_id))))
-                    for m in metas]
-        except RemoteError as exc:
-            _remote_failure(exc)
-    table = Table(title=f"{show_scope(scope)} (via {remote})")
-    for col in ("session", "date", "turns"):
-        table.add_column(col)
-    for row in rows:
-        table.add_row(*row)
-    console.print(table if rows else f"no sessions for {show_scope(scope)}")
-
-
-def remote_show(remote: str, session_id: str, tenant: str, user: str, layers: str,
-                raw_markdown: bool) -> None:
-    from memstrata.client import RemoteError, RemoteSessionNotFound
-    from rich.markdown import Markdown
-
-    try:
-        wanted = sorted({int(x) for x in layers.split(",") if x.strip()})
-    except ValueError:
-        wanted = [-1]
-    if not wanted or any(x not in (0, 1, 2, 3) for x in wanted):
-        err.print(f"[red]--layers: expected numbers from 0 to 3, got {layers!r}[/red]")
-        raise typer.Exit(2)
-    scope = _scope(tenant, user)
-    with _client(remote) as client:
-        try:
-            parts = render_layers(client, scope, session_id, wanted)
-        except RemoteSessionNotFound as exc:
-            err.print(f"[red]{escape(str(exc.args[0]))}[/red]")
-            raise typer.Exit(1) from None
-        except RemoteError as exc:
-            _remote_failure(exc)
-    text = "\n\n".join(parts)
-    if raw_markdown or not sys.stdout.isatty():
-        sys.stdout.write(text + "\n")
-    else:
-        console.print(Markdown(text))
-
-
-def _with_remote(name: str, remote_impl: Callable[..., None],
-                 pick: Callable[[dict[str, Any]], tuple[Any, ...]]) -> None:
-    """Give the registered command ``name`` a ``--remote`` option that routes to the service."""
-    info = next((c for c in app.registered_commands
-                 if (c.name or c.callback.__name__) == name), None)  # type: ignore[union-attr]
-    if info is None or info.callback is None:
-        return
-    original = info.callback
-    sig = inspect.signature(original, eval_str=True)
-    if "remote" in sig.parameters:
-        return
-    remote_param = inspect.Parameter(
-        "remote", inspect.Parameter.KEYWORD_ONLY, default=None,
-        annotation=Annotated[Optional[str], typer.Option(
-            "--remote", help="HOST:PORT of a memstrata service (MEMSTRATA_API_ADDRESS); default: "
-                             "the service holding the data dir, if one runs.")])
-
-    @functools.wraps(original)
-    def command(*args: Any, remote: str | None = None, **kwargs: Any) -> None:
-        remote = remote or _client_settings().address or serving_address(
-            kwargs.get("data_dir"))
-        if remote is None:
-            return original(*args, **kwargs)  # type: ignore[no-any-return]
-        remote_impl(remote, *pick(kwargs))
-
-    params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in sig.parameters.values()]
-    new_sig = sig.replace(parameters=[*params, remote_param])
-    command.__signature__ = new_sig  # type: ignore[attr-defined]
-    command.__annotations__ = {p.name: p.annotation for p in [*params, remote_param]}
-    del command.__wrapped__  # type: ignore[attr-defined]
-    info.callback = command
-
-
 def register() -> None:
     from memstrata.client.settings import ClientSettings
     from memstrata.config import register_namespace
@@ -495,13 +304,3 @@ def register() -> None:
     register_namespace(ServiceSettings)
     register_namespace(ClientSettings)
     app.add_typer(keys_app, name="keys")
-    g = dict.get  # the commands' parameter names, read leniently
-    _with_remote("search", remote_search, lambda k: (
-        g(k, "query"), g(k, "tenant"), g(k, "user"), g(k, "top_k"), g(k, "as_json")))
-    _with_remote("ask", remote_ask, lambda k: (
-        g(k, "question"), g(k, "tenant"), g(k, "user"), g(k, "date"), g(k, "trace"),
-        g(k, "as_json"), g(k, "without")))
-    _with_remote("sessions", remote_sessions, lambda k: (g(k, "tenant"), g(k, "user")))
-    _with_remote("show", remote_show, lambda k: (
-        g(k, "session_id"), g(k, "tenant"), g(k, "user"), g(k, "layers"),
-        g(k, "raw_markdown")))

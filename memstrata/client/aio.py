@@ -92,6 +92,10 @@ class AsyncMemoryClient:
     async def stats(self, tenant_id: str | None = None) -> MemoryStats:
         return await self._call(plan.stats(tenant_id))  # type: ignore[no-any-return]
 
+    async def key_tenant(self) -> str:
+        """The tenant of this client's API key, as the service resolves it."""
+        return (await self.stats()).tenant_id or ""
+
     async def answer(self, scope: Scope, question: str, asked_on: datetime | None = None, *,
                      timeout_s: float | None = None, **options: Any) -> Answer:
         req = plan.answer(scope, question, asked_on, **options)

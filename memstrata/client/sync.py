@@ -100,6 +100,14 @@ class MemoryClient:
     def stats(self, tenant_id: str | None = None) -> MemoryStats:
         return self._call(plan.stats(tenant_id))  # type: ignore[no-any-return]
 
+    def key_tenant(self) -> str:
+        """The tenant of this client's API key, as the service resolves it.
+
+        A ``Scope`` built with it is never refused for naming another tenant; the
+        command line uses it when ``--tenant`` is not given.
+        """
+        return self.stats().tenant_id or ""
+
     # -- answers ---------------------------------------------------------------
     def answer(self, scope: Scope, question: str, asked_on: datetime | None = None, *,
                timeout_s: float | None = None, **options: Any) -> Answer:

@@ -70,8 +70,9 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
         if tenant is None:
             log.info("refused a call to %s: invalid or revoked key", method)
             return self._deny(handler, grpc.StatusCode.UNAUTHENTICATED, BAD_KEY)
+        # An empty claim states nothing: the key's tenant applies, as with no header.
         claimed = next((str(v) for k, v in metadata or () if k == TENANT_HEADER), None)
-        if claimed is not None and claimed != tenant:
+        if claimed and claimed != tenant:
             return self._deny(handler, grpc.StatusCode.PERMISSION_DENIED,
                               f"{TENANT_HEADER}: this API key does not belong to tenant "
                               f"{claimed!r}")

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -71,6 +72,68 @@ def _ingest_then_answer(address: str, key: str) -> None:
         assert "2024-06-02-canoe" not in [m.session_id for m in client.sessions(maya)]
 
 
+def _remote_commands_take_the_keys_tenant(address: str, key: str, tmp_path: Path) -> None:
+    """Every memory command through the service, no --tenant: the key's tenant applies.
+
+    Before, the CLI sent tenant 'default' and the service refused it (PERMISSION_DENIED),
+    and ingest and forget had no remote path at all. Run in-process to save interpreter
+    starts; the service is the real ``serve`` subprocess.
+    """
+    from typer.testing import CliRunner
+
+    import memstrata.cli as cli
+
+    if not any(g.name == "keys" for g in cli.app.registered_groups):
+        cli._register_subcommands()  # as `main` does: ask, serve, keys...
+
+    def invoke(*args: str) -> Any:
+        return CliRunner().invoke(cli.app, [*args, "--remote", address],
+                                  env={"MEMSTRATA_API_KEY": key, "COLUMNS": "200"})
+
+    found = invoke("search", "--user", "maya", "--json", "half marathon knee")
+    assert found.exit_code == 0, found.output
+    assert json.loads(found.stdout)[0]["session_id"] == "2024-04-10-running"
+    asked = invoke("ask", "--user", "maya", "--json",
+                   "When did I start training for a half marathon?")
+    assert asked.exit_code == 0, asked.output
+    assert json.loads(asked.stdout)["sources"][0]["session_id"] == "2024-04-10-running"
+
+    lme = tmp_path / "lme.json"  # LongMemEval: the file names no tenant
+    lme.write_text(json.dumps([{
+        "question_id": "rower", "question": "?", "answer": "-",
+        "haystack_session_ids": ["r-1", "r-2"],
+        "haystack_dates": ["2024/01/08 (Mon) 12:10", "2024/02/14 (Wed) 19:30"],
+        "haystack_sessions": [
+            [{"role": "user", "content": "I row on the Douro every Sunday morning."},
+             {"role": "assistant", "content": "A lovely river for rowing."}],
+            [{"role": "user", "content": "My rowing club is called Remo Azul."},
+             {"role": "assistant", "content": "Remo Azul, noted."}]]}]))
+    refused = invoke("ingest", str(lme), "--tenant", "globex")
+    assert refused.exit_code == 2 and "PERMISSION_DENIED" in refused.stderr, refused.output
+    sent = invoke("ingest", str(lme))
+    assert sent.exit_code == 0, sent.output
+    assert f"2 sessions read, 2 sent to {address}" in sent.stdout, sent.stdout
+    assert "tenant=acme users=rower" in sent.stdout, sent.stdout
+    listed = invoke("sessions", "--user", "rower")
+    assert listed.exit_code == 0 and "r-1" in listed.stdout and "r-2" in listed.stdout, \
+        listed.output
+    hits = invoke("search", "--user", "rower", "--json", "rowing club name")
+    assert hits.exit_code == 0 and json.loads(hits.stdout)[0]["session_id"] == "r-2", \
+        hits.output
+    denied = invoke("forget", "--tenant", "globex", "--user", "rower", "--yes")
+    assert denied.exit_code == 2 and "PERMISSION_DENIED" in denied.stderr, denied.output
+    forgot = invoke("forget", "--user", "rower", "--yes")
+    assert forgot.exit_code == 0, forgot.output
+    assert "forgot all memory of tenant=acme user=rower" in forgot.stdout, forgot.stdout
+    gone = invoke("sessions", "--user", "rower")
+    assert gone.exit_code == 0 and "no sessions for tenant=acme user=rower" in gone.stdout, \
+        gone.output
+    nothing = invoke("ask", "--user", "rower", "What is my rowing club called?")
+    assert nothing.exit_code == 1, nothing.output
+    assert "no memory for tenant=acme user=rower" in nothing.stderr
+    assert "the API key's tenant" in nothing.stderr
+
+
 def test_serve_keys_remote_ask_and_graceful_stop(tmp_path: Path):
     data = tmp_path / "data"
     assert run("ingest", str(SAMPLE), data_dir=data).returncode == 0
@@ -109,6 +172,7 @@ def test_serve_keys_remote_ask_and_graceful_stop(tmp_path: Path):
                       "knee", data_dir=data, env={"MEMSTRATA_API_KEY": key})
         assert refused.returncode == 2 and "PERMISSION_DENIED" in refused.stderr
         assert (data / "serve.json").exists()
+        _remote_commands_take_the_keys_tenant(address, key, tmp_path)
         # The embedded default runs the broker and the stream worker in the same process:
         # Ingest publishes to the broker, the worker indexes, Answer finds the new turn.
         _ingest_then_answer(address, key)

@@ -21,7 +21,6 @@ class StubMemory:
 
     def __init__(self, receipt: DeleteReceipt) -> None:
         self.receipt = receipt
-        self.docs = self
         self.flushed = False
 
     def __enter__(self) -> "StubMemory":
@@ -30,7 +29,7 @@ class StubMemory:
     def __exit__(self, *exc: object) -> None:
         pass
 
-    def get_session(self, scope: Any, session_id: str) -> object:
+    def session(self, scope: Any, session_id: str) -> object:
         return object()
 
     def sessions(self, scope: Any) -> list[object]:

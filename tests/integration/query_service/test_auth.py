@@ -96,3 +96,16 @@ def test_a_key_never_reads_another_tenants_data(service: Service, stub):
     assert "Biscuit" not in answer.answer
     assert all(s.session_id != "g1-dog" for s in answer.sources)
     assert Scope(tenant_id="acme", user_id="maya") == MAYA
+
+
+def test_the_tenant_comes_from_the_key_when_the_client_names_none(service: Service, stub):
+    """An empty tenant header claims nothing (the key's tenant applies); ``key_tenant``
+    tells a client which tenant its key belongs to, as `--remote` commands ask."""
+    with MemoryClient(service.address, api_key=service.keys.globex) as globex:
+        assert globex.key_tenant() == "globex"
+    with MemoryClient(service.address, api_key=service.keys.acme) as acme:
+        assert acme.key_tenant() == "acme"
+    reply = stub.ListSessions(pb.ListSessionsRequest(user_id="maya"),
+                              metadata=(("x-api-key", service.keys.acme),
+                                        ("x-memstrata-tenant", "")))
+    assert {s.tenant_id for s in reply.sessions} == {"acme"}
