@@ -58,10 +58,15 @@ class StreamProducer:
 
     def __init__(self, brokers: str, request_timeout_s: float = 30.0) -> None:
         from aiokafka import AIOKafkaProducer
+        from aiokafka.partitioner import DefaultPartitioner
 
         self.brokers = brokers
+        #: The producer's partitioner, held here so a control's partition is computed
+        #: exactly as the producer places the turns (public aiokafka API).
+        self.partitioner = DefaultPartitioner()
         self._producer = AIOKafkaProducer(
             bootstrap_servers=brokers, acks=1, enable_idempotence=False, linger_ms=5,
+            partitioner=self.partitioner,
             request_timeout_ms=int(request_timeout_s * 1000), **kafka_client_kwargs())
         self.sent_after: dict[int, int] = {}
         self._inflight: list[asyncio.Future[object]] = []
@@ -104,7 +109,7 @@ class StreamProducer:
 
     async def partition_of(self, key: bytes) -> int:
         parts = await self._producer.partitions_for(topics.TURNS)
-        return self._producer._partitioner(key, list(parts), list(parts))  # type: ignore[attr-defined]
+        return int(self.partitioner(key, list(parts), list(parts)))
 
     async def end_offsets(self) -> dict[int, int]:
         """End offset of every turns partition now (what a delete_user must follow)."""
