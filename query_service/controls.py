@@ -10,8 +10,9 @@ delete neither overtakes the turns it deletes nor loses the ones after it.
 The call is answered once the event is applied: the stream group has committed
 its offset on the control topic (the worker acknowledges a control only after
 the stores have it, flushed) and a read of the stores shows the data gone.
-What was removed is counted from the stores before the event is sent; what a
-close wrote comes from the worker's own notice on ``memstrata.l0.v1``.
+The turns removed are counted from the doc store before the event is sent (the
+index stores' counts stay with the worker); what a close wrote comes from the
+worker's own notice on ``memstrata.l0.v1``.
 """
 
 from __future__ import annotations
@@ -42,11 +43,10 @@ class NotApplied(DeleteIncomplete):
 
 @dataclass
 class Held:
-    """What the stores hold for a user or a session: message ids per session, and counts."""
+    """What the stores hold for a user or a session: message ids per session, turn count."""
 
     ids: dict[str, set[str]] = field(default_factory=dict)
     turns: int = 0
-    units: int = 0
 
     def __bool__(self) -> bool:
         return bool(self.ids)
@@ -71,12 +71,10 @@ def held(memory: MemoryReader, scope: Scope, session_id: str | None) -> Held:
     for sid in sids:
         try:
             turns = memory.raw(scope, sid)
-            units = memory.l0(scope, sid)
         except LookupError:  # deleted meanwhile
             continue
         out.ids[sid] = {i for t in turns for i in t.source_ids}
         out.turns += len(turns)
-        out.units += len(units)
     return out
 
 
@@ -89,8 +87,9 @@ class TopicControls:
     """
 
     def __init__(self, brokers: str, stream_group: str, *, turns_topic: str = TURNS_TOPIC,
-                 poll_s: float = 0.05) -> None:
+                 poll_s: float = 0.05, fetch_timeout_s: float = 10.0) -> None:
         self.brokers = brokers
+        self.fetch_timeout_s = fetch_timeout_s
         self.stream_group = stream_group
         self.turns_topic = turns_topic
         self.poll_s = poll_s
@@ -134,10 +133,42 @@ class TopicControls:
         ends = await self._consumer.end_offsets([TopicPartition(topic, p) for p in parts])
         return {tp.partition: int(off) for tp, off in ends.items()}
 
+    async def _fetched_ends(self, topic: str) -> dict[int, int]:
+        """End offsets as a fetch reports them (the high watermark), never below the
+        ListOffsets answer.
+
+        The embedded tansu broker answers ListOffsets with the first offset of the
+        last record batch plus one, so a partition whose last batch held several
+        records looks shorter than it is; its fetch responses carry the true end.
+        """
+        from aiokafka import TopicPartition
+
+        listed = await self._ends(topic)
+        tps = [TopicPartition(topic, p) for p in listed]
+        if not tps:
+            return listed
+        async with self._reading:
+            reader = self._consumer
+            reader.assign(tps)
+            try:
+                for tp in tps:
+                    reader.seek(tp, listed[tp.partition])
+                deadline = asyncio.get_running_loop().time() + self.fetch_timeout_s
+                while any(reader.highwater(tp) is None for tp in tps):
+                    if asyncio.get_running_loop().time() > deadline:
+                        raise DeleteIncomplete(f"cannot read the end offsets of {topic} within "
+                                               f"{self.fetch_timeout_s:g} s: nothing was sent, "
+                                               f"retry")
+                    await reader.getmany(*tps, timeout_ms=100, max_records=1)
+                return {tp.partition: max(listed[tp.partition], int(reader.highwater(tp)))
+                        for tp in tps}
+            finally:
+                reader.unsubscribe()
+
     async def send(self, type_: Literal["close_session", "delete_session", "delete_user"],
                    scope: Scope, session_id: str | None) -> tuple[int, int]:
         """Send the event after every turn now in the topic; its (partition, offset)."""
-        after = await self._ends(self.turns_topic)
+        after = await self._fetched_ends(self.turns_topic)
         ev = ControlEvent(type=type_, tenant_id=scope.tenant_id, user_id=scope.user_id,
                           session_id=session_id, ts=datetime.now(UTC), after=after)
         meta = await (await self._producer.send(CONTROL_TOPIC, ev.to_bytes(), key=ev.key))
@@ -172,7 +203,7 @@ class TopicControls:
         """Units written by closes of the session noted on the L0 topic from ``since`` on."""
         from aiokafka import TopicPartition
 
-        ends = await self._ends(L0_TOPIC)
+        ends = await self._fetched_ends(L0_TOPIC)
         key = event_key(scope.tenant_id, scope.user_id, session_id)
         todo = {TopicPartition(L0_TOPIC, p): (since.get(p, 0), end) for p, end in ends.items()
                 if end > since.get(p, 0)}
@@ -209,14 +240,18 @@ class TopicControls:
 
     async def close(self, scope: Scope, session_id: str, timeout_s: float) -> int:
         """Close the session through the topic; the units the worker wrote for it."""
-        since = await self._ends(L0_TOPIC)
+        since = await self._fetched_ends(L0_TOPIC)
         partition, offset = await self.send("close_session", scope, session_id)
         await self.wait_applied(partition, offset, timeout_s)
         return await self.close_notices(scope, session_id, since)
 
     async def delete(self, memory: MemoryReader, scope: Scope, session_id: str | None,
                      before: Held, read: ReadFn[Any], timeout_s: float) -> DeleteReceipt:
-        """Delete through the topic; the receipt counts what the stores held before.
+        """Delete through the topic; the receipt counts the turns the doc store held before.
+
+        The index stores' own counts are the worker's to know (its receipt stays in
+        its process), so only ``docs`` is reported: the turns read before the event
+        was sent, every one of them checked gone afterwards.
 
         Raises :class:`NotApplied` when no worker confirmed in time, and
         :class:`~query_service.writes.DeleteIncomplete` when the worker confirmed
@@ -233,5 +268,4 @@ class TopicControls:
                           f"messages (sessions {sorted(left)}); it may have refused it (see "
                           f"memstrata.dlq.v1): retry")
         return DeleteReceipt(scope=scope, session_id=session_id,
-                             removed={"docs": before.turns, "vectors": before.units,
-                                      "lexical": before.units})
+                             removed={"docs": before.turns})
