@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, TypeVar
 
+from memstrata.kafka_ends import log_end_offsets
 from memstrata.kafka_security import kafka_client_kwargs, start_checked
 from memstrata.model import Scope
 from memstrata.roles import DeleteReceipt, MemoryReader
@@ -134,36 +135,20 @@ class TopicControls:
         return {tp.partition: int(off) for tp, off in ends.items()}
 
     async def _fetched_ends(self, topic: str) -> dict[int, int]:
-        """End offsets as a fetch reports them (the high watermark), never below the
-        ListOffsets answer.
-
-        The embedded tansu broker answers ListOffsets with the first offset of the
-        last record batch plus one, so a partition whose last batch held several
-        records looks shorter than it is; its fetch responses carry the true end.
-        """
+        """End offsets as a fetch reports them (``memstrata.kafka_ends``: the embedded
+        broker's ListOffsets undercounts a partition whose last batch held several records)."""
         from aiokafka import TopicPartition
 
         listed = await self._ends(topic)
-        tps = [TopicPartition(topic, p) for p in listed]
-        if not tps:
-            return listed
         async with self._reading:
-            reader = self._consumer
-            reader.assign(tps)
             try:
-                for tp in tps:
-                    reader.seek(tp, listed[tp.partition])
-                deadline = asyncio.get_running_loop().time() + self.fetch_timeout_s
-                while any(reader.highwater(tp) is None for tp in tps):
-                    if asyncio.get_running_loop().time() > deadline:
-                        raise DeleteIncomplete(f"cannot read the end offsets of {topic} within "
-                                               f"{self.fetch_timeout_s:g} s: nothing was sent, "
-                                               f"retry")
-                    await reader.getmany(*tps, timeout_ms=100, max_records=1)
-                return {tp.partition: max(listed[tp.partition], int(reader.highwater(tp)))
-                        for tp in tps}
-            finally:
-                reader.unsubscribe()
+                ends = await log_end_offsets(
+                    self._consumer, [TopicPartition(topic, p) for p in listed],
+                    self.fetch_timeout_s)
+            except TimeoutError as exc:
+                raise DeleteIncomplete(f"cannot read the end offsets of {topic}: {exc}; "
+                                       f"nothing was sent, retry") from None
+        return {tp.partition: off for tp, off in ends.items()}
 
     async def send(self, type_: Literal["close_session", "delete_session", "delete_user"],
                    scope: Scope, session_id: str | None) -> tuple[int, int]:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memstrata.ingest.formats import IngestIssue, read_file
+from memstrata.kafka_ends import log_end_offsets
 from memstrata.kafka_security import kafka_client_kwargs, start_checked
 from memstrata.model import Scope, Session
 from streams import topics
@@ -123,7 +124,8 @@ class StreamProducer:
             if not parts:
                 await consumer.topics()
                 parts = consumer.partitions_for_topic(topics.TURNS) or set()
-            ends = await consumer.end_offsets([TopicPartition(topics.TURNS, p) for p in parts])
+            ends = await log_end_offsets(  # not end_offsets: see memstrata.kafka_ends
+                consumer, [TopicPartition(topics.TURNS, p) for p in parts])
             return {tp.partition: off for tp, off in ends.items()}
         finally:
             await consumer.stop()

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 import faust
 
+from memstrata.kafka_ends import log_end_offsets
 from memstrata.kafka_security import kafka_client_kwargs
 from streams import topics
 from streams.app import StreamApp
@@ -43,7 +44,7 @@ async def group_lag(brokers: str, group: str,
         await consumer.topics()
         tps = [TopicPartition(t, p) for t in topic_names
                for p in sorted(consumer.partitions_for_topic(t) or ())]
-        ends = await consumer.end_offsets(tps) if tps else {}
+        ends = await log_end_offsets(consumer, tps)  # not end_offsets: see kafka_ends
         try:
             done = await admin.list_consumer_group_offsets(group, partitions=tps)
         except Exception:  # noqa: BLE001 - no such group yet: nothing committed
