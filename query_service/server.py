@@ -30,8 +30,8 @@ from memstrata.client._proto import memory_pb2_grpc as pb_grpc
 from memstrata.controller.config import ControllerSettings, load_controller_settings
 from memstrata.llm.metrics import register_llm_metrics
 from memstrata.llm.usage import PriceTable
-from query_service.interceptors import AuthInterceptor, LimitsInterceptor, MetricsInterceptor
 from query_service.controls import TopicControls
+from query_service.interceptors import AuthInterceptor, LimitsInterceptor, MetricsInterceptor
 from query_service.keys import KeyRing
 from query_service.limits import SpendLedger, TenantGate
 from query_service.metrics import ServiceMetrics
