@@ -17,11 +17,15 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_vali
 
 from memstrata.model import Identifier, Message, Role, Scope, SessionMeta
 
-__all__ = ["EVENT_TIME_RANGE", "MAX_EVENT_TIME", "MESSAGE_ID_PATTERN", "MIN_EVENT_TIME",
-           "TURNS_TOPIC", "MessageId", "TurnEvent", "WireEvent", "check_event_time",
-           "event_key", "is_message_id"]
+__all__ = ["CONTROL_TOPIC", "EVENT_TIME_RANGE", "MAX_EVENT_TIME", "MESSAGE_ID_PATTERN",
+           "MIN_EVENT_TIME", "L0_TOPIC", "TURNS_TOPIC", "ControlEvent", "ControlType", "MessageId",
+           "TurnEvent", "WireEvent", "check_event_time", "event_key", "is_message_id"]
 
 TURNS_TOPIC = "memstrata.turns.v1"
+#: Closes and deletes, keyed and partitioned like the turns (see :class:`ControlEvent`).
+CONTROL_TOPIC = "memstrata.control.v1"
+#: What the stream worker indexed (its notices are the receipts of closes, too).
+L0_TOPIC = "memstrata.l0.v1"
 
 #: Message ids come from other systems (``D1:3``, ``chat#17``): any printable text
 #: without whitespace or control characters, at most 128 characters.
@@ -126,3 +130,35 @@ class TurnEvent(WireEvent):
     def message(self) -> Message:
         return Message(role=self.role, content=self.content, speaker=self.speaker,
                        source_id=self.message_id)
+
+
+ControlType = Literal["close_session", "delete_session", "delete_user"]
+
+
+class ControlEvent(WireEvent):
+    """``memstrata.control.v1``: close or delete, ordered after the turns it concerns.
+
+    ``after`` maps a partition of the turns topic to an offset: the worker
+    applies the event once it has stored every turn below that offset on that
+    partition (the producer reads it from the turns it sent, or the topic's end
+    offsets), so a delete never overtakes the turns it deletes and a turn
+    produced after it is new data. Both ``memstrata produce`` and the query
+    service (in Kafka mode) send it, so it lives here with :class:`TurnEvent`.
+    """
+
+    v: Literal[1] = 1
+    type: ControlType
+    tenant_id: Identifier
+    user_id: Identifier
+    session_id: Identifier | None = None
+    ts: datetime
+    after: dict[int, int] = Field(default_factory=dict)
+
+    @property
+    def scope(self) -> Scope:
+        return Scope(tenant_id=self.tenant_id, user_id=self.user_id)
+
+    @property
+    def key(self) -> bytes:
+        sid = None if self.type == "delete_user" else self.session_id
+        return event_key(self.tenant_id, self.user_id, sid)

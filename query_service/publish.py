@@ -29,6 +29,7 @@ from typing import Any, Literal, Protocol
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from memstrata.kafka_ends import log_end_offsets
 from memstrata.kafka_security import kafka_client_kwargs, start_checked
 from memstrata.wire import TURNS_TOPIC, TurnEvent
 
@@ -122,7 +123,7 @@ class KafkaPublisher:
             await consumer.topics()
             tps = [TopicPartition(self.topic, p)
                    for p in sorted(consumer.partitions_for_topic(self.topic) or ())]
-            ends = await consumer.end_offsets(tps) if tps else {}
+            ends = await log_end_offsets(consumer, tps)  # not end_offsets: see kafka_ends
             deadline = asyncio.get_running_loop().time() + timeout_s
             while True:
                 try:

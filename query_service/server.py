@@ -31,6 +31,7 @@ from memstrata.controller.config import ControllerSettings, load_controller_sett
 from memstrata.limits import TurnLimits
 from memstrata.llm.metrics import register_llm_metrics
 from memstrata.llm.usage import PriceTable
+from query_service.controls import TopicControls
 from query_service.interceptors import AuthInterceptor, LimitsInterceptor, MetricsInterceptor
 from query_service.keys import KeyRing
 from query_service.limits import SpendLedger, TenantGate
@@ -99,6 +100,8 @@ class ServiceHandle:
     metrics_http: Any = None
     #: The Ray workers (``MEMSTRATA_WORKERS_BACKEND=ray``); None: everything in-process.
     workers: Any = None
+    #: Kafka mode's route for closes and deletes (``query_service.controls``).
+    controls: Any = None
 
     @property
     def address(self) -> str:
@@ -110,6 +113,8 @@ class ServiceHandle:
         await self.server.stop(grace)
         if self.publisher is not None:
             await self.publisher.stop()
+        if self.controls is not None:
+            await self.controls.stop()
         if self.metrics_http is not None:
             self.metrics_http.shutdown()
         self.pools.shutdown()
@@ -230,6 +235,12 @@ async def build_server(
     try:
         if publisher is not None:
             await publisher.start()
+        if isinstance(publisher, KafkaPublisher) and publisher.durability == "broker":
+            # Kafka mode: the stream workers own the writes; closes and deletes follow
+            # the turns through memstrata.control.v1 (query_service.controls).
+            handle.controls = servicer.controls = TopicControls(
+                publisher.brokers, publisher.stream_group, turns_topic=publisher.topic)
+            await handle.controls.start()
         await asyncio.get_running_loop().run_in_executor(
             pools.read, lambda: memory.sessions(_probe_scope()))  # the stores answer
         await asyncio.get_running_loop().run_in_executor(pools.read, _startup_totals, memory)

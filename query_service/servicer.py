@@ -32,7 +32,7 @@ from memstrata.limits import TurnLimits, TurnRefused, validate_turn
 from memstrata.llm.usage import PriceTable
 from memstrata.model import Scope, TraceStep
 from memstrata.wire import TurnEvent
-from query_service import writes
+from query_service import controls, writes
 from query_service.calls import current_tenant
 from query_service.errors import (
     Exhausted,
@@ -98,6 +98,8 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         #: A batch published to Kafka is wholly before or wholly after a delete (writes.py).
         self.user_locks = writes.UserLocks()
         self.pending = writes.PendingWrites()
+        #: Kafka mode: closes and deletes go through memstrata.control.v1 (set by build_server).
+        self.controls: controls.TopicControls | None = None
         #: Ray rollout pool (set by ``workers`` when MEMSTRATA_WORKERS_BACKEND=ray) and the
         #: tenants its actors can read; other answers run in this process.
         self.rollouts: Any = None
@@ -372,6 +374,9 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
     async def CloseSession(self, request: pb.SessionRequest,
                            context: Any) -> pb.CloseSessionReply:
         scope, sid = self._session_args(request)
+        if self.controls is not None:
+            async with self.user_locks.hold([scope]):
+                return await self._close_via_topic(context, self.controls, scope, sid)
         await self._wait_stored("close")
         n = await self.pools.run(self.pools.write, context,
                                  lambda t: writes.close_session(self.memory, scope, sid),
@@ -393,7 +398,49 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
 
     async def _delete(self, context: Any, scope: Scope, sid: str | None) -> pb.DeleteReply:
         async with self.user_locks.hold([scope]):  # no batch of this user half-stored meanwhile
+            if self.controls is not None:
+                return await self._delete_via_topic(context, self.controls, scope, sid)
             return await self._delete_now(context, scope, sid)
+
+    # -- Kafka mode: closes and deletes through memstrata.control.v1 (controls.py) --------
+    async def _held(self, context: Any, scope: Scope, sid: str | None,
+                    what: str) -> controls.Held:
+        """What the stores hold for the call; nothing there yet: first let the worker store
+        the turns published before (the user may be only in the topic), then NotFound."""
+        def read(fn: Any) -> Any:
+            return self.pools.run(self.pools.read, context, lambda t: fn(),
+                                  method=context_method(context))
+
+        held = await read(lambda: controls.held(self.memory, scope, sid))
+        if not held:
+            await self._wait_stored(what)
+            await self.pending.wait(self.memory, scope, self.settings.delete_wait_s, read)
+            held = await read(lambda: controls.held(self.memory, scope, sid))
+        if not held:
+            if sid is not None:
+                await read(lambda: self.memory.session(scope, sid))  # SessionNotFound
+            raise NotFound(f"user_id: no memory for user {scope.user_id!r}")
+        return held
+
+    async def _close_via_topic(self, context: Any, route: controls.TopicControls, scope: Scope,
+                               sid: str) -> pb.CloseSessionReply:
+        await self._held(context, scope, sid, "close")
+        n = await route.close(scope, sid, self.settings.delete_wait_s)
+        return pb.CloseSessionReply(units_written=n)
+
+    async def _delete_via_topic(self, context: Any, route: controls.TopicControls,
+                                scope: Scope, sid: str | None) -> pb.DeleteReply:
+        before = await self._held(context, scope, sid, "delete")
+
+        def read(fn: Any) -> Any:
+            return self.pools.run(self.pools.read, context, lambda t: fn(), method="Delete")
+
+        receipt = await route.delete(self.memory, scope, sid, before, read,
+                                     self.settings.delete_wait_s)
+        self.pending.forget(scope, sid)
+        return pb.DeleteReply(removed=[pb.StoreCount(store=k, removed=v)
+                                       for k, v in sorted(receipt.removed.items())],
+                              complete=receipt.complete)
 
     async def _delete_now(self, context: Any, scope: Scope, sid: str | None) -> pb.DeleteReply:
         await self._wait_stored("delete")

@@ -3,9 +3,12 @@
 Values arrive as raw bytes (``value_serializer="raw"``) and are decoded by
 :mod:`streams.events` inside the agent: Faust's own decoding would crash the
 agent on a poison message. Turns are taken in batches
-(``take_events(batch_max, within=freshness_s / 2)``), written through
+(``noack_take(batch_max, within=freshness_s / 2)``), written through
 :class:`~streams.processor.Processor`, and acknowledged only after the stores
 have them and the L0 / DLQ notices are sent; offsets are committed from acks.
+(``take_events`` would acknowledge a batch in its ``finally`` even when the
+agent is stopped half way through it, and the stop then commits offsets whose
+records were never stored.)
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from memstrata.kafka_security import faust_credentials, kafka_client_kwargs
 from memstrata.limits import TurnLimits
 from memstrata.roles import MemoryWriter
 from streams import topics
+from streams.faust_compat import ReadOffsets
 from streams.metrics import StreamMetrics
 from streams.processor import (
     Outbox,
@@ -235,12 +239,18 @@ def build_app(
         m = event.message
         return Record(m.topic, m.partition, m.offset, m.key, m.value)
 
+    async def ack_all(stream_: Any, events: Sequence[Any]) -> None:
+        """Acknowledge a batch the stores hold (noack_take acknowledges nothing itself)."""
+        for e in events:
+            await stream_.ack(e)
+
     @app.agent(turns_topic, name="memstrata-turns")
     async def turns_agent(stream_: Any) -> None:
         within = max(0.05, stream.freshness_s / 2)
-        async for events in stream_.take_events(stream.batch_max, within=within):
+        async for events in stream_.noack_take(stream.batch_max, within=within):
             try:
                 await deliver(await processor.handle_turns([record(e) for e in events]))
+                await ack_all(stream_, events)
             except asyncio.CancelledError:
                 raise
             except StoreUnavailable as down:
@@ -252,9 +262,10 @@ def build_app(
     async def control_agent(stream_: Any) -> None:
         # Closes come in bursts (a file ends many sessions): apply them in order, flush once.
         within = max(0.02, min(0.2, stream.freshness_s / 4))
-        async for events in stream_.take_events(stream.batch_max, within=within):
+        async for events in stream_.noack_take(stream.batch_max, within=within):
             try:
                 await deliver(await processor.handle_controls([record(e) for e in events]))
+                await ack_all(stream_, events)
             except asyncio.CancelledError:
                 raise
             except StoreUnavailable as down:  # commit earlier batches only
@@ -275,6 +286,9 @@ def build_app(
         except BaseException as exc:  # noqa: BLE001
             runtime.fatal(exc)
 
+    read_offsets = ReadOffsets()
+    app.sensors.add(read_offsets)
+
     @app.timer(interval=5.0, on_leader=False)
     async def consumer_lag() -> None:
         try:
@@ -283,9 +297,13 @@ def build_app(
                 if tp.topic not in (topics.TURNS, topics.CONTROL):
                     continue
                 high = consumer.highwater(tp)
-                read = consumer._read_offset.get(tp)  # type: ignore[attr-defined]  # noqa: SLF001
+                read = read_offsets.read.get((tp.topic, tp.partition))
+                if read is not None:
+                    nxt: int | None = int(read) + 1
+                else:  # nothing read since the assignment: where the consumer starts
+                    nxt = await asyncio.wait_for(consumer.position(tp), 2.0)
                 if high is not None:
-                    lag = max(0, int(high) - (int(read) + 1 if read is not None else 0))
+                    lag = max(0, int(high) - int(nxt or 0))
                     metrics.consumer_lag.labels(tp.topic, str(tp.partition)).set(lag)
         except Exception:  # noqa: BLE001 - metrics never stop the worker
             log.debug("lag metric unavailable", exc_info=True)

@@ -21,12 +21,12 @@ from typing import Literal, TypeVar
 from pydantic import Field, ValidationError
 
 from memstrata.limits import TurnLimits, TurnRefused, validate_turn
-from memstrata.model import Identifier, Scope
-from memstrata.wire import TurnEvent, WireEvent, event_key
+from memstrata.wire import ControlEvent, ControlType, TurnEvent, WireEvent, event_key
 from streams.settings import StreamSettings
 
 __all__ = [
     "ControlEvent",
+    "ControlType",
     "DEAD_LETTER_OVERHEAD",
     "DeadLetter",
     "Invalid",
@@ -53,43 +53,13 @@ _E = TypeVar("_E")
 
 _ID_FIELDS = {"tenant_id", "user_id", "session_id", "message_id"}
 
-# TurnEvent, the turns topic's contract, lives in the core (memstrata.wire):
-# the query service produces it too. The other topics' events share its base.
+# TurnEvent and ControlEvent, the turns and control topics' contracts, live in the
+# core (memstrata.wire): the query service produces them too. The other topics'
+# events share their base.
 
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
-
-
-ControlType = Literal["close_session", "delete_session", "delete_user"]
-
-
-class ControlEvent(WireEvent):
-    """``memstrata.control.v1``: close or delete, ordered after the turns it concerns.
-
-    ``after`` maps a partition of the turns topic to an offset: the worker
-    applies the event once it has stored every turn below that offset on that
-    partition (the producer reads it from the turns it sent, or the topic's end
-    offsets), so a delete never overtakes the turns it deletes and a turn
-    produced after it is new data.
-    """
-
-    v: Literal[1] = 1
-    type: ControlType
-    tenant_id: Identifier
-    user_id: Identifier
-    session_id: Identifier | None = None
-    ts: datetime
-    after: dict[int, int] = Field(default_factory=dict)
-
-    @property
-    def scope(self) -> Scope:
-        return Scope(tenant_id=self.tenant_id, user_id=self.user_id)
-
-    @property
-    def key(self) -> bytes:
-        sid = None if self.type == "delete_user" else self.session_id
-        return event_key(self.tenant_id, self.user_id, sid)
 
 
 class L0Event(WireEvent):

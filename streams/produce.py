@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memstrata.ingest.formats import IngestIssue, read_file
+from memstrata.kafka_ends import log_end_offsets
 from memstrata.kafka_security import kafka_client_kwargs, start_checked
 from memstrata.model import Scope, Session
 from streams import topics
@@ -58,10 +59,15 @@ class StreamProducer:
 
     def __init__(self, brokers: str, request_timeout_s: float = 30.0) -> None:
         from aiokafka import AIOKafkaProducer
+        from aiokafka.partitioner import DefaultPartitioner
 
         self.brokers = brokers
+        #: The producer's partitioner, held here so a control's partition is computed
+        #: exactly as the producer places the turns (public aiokafka API).
+        self.partitioner = DefaultPartitioner()
         self._producer = AIOKafkaProducer(
             bootstrap_servers=brokers, acks=1, enable_idempotence=False, linger_ms=5,
+            partitioner=self.partitioner,
             request_timeout_ms=int(request_timeout_s * 1000), **kafka_client_kwargs())
         self.sent_after: dict[int, int] = {}
         self._inflight: list[asyncio.Future[object]] = []
@@ -104,7 +110,7 @@ class StreamProducer:
 
     async def partition_of(self, key: bytes) -> int:
         parts = await self._producer.partitions_for(topics.TURNS)
-        return self._producer._partitioner(key, list(parts), list(parts))  # type: ignore[attr-defined]
+        return int(self.partitioner(key, list(parts), list(parts)))
 
     async def end_offsets(self) -> dict[int, int]:
         """End offset of every turns partition now (what a delete_user must follow)."""
@@ -118,7 +124,8 @@ class StreamProducer:
             if not parts:
                 await consumer.topics()
                 parts = consumer.partitions_for_topic(topics.TURNS) or set()
-            ends = await consumer.end_offsets([TopicPartition(topics.TURNS, p) for p in parts])
+            ends = await log_end_offsets(  # not end_offsets: see memstrata.kafka_ends
+                consumer, [TopicPartition(topics.TURNS, p) for p in parts])
             return {tp.partition: off for tp, off in ends.items()}
         finally:
             await consumer.stop()

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memstrata.wire import TURNS_TOPIC
+from memstrata.wire import CONTROL_TOPIC, L0_TOPIC, TURNS_TOPIC
 
 TURNS = TURNS_TOPIC  # the contract lives in the core (memstrata.wire)
-CONTROL = "memstrata.control.v1"
-L0 = "memstrata.l0.v1"
+CONTROL = CONTROL_TOPIC
+L0 = L0_TOPIC
 DLQ = "memstrata.dlq.v1"
 
 ALL: tuple[str, ...] = (TURNS, CONTROL, L0, DLQ)

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 import faust
 
+from memstrata.kafka_ends import log_end_offsets
 from memstrata.kafka_security import kafka_client_kwargs
 from streams import topics
 from streams.app import StreamApp
@@ -43,7 +44,7 @@ async def group_lag(brokers: str, group: str,
         await consumer.topics()
         tps = [TopicPartition(t, p) for t in topic_names
                for p in sorted(consumer.partitions_for_topic(t) or ())]
-        ends = await consumer.end_offsets(tps) if tps else {}
+        ends = await log_end_offsets(consumer, tps)  # not end_offsets: see kafka_ends
         try:
             done = await admin.list_consumer_group_offsets(group, partitions=tps)
         except Exception:  # noqa: BLE001 - no such group yet: nothing committed
@@ -153,8 +154,29 @@ class StreamWorker(faust.Worker):
         #: A second signal stopped it without draining (the process exits 130).
         self.forced = False
         self._hard_exit: threading.Timer | None = None
+        #: The stop the first signal started (drain, then stop); None before a signal.
+        self._stopping: asyncio.Future[None] | None = None
+        self._start_task: asyncio.Task[object] | None = None
 
-    async def _stop_on_signal(self, sig: signal.Signals) -> None:  # type: ignore[override]
+    # Signals through mode's public hooks only: ``install_signal_handlers`` (called once
+    # the worker starts), ``stop`` and ``stop_and_shutdown`` (streams.faust_compat lists them).
+    def install_signal_handlers(self) -> None:
+        super().install_signal_handlers()
+        for sig in (signal.SIGINT, signal.SIGTERM):  # replaces mode's handler for these two
+            self.loop.add_signal_handler(sig, self.on_stop_signal, sig)
+
+    def on_stop_signal(self, sig: signal.Signals) -> None:
+        """The first SIGINT/SIGTERM drains, then stops; a second one stops now."""
+        if self._stopping is not None:
+            self._stop_now(sig)
+            return
+        self._stopping = asyncio.ensure_future(self._drain_then_stop(sig), loop=self.loop)
+
+    async def start(self) -> None:
+        self._start_task = asyncio.current_task()
+        await super().start()
+
+    async def _drain_then_stop(self, sig: signal.Signals) -> None:
         if self.drain_timeout_s > 0:
             stop_log.info("stopping: waiting up to %.0fs for the topics to drain "
                           "(Ctrl-C again to stop now)", self.drain_timeout_s)
@@ -166,7 +188,17 @@ class StreamWorker(faust.Worker):
                 drained = False
             if not drained:
                 await self._give_up_draining()
-        await super()._stop_on_signal(sig)
+        stop_log.info("signal received: %s, stopping", sig.name)
+        await self.stop()
+        task = self._start_task  # a signal during start-up: do not wait for it to finish
+        if task is not None and not task.done():
+            task.cancel()
+
+    def stop_and_shutdown(self) -> None:
+        """Let a signalled stop (drain included) finish before the loop is wound down."""
+        if self._stopping is not None and not self._stopping.done():
+            self.loop.run_until_complete(self._stopping)
+        super().stop_and_shutdown()
 
     async def _give_up_draining(self) -> None:
         """Stop without waiting for the events in hand; note what is left."""
@@ -183,12 +215,6 @@ class StreamWorker(faust.Worker):
         where = ("they are lost when the embedded broker stops (it keeps topics in memory "
                  "only)" if self.memory_only else "they stay in the broker for the next worker")
         stop_log.warning("%s: %s are not stored; %s", why, _left_text(self.left), where)
-
-    def _schedule_shutdown(self, sig: signal.Signals) -> None:  # type: ignore[override]
-        if self._signal_stop_time:
-            self._stop_now(sig)
-            return
-        super()._schedule_shutdown(sig)
 
     def _stop_now(self, sig: signal.Signals) -> None:
         """A second signal: stop draining; if winding down takes longer than STOP_NOW_S, exit."""

@@ -3,6 +3,7 @@ and a graceful stop on SIGTERM (real subprocesses, real gRPC on loopback)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -37,7 +38,7 @@ def _wait_serving(address: str, proc: subprocess.Popen, timeout: float = 60) -> 
     wait_serving(address, timeout, exited, step_s=0.2)
 
 
-def _ingest_then_answer(address: str, key: str) -> None:
+def _ingest_then_answer(address: str, key: str, data: Path) -> None:
     from memstrata.client import MemoryClient
     from memstrata.client._proto import memory_pb2 as pb
     from memstrata.model import Scope
@@ -66,7 +67,12 @@ def _ingest_then_answer(address: str, key: str) -> None:
             session_date="2024-06-02")])
         receipt = client.delete(maya, "2024-06-02-canoe")
         assert receipt.complete
-        time.sleep(2)
+        # Once the worker has applied everything on its topics, the session is still gone.
+        from streams.settings import BROKER_FILE
+        from streams.worker import wait_drained
+
+        brokers = json.loads((data / BROKER_FILE).read_text())["brokers"]
+        assert asyncio.run(wait_drained(brokers, "memstrata-stream", 60)), "worker not drained"
         assert "2024-06-02-canoe" not in [h.session_id for h in
                                           client.search(maya, "canoe Andorinha")]
         assert "2024-06-02-canoe" not in [m.session_id for m in client.sessions(maya)]
@@ -175,7 +181,7 @@ def test_serve_keys_remote_ask_and_graceful_stop(tmp_path: Path):
         _remote_commands_take_the_keys_tenant(address, key, tmp_path)
         # The embedded default runs the broker and the stream worker in the same process:
         # Ingest publishes to the broker, the worker indexes, Answer finds the new turn.
-        _ingest_then_answer(address, key)
+        _ingest_then_answer(address, key, data)
     finally:
         proc.send_signal(signal.SIGTERM)
         try:

@@ -46,6 +46,8 @@ class SlowReader:
         #: Reads that are not slowed down (a test can keep Search fast).
         self.fast: set[str] = set()
         self.reads = 0
+        #: Reads sleeping in their delay right now (tests wait on it, not on the clock).
+        self.busy = 0
         self._lock = threading.Lock()
 
     def __getattr__(self, name: str) -> Any:
@@ -55,7 +57,13 @@ class SlowReader:
 
         def slow(*args: Any, **kwargs: Any) -> Any:
             if name not in self.fast:
-                time.sleep(self.delay_s)
+                with self._lock:
+                    self.busy += 1
+                try:
+                    time.sleep(self.delay_s)
+                finally:
+                    with self._lock:
+                        self.busy -= 1
             with self._lock:
                 self.reads += 1
             return target(*args, **kwargs)

@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 from datetime import datetime
 
+import grpc
 import pytest
 
 from memstrata.client import AsyncMemoryClient, Durability, RemoteError, event
@@ -219,3 +220,53 @@ def test_embedded_ingest_acknowledges_only_what_the_worker_stored(service: Servi
     refused, reply = asyncio.run(scenario())
     assert refused.code == grpc.StatusCode.UNAVAILABLE and "nothing is acknowledged" in str(refused)
     assert Durability.of(reply) == Durability.STORED and reply.accepted == 1
+
+
+def test_kafka_mode_delete_is_a_control_event_and_waits_for_a_worker(service: Service,
+                                                                     broker: str, tmp_path):
+    """In Kafka mode the service never deletes by itself: DeleteUser becomes a
+    memstrata.control.v1 event; with no stream worker to apply it, the call fails
+    with UNAVAILABLE after MEMSTRATA_SERVICE_DELETE_WAIT_S and the data stays."""
+    from aiokafka import AIOKafkaConsumer
+    from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+
+    from memstrata.wire import CONTROL_TOPIC
+    from tests.support.conversation import MAYA
+
+    keys = tmp_path / "keys.json"
+    _, key = add_key(keys, "acme")
+    settings = ServiceSettings(port=0, keys_file=keys, delete_wait_s=1.0)
+    before = [m.session_id for m in service.memory.sessions(MAYA)]
+
+    async def scenario():
+        await _create_topic(broker)
+        admin = AIOKafkaAdminClient(bootstrap_servers=broker)
+        await admin.start()
+        try:
+            if CONTROL_TOPIC not in await admin.list_topics():
+                await admin.create_topics([NewTopic(CONTROL_TOPIC, 1, 1)])
+        finally:
+            await admin.close()
+        handle = await build_server(service.memory, settings,
+                                    kafka=KafkaProducerSettings(brokers=broker,
+                                                                stream_group="no-such-worker"))
+        try:
+            async with AsyncMemoryClient(handle.address, api_key=key) as c:
+                with pytest.raises(RemoteError) as refused:
+                    await c.delete(MAYA)
+        finally:
+            await handle.stop(0)
+        consumer = AIOKafkaConsumer(CONTROL_TOPIC, bootstrap_servers=broker,
+                                    auto_offset_reset="earliest", group_id=None)
+        await consumer.start()
+        try:
+            async with asyncio.timeout(20):
+                record = await consumer.getone()
+        finally:
+            await consumer.stop()
+        return refused.value, json.loads(record.value)
+
+    refused, sent = asyncio.run(scenario())
+    assert refused.code == grpc.StatusCode.UNAVAILABLE and "stays queued" in str(refused)
+    assert (sent["type"], sent["tenant_id"], sent["user_id"]) == ("delete_user", "acme", "maya")
+    assert [m.session_id for m in service.memory.sessions(MAYA)] == before  # not deleted here

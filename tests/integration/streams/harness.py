@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from memstrata.kafka_ends import log_end_offsets
 from memstrata.model import Scope
 from streams import topics
 from streams.worker import group_lag, wait_drained
@@ -40,8 +41,8 @@ async def _commit_end(brokers: str, group: str) -> None:
         await consumer.topics()
         tps = [TopicPartition(t, p) for t in (topics.TURNS, topics.CONTROL)
                for p in sorted(consumer.partitions_for_topic(t) or ())]
+        ends = await log_end_offsets(consumer, tps)  # tansu: see memstrata.kafka_ends
         consumer.assign(tps)
-        ends = await consumer.end_offsets(tps)
         await consumer.commit({tp: OffsetAndMetadata(off, "") for tp, off in ends.items()})
     finally:
         await consumer.stop()
@@ -151,8 +152,8 @@ async def _read_topic(brokers: str, topic: str, timeout_s: float = 20.0) -> list
     try:
         await consumer.topics()
         tps = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())]
+        ends = await log_end_offsets(consumer, tps)  # tansu: see memstrata.kafka_ends
         consumer.assign(tps)
-        ends = await consumer.end_offsets(tps)
         starts = await consumer.beginning_offsets(tps)
         for tp in tps:
             consumer.seek(tp, starts[tp])
