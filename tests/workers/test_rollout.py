@@ -71,7 +71,7 @@ def test_eval_qa_with_two_workers_matches_in_process(ray_local, cli, tmp_path: P
 def test_killing_a_rollout_actor_mid_batch_still_completes(ray_local, memory, dataset):
     csettings = ControllerSettings(policy="rules")
     local = Controller(memory, csettings)
-    questions = dataset.questions * 3
+    questions = dataset.questions
     expected = [local.answer(q.scope, q.question, q.asked_on).answer for q in questions]
     metrics = WorkersMetrics()
     settings = WorkersSettings(backend="ray", rollout_actors=2, max_restarts=2,
@@ -82,20 +82,24 @@ def test_killing_a_rollout_actor_mid_batch_still_completes(ray_local, memory, da
         try:
             pool.ready()
             seen: list[int] = []
-            started = threading.Event()
+            started, killed = threading.Event(), threading.Event()
 
             def progress(done: int, total: int) -> None:
                 seen.append(done)
-                if done >= 3:
+                if done == 3:  # hold the batch until the kill: it lands mid-batch
                     started.set()
+                    killed.wait(60)
 
             out: list[Any] = []
             runner = threading.Thread(target=lambda: out.extend(pool.answer_many(
                 [RolloutRequest(q.scope, q.question, q.asked_on) for q in questions],
-                progress=progress)))
+                progress=progress)), daemon=True)  # a failed test must not hang exit
             runner.start()
             assert started.wait(120)
-            ray_local.kill(pool.actors[0], no_restart=False)  # Ray restarts it
+            try:
+                ray_local.kill(pool.actors[0], no_restart=False)  # Ray restarts it
+            finally:
+                killed.set()
             runner.join(240)
             assert not runner.is_alive()
         finally:
