@@ -93,13 +93,14 @@ class Shared:
     procs: list[subprocess.Popen[Any]] = field(default_factory=list)
 
     def start_far(self, env: dict[str, str]) -> subprocess.Popen[bytes]:
-        """A worker node in the namespace that joins this cluster (``ray start``)."""
+        """A worker node in the namespace that joins this cluster, started the way an
+        operator starts one (``memstrata workers node``; the last option goes through
+        to ``ray start``)."""
         assert self.net is not None
-        ray_bin = str(Path(sys.executable).with_name("ray"))
-        cmd = ["ip", "netns", "exec", self.net.ns, ray_bin, "start", "--block",
-               "--disable-usage-stats", "--object-store-memory", str(80 * 2**20),
+        cli = str(Path(sys.executable).with_name("memstrata"))
+        cmd = ["ip", "netns", "exec", self.net.ns, cli, "workers", "node",
                "--address", self.cluster.address, "--node-ip-address", self.net.ns_ip,
-               "--num-cpus", "1"]
+               "--num-cpus", "1", f"--object-store-memory={80 * 2**20}"]
         with open(Path(self.temp_dir) / "far.log", "wb") as out:
             # A session of its own: a Ctrl-C meant for pytest leaves it to the teardown.
             p = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT,
