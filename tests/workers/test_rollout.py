@@ -136,3 +136,40 @@ def test_dead_actors_are_skipped_and_all_dead_is_a_clear_error(ray_local, memory
                 pool.answer_one(reqs[0])
         finally:
             pool.close()
+
+
+def test_actors_read_server_stores_through_their_own_read_only_memory(
+        ray_local, dataset, tmp_path: Path, osmem_url: str):
+    """``StoreReaderSpec``: the actor opens ``Memory.open(read_only=True)`` itself; docs
+    and BM25 live in osmem-server (OpenSearch-compatible) and the answers, depth, sources
+    and traces equal the in-process ones. No Qdrant server runs here, so the vectors are
+    Qdrant Edge in a data dir the writer has closed, read by one actor (Qdrant Edge's
+    files admit one process at a time)."""
+    from memstrata.config import Settings
+    from memstrata.memory import Memory
+    from workers.readers import StoreReaderSpec
+
+    s = Settings(data_dir=tmp_path / "data", lexical_backend="opensearch",
+                 doc_backend="opensearch", opensearch_url=osmem_url,
+                 opensearch_index_prefix="rollout")
+    csettings = ControllerSettings(policy="rules")
+    questions = dataset.questions[:6]
+    with Memory.open(s) as m:
+        m.ingest(dataset.parsed.sessions)
+        local = Controller(m, csettings)
+        expected = [_untimed(local.answer(q.scope, q.question, q.asked_on)
+                             .model_dump(mode="json")) for q in questions]
+    pool = RayRolloutExecutor(WorkersSettings(backend="ray", rollout_actors=1,
+                                              rollout_num_cpus=0),
+                              StoreReaderSpec(s), controller_settings=csettings,
+                              app_settings=s)
+    try:
+        pool.ready()
+        out = pool.answer_many([RolloutRequest(q.scope, q.question, q.asked_on)
+                                for q in questions])
+    finally:
+        pool.close()
+    errors = [o for o in out if isinstance(o, BaseException)]
+    assert not errors, errors[:3]
+    assert [_untimed(o.model_dump(mode="json")) for o in out] == expected
+    assert sum(1 for a in expected if a["sources"]) >= 3  # not vacuous
