@@ -1,5 +1,6 @@
 """Rollout actors: answers identical to the in-process controller, through ``eval qa
---workers 2`` and through the pool directly, even when an actor is killed mid-batch."""
+--workers 2`` (its L1/L2 built by materializer actors) and through the pool directly,
+even when an actor is killed mid-batch, and over server stores."""
 
 from __future__ import annotations
 
@@ -53,9 +54,24 @@ def _eval(cli: Any, tmp: Path, *extra: str) -> dict[str, Any]:
     return json.loads(out.read_text())  # type: ignore[no-any-return]
 
 
-def test_eval_qa_with_two_workers_matches_in_process(ray_local, cli, tmp_path: Path):
+def test_eval_qa_with_two_workers_matches_in_process(ray_local, cli, tmp_path: Path,
+                                                     monkeypatch):
+    import workers.eval
+    from workers.materialize import RayLayerExecutor
+
+    built: list[str] = []
+
+    class Recording(RayLayerExecutor):  # the real executor; it notes what it was sent
+        def build_layer(self, request: Any) -> Any:
+            out = super().build_layer(request)
+            built.append(request.layer)
+            return out
+
     local = _eval(cli, tmp_path)
+    monkeypatch.setattr(workers.eval, "RayLayerExecutor", Recording)
+    monkeypatch.setenv("MEMSTRATA_WORKERS_MATERIALIZERS", "1")
     remote = _eval(cli, tmp_path, "--workers", "2")
+    assert {"L1", "L2"} & set(built)  # the run's layer builds went to the materializers
     assert remote["config"]["workers"] == 2
     mine, theirs = local["results"], remote["results"]
     assert len(mine) == len(theirs) == 16
