@@ -12,7 +12,9 @@ only on this machine (the head and the near node listen on the host end of
 the pair), and the host end is taken down mid-batch (a blackhole route keeps
 the /30 off the default route meanwhile). The head's health checks are
 tightened (RAY_health_check_*) so the silent node is declared dead in a few
-seconds. That batch's driver is a process of its own (``partition_driver``).
+seconds. Each batch's driver is a process of its own (``partition_driver``): in
+the test process, after the suite's single-node Ray, a driver on the cluster's
+address lost its actors at creation.
 The partition needs root and ``ip netns``, and skips without them; the
 removal test then runs on loopback.
 
@@ -23,7 +25,6 @@ cut off, so the fault always lands mid-batch however fast the answers come.
 from __future__ import annotations
 
 import json
-from contextlib import ExitStack
 import os
 import queue
 import random
@@ -35,6 +36,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,12 +45,8 @@ import pytest
 
 from memstrata.controller.config import ControllerSettings
 from memstrata.controller.run import Controller
-from memstrata.executor import RolloutRequest
 from tests.workers.conftest import ROOT, ray_env
-from workers.metrics import WorkersMetrics
 from workers.readers import serve_memory
-from workers.rollout import RayRolloutExecutor
-from workers.settings import WorkersSettings
 
 ray = pytest.importorskip("ray", reason="the ray extra is not installed")
 
@@ -254,101 +252,28 @@ def shared() -> Iterator[Shared]:
                     head_node_args={"num_cpus": 0, "include_dashboard": False,
                                     "node_ip_address": ip, "temp_dir": temp_dir})
         stack.callback(c.shutdown)
-        stack.callback(ray.shutdown)
         sh.cluster = c
         sh.near, sh.other = (c.add_node(num_cpus=1, node_ip_address=ip, temp_dir=temp_dir)
                              for _ in range(2))
-        ray.init(address=c.address, _node_ip_address=ip, namespace="memstrata-tests",
-                 log_to_driver=False)
         c.wait_for_nodes()
         yield sh
 
 
-def test_batch_spread_over_two_nodes_completes_when_one_is_removed(shared, memory, dataset):
-    c, victim = shared.cluster, shared.other
-    if victim not in c.worker_nodes:
-        pytest.skip("the second worker node is gone already (the partition test ran first)")
-    csettings = ControllerSettings(policy="rules")
-    questions = dataset.questions * 2
-    local = Controller(memory, csettings)
-    expected = [local.answer(q.scope, q.question, q.asked_on).answer for q in questions]
-    settings = WorkersSettings(backend="ray", rollout_actors=4, rollout_num_cpus=0.25,
-                               max_restarts=3, max_task_retries=3, placement="spread")
-    metrics = WorkersMetrics()
-    with serve_memory(memory, dataset.questions[0].scope.tenant_id) as reader:
-        pool = RayRolloutExecutor(settings, reader, controller_settings=csettings,
-                                  app_settings=memory.settings, metrics=metrics)
-        try:
-            placed = pool.ready()
-            assert set(placed) == {shared.near.node_id, victim.node_id}  # spread over both
-            started, removed = threading.Event(), threading.Event()
-            seen: list[int] = []
-
-            def progress(done: int, total: int) -> None:
-                seen.append(done)
-                if done == 8:  # hold the batch until the node is gone: the loss is mid-batch
-                    started.set()
-                    removed.wait(120)
-
-            out: list[Any] = []
-            runner = threading.Thread(target=lambda: out.extend(pool.answer_many(
-                [RolloutRequest(q.scope, q.question, q.asked_on) for q in questions],
-                progress=progress)), daemon=True)  # a failed test must not hang exit
-            runner.start()
-            assert started.wait(180)
-            try:
-                c.remove_node(victim)  # its actors restart on the other node; tasks retried
-            finally:
-                removed.set()
-            runner.join(300)
-            assert not runner.is_alive()
-        finally:
-            pool.close()
-    errors = [o for o in out if isinstance(o, BaseException)]
-    assert not errors, errors[:3]
-    assert [o.answer for o in out] == expected
-    assert seen == list(range(1, len(questions) + 1))  # every question answered once
-    answered_on = set(pool.last_nodes)
-    assert victim.node_id in answered_on and len(answered_on) == 2
-    assert metrics.actor_restarts.labels(pool="rollout")._value.get() >= 1
-
-
-def test_partitioned_node(shared, memory, dataset):
-    """The far node is cut off mid-batch but keeps running: the head's fast health
-    checks declare it dead, its actors restart on the near node, and the batch ends
-    with every question answered once."""
-    if shared.net is None:
-        pytest.skip(shared.why_no_net)
-    net, c = shared.net, shared.cluster
-    for node in list(c.worker_nodes):  # only the near node stays; the far one joins next
-        if node is not shared.near:
-            c.remove_node(node)
-    env = dict(os.environ)  # FAST_HEALTH included
-    far_proc = shared.start_far(env)
-    try:
-        deadline = time.monotonic() + 60
-        while not any(n["Alive"] and n["NodeManagerAddress"] == net.ns_ip
-                      for n in ray.nodes()):
-            assert far_proc.poll() is None and time.monotonic() < deadline, \
-                f"{ray.nodes()}\n{shared.logs()}"
-            time.sleep(0.2)
-        far = next(n["NodeID"] for n in ray.nodes()
-                   if n["Alive"] and n["NodeManagerAddress"] == net.ns_ip)
-    finally:
-        ray.shutdown()  # the batch runs in a driver process of its own
-    repeat = 2
+def _drive(shared: Shared, memory: Any, dataset: Any, fault: Any, host: str,
+           repeat: int = 2) -> tuple[dict[str, Any], list[str]]:
+    """Run a batch in a driver process of its own (``partition_driver``); ``fault()`` runs
+    while the driver holds the batch after 8 answers. Returns the driver's result and
+    the answers the in-process controller gives."""
     questions = dataset.questions * repeat
     local = Controller(memory, ControllerSettings(policy="rules"))
     expected = [local.answer(q.scope, q.question, q.asked_on).answer for q in questions]
-    # The actors in the namespace reach memory over the veth pair, not loopback.
-    with serve_memory(memory, dataset.questions[0].scope.tenant_id,
-                      host=net.host_ip) as reader:
-        cfg = {"address": c.address, "node_ip": net.host_ip, "reader": reader.address,
-               "keys": reader.tenant_keys, "repeat": repeat,
+    with serve_memory(memory, dataset.questions[0].scope.tenant_id, host=host) as reader:
+        cfg = {"address": shared.cluster.address, "node_ip": shared.ip,
+               "reader": reader.address, "keys": reader.tenant_keys, "repeat": repeat,
                "data_dir": str(memory.settings.data_dir)}
         driver = subprocess.Popen(
             [sys.executable, "-m", "tests.workers.partition_driver", json.dumps(cfg)],
-            env=env, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            env=dict(os.environ), cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, text=True, start_new_session=True)
         shared.procs.append(driver)
         lines: queue.Queue[str] = queue.Queue()
@@ -368,20 +293,61 @@ def test_partitioned_node(shared, memory, dataset):
                 if line.startswith(prefix):
                     return line
 
-        until("started", 90)  # the driver holds the batch until told to go on
-        _ip("link", "set", net.host_if, "down")  # the far node is cut off, alive
-        cut = time.monotonic()
+        until("started", 120)  # the driver holds the batch until told to go on
+        fault()
+        began = time.monotonic()
         assert driver.stdin is not None
         driver.stdin.write("go\n")
         driver.stdin.flush()
-        result = json.loads(until("result ", 60).removeprefix("result "))
-        print(f"the batch finished {time.monotonic() - cut:.1f} s after the partition")
+        result = json.loads(until("result ", 120).removeprefix("result "))
+        print(f"the batch finished {time.monotonic() - began:.1f} s after the fault")
         driver.wait(30)
-    assert far in result["placed"] and len(set(result["placed"])) == 2  # both worker nodes
-    assert not result["errors"], result["errors"]
-    assert result["answers"] == expected
     assert result["seen"] == list(range(1, len(questions) + 1))  # every one answered once
+    assert not result["errors"], result["errors"]
+    assert result["restarts"] >= 1  # the lost node's actors restarted on the other one
+    return result, expected
+
+
+def _alive(shared: Shared) -> list[dict[str, Any]]:
+    return [n for n in shared.cluster.global_state.node_table() if n["Alive"]]
+
+
+def test_batch_spread_over_two_nodes_completes_when_one_is_removed(shared, memory, dataset):
+    c, victim = shared.cluster, shared.other
+    if victim not in c.worker_nodes:
+        pytest.skip("the second worker node is gone already (the partition test ran first)")
+    result, expected = _drive(shared, memory, dataset, lambda: c.remove_node(victim),
+                              host="127.0.0.1")
+    assert set(result["placed"]) == {shared.near.node_id, victim.node_id}  # spread over both
+    assert result["answers"] == expected
+    answered_on = set(result["nodes"])
+    assert victim.node_id in answered_on and len(answered_on) == 2
+    assert result["alive"][victim.node_id] is False
+
+
+def test_partitioned_node(shared, memory, dataset):
+    """The far node is cut off mid-batch but keeps running: the head's fast health
+    checks declare it dead, its actors restart on the near node, and the batch ends
+    with every question answered once."""
+    if shared.net is None:
+        pytest.skip(shared.why_no_net)
+    net, c = shared.net, shared.cluster
+    for node in list(c.worker_nodes):  # only the near node stays; the far one joins next
+        if node is not shared.near:
+            c.remove_node(node)
+    far_proc = shared.start_far(dict(os.environ))  # FAST_HEALTH included
+    deadline = time.monotonic() + 60
+    while not any(n["NodeManagerAddress"] == net.ns_ip for n in _alive(shared)):
+        assert far_proc.poll() is None and time.monotonic() < deadline, \
+            f"{_alive(shared)}\n{shared.logs()}"
+        time.sleep(0.2)
+    far = next(n["NodeID"] for n in _alive(shared) if n["NodeManagerAddress"] == net.ns_ip)
+    # The actors in the namespace reach memory over the veth pair, not loopback; the far
+    # node is cut off, alive.
+    result, expected = _drive(shared, memory, dataset, host=net.host_ip,
+                              fault=lambda: _ip("link", "set", net.host_if, "down"))
+    assert far in result["placed"] and len(set(result["placed"])) == 2  # both worker nodes
+    assert result["answers"] == expected
     answered_on = set(result["nodes"])
     assert far in answered_on and len(answered_on) == 2
     assert result["alive"][far] is False  # declared dead by the head's health checks
-    assert result["restarts"] >= 1
