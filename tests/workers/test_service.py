@@ -97,3 +97,18 @@ def test_busy_workers_are_resource_exhausted_through_the_service():
 
     code, detail = status_for(ExecutorBusy("materializer busy: retry later")) or (None, "")
     assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and "retry later" in detail
+
+
+def test_workers_check_lists_the_nodes_and_leaves_the_connection(ray_local, monkeypatch):
+    """``memstrata workers check`` reaches the cluster as the service would; in a process
+    already connected it reports that cluster and leaves the connection open."""
+    from typer.testing import CliRunner
+
+    from memstrata.cli import _register_subcommands, app
+
+    _register_subcommands()
+    monkeypatch.setenv("MEMSTRATA_WORKERS_BACKEND", "ray")
+    res = CliRunner().invoke(app, ["workers", "check"])
+    assert res.exit_code == 0, res.output
+    assert "backend=ray" in res.output and "1 node(s), 2 CPUs" in res.output
+    assert ray_local.is_initialized()
