@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from memstrata.model import Scope, SessionMeta, Turn
 
 if TYPE_CHECKING:
+    from memstrata.controller.config import ControllerSettings
     from memstrata.controller.result import Answer
     from memstrata.llm.types import Built, LayerBuilder
 
@@ -92,11 +93,28 @@ class LocalLayerExecutor:
 
 @dataclass(frozen=True)
 class RolloutRequest:
-    """One question to answer from one (tenant, user) scope."""
+    """One question to answer from one (tenant, user) scope.
+
+    ``settings``: this request's controller settings when they differ from the
+    executor's (a service call's max_steps, max_depth or ablations); None: the
+    executor's own.
+    """
 
     scope: Scope
     question: str
     asked_on: datetime | None = None
+    settings: "ControllerSettings | None" = None
+
+
+def controller_for(base: Any, settings: "ControllerSettings | None") -> Any:
+    """``base`` itself, or a controller like it (same reader, chat client, prices and
+    query limit) with ``settings``: how every backend honours a request's settings."""
+    if settings is None or settings == base.settings:
+        return base
+    from memstrata.controller.run import Controller
+
+    return Controller(base.memory, settings, base.chat, base.prices,
+                      max_query_chars=base.max_query_chars)
 
 
 #: ``progress(done, total)`` after each finished rollout.
@@ -124,7 +142,8 @@ class LocalRolloutExecutor:
 
     def _one(self, r: RolloutRequest) -> "Answer | BaseException":
         try:
-            return self.controller.answer(r.scope, r.question, r.asked_on)  # type: ignore[no-any-return]
+            return controller_for(self.controller, r.settings).answer(  # type: ignore[no-any-return]
+                r.scope, r.question, r.asked_on)
         except Exception as exc:  # one failed question must not end a batch
             return exc
 

@@ -159,9 +159,9 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
             if on_step is not None:
                 on_step(entry)
 
-        if (self.rollouts is not None and settings == self.controller_settings
-                and chat is self.chat and scope.tenant_id in self.rollout_tenants):
-            remote = self._remote_answer(scope, question, asked_on)
+        if (self.rollouts is not None and chat is self.chat
+                and scope.tenant_id in self.rollout_tenants):
+            remote = self._remote_answer(scope, question, asked_on, settings)
             if remote is not None:
                 for entry in remote.steps:  # AnswerStream replays the actor's trace
                     step(entry)
@@ -171,14 +171,15 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
                                 **self._controller_kwargs)
         return controller.answer(scope, question, asked_on, on_step=step)
 
-    def _remote_answer(self, scope: Scope, question: str,
-                       asked_on: datetime | None) -> Answer | None:
+    def _remote_answer(self, scope: Scope, question: str, asked_on: datetime | None,
+                       settings: ControllerSettings) -> Answer | None:
         """The answer of a Ray rollout actor; None when Ray is lost (answer in-process)."""
         from memstrata.executor import ExecutorBusy, ExecutorUnavailable, RolloutRequest
 
+        own = None if settings == self.controller_settings else settings  # call's options
         try:
             return self.rollouts.answer_one(  # type: ignore[no-any-return]
-                RolloutRequest(scope, question, asked_on))
+                RolloutRequest(scope, question, asked_on, own))
         except ExecutorBusy as exc:
             raise Exhausted(str(exc)) from None
         except ExecutorUnavailable as exc:

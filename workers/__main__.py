@@ -3,17 +3,14 @@
     python -m workers node --address HEAD:6379 [--num-cpus N]   # a worker node (blocks)
     python -m workers check                                     # settings + cluster reachable
 
-``node`` runs ``ray start --address ... --block`` with this environment's Python,
-so the node's workers can import memstrata and workers (install the ``ray``
-extra of the same version on every node). ``check`` reads ``MEMSTRATA_WORKERS_*``,
-connects as the service would, and lists the nodes.
+The same as ``memstrata workers node|check`` (see :mod:`workers.node`), for an
+image whose entry point is this package.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
 
 from memstrata.config import ConfigError
@@ -29,27 +26,13 @@ def main(argv: list[str] | None = None) -> int:
     node.add_argument("--num-cpus", type=int, default=None)
     sub.add_parser("check", help="validate MEMSTRATA_WORKERS_* and reach the cluster")
     args = p.parse_args(argv)
-    from workers.cluster import RayUnreachable, connect
-    from workers.settings import load_workers_settings
+    from workers.cluster import RayUnreachable
+    from workers.node import check, node_command, run
 
     try:
         if args.command == "node":
-            if not args.address or args.address.startswith("ray://") or args.address == "auto":
-                print("--address: give the head's GCS address HOST:PORT (a node joins through "
-                      "the GCS, not the Ray client port)", file=sys.stderr)
-                return 2
-            load_workers_settings(ray_address=args.address)  # refuses a malformed address
-            ray_bin = shutil.which("ray", path=os.path.dirname(sys.executable)) or "ray"
-            cmd = [ray_bin, "start", f"--address={args.address}", "--block"]
-            if args.num_cpus is not None:
-                cmd.append(f"--num-cpus={args.num_cpus}")
-            os.execv(ray_bin, cmd)
-        settings = load_workers_settings()
-        ray = connect(settings)
-        nodes = [n for n in ray.nodes() if n.get("Alive")]
-        print(f"backend={settings.backend} address={settings.ray_address or '(local)'}: "
-              f"{len(nodes)} node(s), {ray.cluster_resources().get('CPU', 0):g} CPUs")
-        ray.shutdown()
+            run(node_command(args.address, num_cpus=args.num_cpus))
+        print(check())
         return 0
     except (ConfigError, RayUnreachable) as exc:
         print(str(exc), file=sys.stderr)

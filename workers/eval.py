@@ -3,17 +3,23 @@
 The CLI finds this through the ``memstrata.executors`` entry point (the core
 never imports :mod:`workers`). With embedded stores the run serves its own
 memory over gRPC on loopback for the actors to read; with server stores each
-actor opens the stores read-only itself.
+actor opens the stores read-only itself. The run's L1/L2 builds go to
+materializer actors of its own (``MEMSTRATA_WORKERS_MATERIALIZERS``) with the
+memory's builder settings; this process writes the cache as ever.
 """
 
 from __future__ import annotations
 
+import functools
+import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any
 
 from memstrata.controller.config import ControllerSettings
-from memstrata.executor import RolloutExecutor
+from memstrata.executor import LocalLayerExecutor, RolloutExecutor
+from memstrata.llm.factory import open_builder
+from workers.materialize import RayLayerExecutor, attach
 from workers.readers import ReaderSpec, StoreReaderSpec, serve_memory
 from workers.rollout import RayRolloutExecutor
 from workers.settings import load_workers_settings
@@ -29,7 +35,19 @@ def open_eval_rollouts(memory: Any, tenant: str, actors: int,
 
     settings = load_workers_settings(backend="ray")
     started = not ray.is_initialized()
+    previous = memory.layers.executor
     with ExitStack() as stack:
+        if started and not settings.ray_address:
+            stack.callback(ray.shutdown)  # last: after the actors are gone
+        # Named for this run only: a shared cluster's materializers may run another builder.
+        layers = RayLayerExecutor(settings, detached=False,
+                                  builder_factory=functools.partial(open_builder,
+                                                                    memory.settings),
+                                  fallback=LocalLayerExecutor(memory.builder),
+                                  name_prefix=f"memstrata-eval-{uuid.uuid4().hex[:10]}")
+        stack.callback(layers.close)
+        attach(memory, layers)
+        stack.callback(setattr, memory.layers, "executor", previous)
         reader: ReaderSpec
         if embedded_backends(memory.settings):
             reader = stack.enter_context(serve_memory(memory, tenant))
@@ -42,5 +60,3 @@ def open_eval_rollouts(memory: Any, tenant: str, actors: int,
             yield pool
         finally:
             pool.close()
-            if started and not settings.ray_address:
-                ray.shutdown()

@@ -56,12 +56,28 @@ class RolloutWorker:
                                               app_settings=app_settings)
         self.incarnation = uuid.uuid4().hex
         self.answered = 0
+        #: Controllers for requests with settings of their own (a service call's options).
+        self.variants: dict[str, Any] = {}
+
+    def _controller(self, request: RolloutRequest) -> Any:
+        from memstrata.executor import controller_for
+
+        if request.settings is None:
+            return self.controller
+        key = request.settings.model_dump_json()
+        found = self.variants.get(key)
+        if found is None:
+            if len(self.variants) >= 32:  # a few option sets recur; keep memory bounded
+                self.variants.clear()
+            found = self.variants[key] = controller_for(self.controller, request.settings)
+        return found
 
     def answer(self, request: RolloutRequest) -> tuple[Answer, str, str]:
         """The answer, this actor's incarnation and the node it ran on."""
         import ray
 
-        a = self.controller.answer(request.scope, request.question, request.asked_on)
+        a = self._controller(request).answer(request.scope, request.question,
+                                             request.asked_on)
         self.answered += 1
         return a, self.incarnation, ray.get_runtime_context().get_node_id()
 

@@ -485,6 +485,7 @@ def _register_subcommands() -> None:
 
     app.add_typer(eval_app, name="eval")
     from memstrata.cli import service_cmd; service_cmd.register()  # serve, keys
+    from memstrata.cli import workers_cmd; workers_cmd.register()  # workers head|node|check
 
 
 def main() -> None:

@@ -1,4 +1,5 @@
-"""One local Ray per test session (2 CPUs, no dashboard), and one ingested memory.
+"""One local Ray per test session (2 CPUs, no dashboard, its own temp dir), and one
+ingested memory.
 
 Ray workers import the test doubles from ``tests.support``, so the repository
 root goes on their PYTHONPATH before Ray starts.
@@ -7,6 +8,8 @@ root goes on their PYTHONPATH before Ray starts.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -33,11 +36,15 @@ def ray_env() -> None:
 def ray_local() -> Iterator[Any]:
     ray = pytest.importorskip("ray", reason="the ray extra is not installed")
     ray_env()
+    temp_dir = tempfile.mkdtemp(prefix="msrayl")  # short: Ray's socket paths live under it
     if not ray.is_initialized():
+        # A temp dir of its own: with none, ray.init joins whatever cluster another process
+        # on this machine recorded in /tmp/ray (ray.cluster_utils.Cluster records one).
         ray.init(num_cpus=2, include_dashboard=False, namespace="memstrata-tests",
-                 log_to_driver=False)
+                 log_to_driver=False, _temp_dir=temp_dir)
     yield ray
     ray.shutdown()
+    shutil.rmtree(temp_dir, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")

@@ -1,10 +1,11 @@
-"""The Ray driver of the partition test in ``test_spread_nodes``, in a process of its own.
+"""The Ray driver of the multi-node tests in ``test_spread_nodes``, in a process of its own.
 
 A fresh process holds no state of the suite's earlier Ray sessions (in the test
 process the GCS of the new cluster destroyed the pool's actors at creation, as
 if their owner had died). It reads one JSON object from argv[1], prints
-``started`` once 8 answers are in (the test then cuts the far node off) and
-``result {...}`` at the end.
+``started`` once 8 answers are in (the test then removes or cuts off a node) and
+``result {...}`` at the end. After ``started`` it holds the batch until a line on
+stdin says the node is gone, so the fault always lands mid-batch.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ def main(cfg: dict[str, Any]) -> None:
         seen.append(done)
         if done == 8:
             print("started", flush=True)
+            sys.stdin.readline()  # the test removes or cuts off a node, then says go
 
     try:
         placed = pool.ready()

@@ -1,5 +1,6 @@
 """Rollout actors: answers identical to the in-process controller, through ``eval qa
---workers 2`` and through the pool directly, even when an actor is killed mid-batch."""
+--workers 2`` (its L1/L2 built by materializer actors) and through the pool directly,
+even when an actor is killed mid-batch, and over server stores."""
 
 from __future__ import annotations
 
@@ -53,9 +54,24 @@ def _eval(cli: Any, tmp: Path, *extra: str) -> dict[str, Any]:
     return json.loads(out.read_text())  # type: ignore[no-any-return]
 
 
-def test_eval_qa_with_two_workers_matches_in_process(ray_local, cli, tmp_path: Path):
+def test_eval_qa_with_two_workers_matches_in_process(ray_local, cli, tmp_path: Path,
+                                                     monkeypatch):
+    import workers.eval
+    from workers.materialize import RayLayerExecutor
+
+    built: list[str] = []
+
+    class Recording(RayLayerExecutor):  # the real executor; it notes what it was sent
+        def build_layer(self, request: Any) -> Any:
+            out = super().build_layer(request)
+            built.append(request.layer)
+            return out
+
     local = _eval(cli, tmp_path)
+    monkeypatch.setattr(workers.eval, "RayLayerExecutor", Recording)
+    monkeypatch.setenv("MEMSTRATA_WORKERS_MATERIALIZERS", "1")
     remote = _eval(cli, tmp_path, "--workers", "2")
+    assert {"L1", "L2"} & set(built)  # the run's layer builds went to the materializers
     assert remote["config"]["workers"] == 2
     mine, theirs = local["results"], remote["results"]
     assert len(mine) == len(theirs) == 16
@@ -71,7 +87,7 @@ def test_eval_qa_with_two_workers_matches_in_process(ray_local, cli, tmp_path: P
 def test_killing_a_rollout_actor_mid_batch_still_completes(ray_local, memory, dataset):
     csettings = ControllerSettings(policy="rules")
     local = Controller(memory, csettings)
-    questions = dataset.questions * 3
+    questions = dataset.questions
     expected = [local.answer(q.scope, q.question, q.asked_on).answer for q in questions]
     metrics = WorkersMetrics()
     settings = WorkersSettings(backend="ray", rollout_actors=2, max_restarts=2,
@@ -82,20 +98,24 @@ def test_killing_a_rollout_actor_mid_batch_still_completes(ray_local, memory, da
         try:
             pool.ready()
             seen: list[int] = []
-            started = threading.Event()
+            started, killed = threading.Event(), threading.Event()
 
             def progress(done: int, total: int) -> None:
                 seen.append(done)
-                if done >= 3:
+                if done == 3:  # hold the batch until the kill: it lands mid-batch
                     started.set()
+                    killed.wait(60)
 
             out: list[Any] = []
             runner = threading.Thread(target=lambda: out.extend(pool.answer_many(
                 [RolloutRequest(q.scope, q.question, q.asked_on) for q in questions],
-                progress=progress)))
+                progress=progress)), daemon=True)  # a failed test must not hang exit
             runner.start()
             assert started.wait(120)
-            ray_local.kill(pool.actors[0], no_restart=False)  # Ray restarts it
+            try:
+                ray_local.kill(pool.actors[0], no_restart=False)  # Ray restarts it
+            finally:
+                killed.set()
             runner.join(240)
             assert not runner.is_alive()
         finally:
@@ -132,3 +152,40 @@ def test_dead_actors_are_skipped_and_all_dead_is_a_clear_error(ray_local, memory
                 pool.answer_one(reqs[0])
         finally:
             pool.close()
+
+
+def test_actors_read_server_stores_through_their_own_read_only_memory(
+        ray_local, dataset, tmp_path: Path, osmem_url: str):
+    """``StoreReaderSpec``: the actor opens ``Memory.open(read_only=True)`` itself; docs
+    and BM25 live in osmem-server (OpenSearch-compatible) and the answers, depth, sources
+    and traces equal the in-process ones. No Qdrant server runs here, so the vectors are
+    Qdrant Edge in a data dir the writer has closed, read by one actor (Qdrant Edge's
+    files admit one process at a time)."""
+    from memstrata.config import Settings
+    from memstrata.memory import Memory
+    from workers.readers import StoreReaderSpec
+
+    s = Settings(data_dir=tmp_path / "data", lexical_backend="opensearch",
+                 doc_backend="opensearch", opensearch_url=osmem_url,
+                 opensearch_index_prefix="rollout")
+    csettings = ControllerSettings(policy="rules")
+    questions = dataset.questions[:6]
+    with Memory.open(s) as m:
+        m.ingest(dataset.parsed.sessions)
+        local = Controller(m, csettings)
+        expected = [_untimed(local.answer(q.scope, q.question, q.asked_on)
+                             .model_dump(mode="json")) for q in questions]
+    pool = RayRolloutExecutor(WorkersSettings(backend="ray", rollout_actors=1,
+                                              rollout_num_cpus=0),
+                              StoreReaderSpec(s), controller_settings=csettings,
+                              app_settings=s)
+    try:
+        pool.ready()
+        out = pool.answer_many([RolloutRequest(q.scope, q.question, q.asked_on)
+                                for q in questions])
+    finally:
+        pool.close()
+    errors = [o for o in out if isinstance(o, BaseException)]
+    assert not errors, errors[:3]
+    assert [_untimed(o.model_dump(mode="json")) for o in out] == expected
+    assert sum(1 for a in expected if a["sources"]) >= 3  # not vacuous

@@ -1,5 +1,6 @@
 """``memstrata serve`` with MEMSTRATA_WORKERS_BACKEND=ray: Answer and AnswerStream run on
-rollout actors and equal the in-process answers; the workers' metrics are on /metrics."""
+rollout actors (with a call's options too) and equal the in-process answers, traces
+included; the workers' metrics are on /metrics."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ import pytest
 
 from memstrata.client.sync import MemoryClient
 from memstrata.controller.config import ControllerSettings
-from memstrata.controller.result import Answer
 from memstrata.limits import TurnLimits
 from query_service.keys import add_key
 from query_service.server import build_server
@@ -29,10 +29,23 @@ def _untimed(value: Any) -> Any:
     return value
 
 
-def _answers(address: str, key: str, questions: list[Any]) -> list[Any]:
+#: A service call's options: the actors answer with the same per-call settings.
+VARIANTS: list[dict[str, Any]] = [{"max_depth": 1}, {"max_steps": 2, "without": ["reflect"]}]
+
+
+def _calls(address: str, key: str, questions: list[Any]) -> dict[str, Any]:
+    """Plain answers, answers with each option set, and two AnswerStreams' events."""
+    out: dict[str, Any] = {}
     with MemoryClient(address, api_key=key) as client:
-        return [_untimed(client.answer(q.scope, q.question, q.asked_on).model_dump(mode="json"))
-                for q in questions]
+        out["plain"] = [_untimed(client.answer(q.scope, q.question, q.asked_on)
+                                 .model_dump(mode="json")) for q in questions]
+        out["options"] = [[_untimed(client.answer(q.scope, q.question, q.asked_on, **opts)
+                                    .model_dump(mode="json")) for q in questions[:3]]
+                          for opts in VARIANTS]
+        out["streams"] = [[_untimed(e.model_dump(mode="json")) for e in
+                           client.answer_stream(q.scope, q.question, q.asked_on, **opts)]
+                          for q, opts in zip(questions[:2], [{}, VARIANTS[0]])]
+    return out
 
 
 def test_answer_through_serve_on_ray_equals_in_process(ray_local, memory, dataset, tmp_path,
@@ -49,9 +62,13 @@ def test_answer_through_serve_on_ray_equals_in_process(ray_local, memory, datase
                                       turn_limits=TurnLimits()))
         try:
             assert plain.workers is None and plain.servicer.rollouts is None
-            expected = _answers(plain.address, key, questions)
+            expected = _calls(plain.address, key, questions)
         finally:
             loop.run(plain.stop(0))
+        # The options change the answers (else the comparison below proves little).
+        assert expected["options"][0] != expected["plain"][:3]
+        assert all((a["summary"]["deepest_layer"] or 0) <= 1
+                   for a in expected["options"][0])
         monkeypatch.setenv("MEMSTRATA_WORKERS_BACKEND", "ray")
         monkeypatch.setenv("MEMSTRATA_WORKERS_ROLLOUT_ACTORS", "2")
         monkeypatch.setenv("MEMSTRATA_WORKERS_ROLLOUT_NUM_CPUS", "0")
@@ -59,17 +76,16 @@ def test_answer_through_serve_on_ray_equals_in_process(ray_local, memory, datase
                                        turn_limits=TurnLimits()))
         try:
             assert handle.workers is not None and handle.servicer.rollouts is not None
-            assert _answers(handle.address, key, questions) == expected
-            with MemoryClient(handle.address, api_key=key) as client:
-                q = questions[0]
-                events = list(client.answer_stream(q.scope, q.question, q.asked_on))
-            final = events[-1]
-            assert isinstance(final, Answer) and _untimed(final.model_dump(mode="json")) == \
-                expected[0]
-            assert len(events) - 1 == len(final.steps)  # the actor's trace, replayed
+            got = _calls(handle.address, key, questions)
+            assert got["plain"] == expected["plain"]
+            assert got["options"] == expected["options"]
+            # AnswerStream: the actor's trace replayed step by step, then the answer.
+            assert got["streams"] == expected["streams"]
+            assert got["streams"][0][-1] == expected["plain"][0]
+            assert len(got["streams"][0]) - 1 == len(expected["plain"][0]["steps"]) > 0
             reg = handle.metrics.registry
             assert reg.get_sample_value("memstrata_workers_rollouts_total",
-                                        {"outcome": "ok"}) == len(questions) + 1
+                                        {"outcome": "ok"}) == len(questions) + 3 * 2 + 2
         finally:
             loop.run(handle.stop(0))
     finally:
@@ -84,3 +100,18 @@ def test_busy_workers_are_resource_exhausted_through_the_service():
 
     code, detail = status_for(ExecutorBusy("materializer busy: retry later")) or (None, "")
     assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and "retry later" in detail
+
+
+def test_workers_check_lists_the_nodes_and_leaves_the_connection(ray_local, monkeypatch):
+    """``memstrata workers check`` reaches the cluster as the service would; in a process
+    already connected it reports that cluster and leaves the connection open."""
+    from typer.testing import CliRunner
+
+    from memstrata.cli import _register_subcommands, app
+
+    _register_subcommands()
+    monkeypatch.setenv("MEMSTRATA_WORKERS_BACKEND", "ray")
+    res = CliRunner().invoke(app, ["workers", "check"])
+    assert res.exit_code == 0, res.output
+    assert "backend=ray" in res.output and "1 node(s), 2 CPUs" in res.output
+    assert ray_local.is_initialized()
