@@ -178,6 +178,8 @@ class FairScheduler:
         self.in_flight = 0
         self.queued = 0
         self._tenants: dict[str, _Tenant] = {}
+        self._backlog: dict[str, _Tenant] = {}  # the tenants with calls waiting
+        self._virtual = 0.0  # virtual time of the last call handed a slot
         self._service: dict[str, _Ewma] = {}  # per method
         self._any = _Ewma(50)                 # all methods: the fallback estimate
         self._seq = itertools.count()
@@ -202,9 +204,7 @@ class FairScheduler:
 
     def _floor(self) -> float:
         """The smallest virtual time of the backlogged tenants (system virtual time)."""
-        waiting = [t.vtime for t in self._tenants.values() if t.queue]
-        return min(waiting) if waiting else max(
-            (t.vtime for t in self._tenants.values()), default=0.0)
+        return min((t.vtime for t in self._backlog.values()), default=self._virtual)
 
     def estimated_wait(self, tenant: str, method: str) -> float:
         """Seconds a call of ``tenant`` queued now would wait before it runs."""
@@ -214,8 +214,8 @@ class FairScheduler:
         me = self._tenant(tenant)
         mine = len(me.queue) + 1  # this call is the last of its tenant's backlog
         ahead = len(me.queue)
-        for name, other in self._tenants.items():
-            if name != tenant and other.queue:
+        for name, other in self._backlog.items():
+            if name != tenant:
                 # In fair order, another tenant gets about weight-proportional turns
                 # for each of this tenant's calls, but never more than it has queued.
                 ahead += min(len(other.queue), math.ceil(mine * other.weight / me.weight))
@@ -260,6 +260,7 @@ class FairScheduler:
             me.vtime = max(me.vtime, self._floor())
         ticket = _Ticket(tenant, method, now, asyncio.get_running_loop().create_future())
         me.queue.append(ticket)
+        self._backlog[tenant] = me
         self.queued += 1
         self.observer.queued(self.queued)
         try:
@@ -276,7 +277,7 @@ class FairScheduler:
     def _make_room(self, tenant: str, method: str) -> None:
         """The queue is full: the newest call of the heaviest backlog goes (maybe this one)."""
         me = self._tenant(tenant)
-        heaviest = max((t for t in self._tenants.values() if t.queue),
+        heaviest = max(self._backlog.values(),
                        key=lambda t: len(t.queue) / t.weight)
         if (len(me.queue) + 1) / me.weight >= len(heaviest.queue) / heaviest.weight:
             self.observer.shed(method, tenant, SHED_QUEUE_FULL)
@@ -284,6 +285,7 @@ class FairScheduler:
                 f"tenant {tenant}: the server's queue is full ({self.queue_max} calls) and "
                 f"this tenant has the most waiting; retry later"))
         victim = heaviest.queue.pop()
+        self._drained(victim.tenant, heaviest)
         self.queued -= 1
         self.observer.shed(victim.method, victim.tenant, SHED_QUEUE_FULL)
         victim.future.set_exception(Shed(
@@ -295,11 +297,17 @@ class FairScheduler:
         t = self._tenants.get(ticket.tenant)
         if t is not None and ticket in t.queue:
             t.queue.remove(ticket)
+            self._drained(ticket.tenant, t)
             self.queued -= 1
             self.observer.queued(self.queued)
 
+    def _drained(self, name: str, t: _Tenant) -> None:
+        if not t.queue:
+            self._backlog.pop(name, None)
+
     def _charge_start(self, t: _Tenant, method: str) -> float:
         """Take a slot for ``t``; charge it the method's estimated cost (returned)."""
+        self._virtual = max(self._virtual, t.vtime)
         estimate = self.service_time(method)
         t.vtime += estimate / t.weight
         t.last_served = next(self._seq)
@@ -309,9 +317,9 @@ class FairScheduler:
     def _pump(self) -> None:
         """Hand free slots to the backlogged tenants with the smallest virtual time."""
         while self.queued and self.in_flight < self.limiter.value:
-            t = min((t for t in self._tenants.values() if t.queue),
-                    key=lambda t: (t.vtime, t.last_served))
+            t = min(self._backlog.values(), key=lambda t: (t.vtime, t.last_served))
             ticket = t.queue.popleft()
+            self._drained(ticket.tenant, t)
             self.queued -= 1
             if ticket.future.done():  # already shed or cancelled
                 continue

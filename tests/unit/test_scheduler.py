@@ -299,3 +299,24 @@ def test_limit_changes_reach_the_observer():
         assert rec.limits[0] == 1 and max(rec.limits) == 3
 
     run(body)
+
+
+def test_idle_time_banks_no_credit():
+    """A tenant back from idle shares with the busy one; it does not get a long turn alone."""
+    async def body() -> None:
+        clock, work = FakeClock(), FakeWork()
+        s = scheduler(clock)
+        await warm(s, work, clock, 0.01, n=20)  # tenant "warm" has had 20 calls' worth
+        hold = spawn(s, work, "x", "hold")
+        await settle()
+        tasks = [spawn(s, work, t, f"{t}{i}") for i in range(5) for t in ("warm", "new")]
+        await settle()
+        while not all(t.done() for t in [*tasks, hold]):
+            clock.now += 0.01
+            work.finish_oldest()
+            await settle()
+        order = [x.rstrip("0123456789") for x in work.started[21:]]
+        assert order[:4] in (["new", "warm", "new", "warm"], ["warm", "new", "warm", "new"]), \
+            order
+
+    run(body)
