@@ -320,3 +320,63 @@ def test_idle_time_banks_no_credit():
             order
 
     run(body)
+
+
+def test_build_pools_fair_by_default_and_fifo_by_setting():
+    from query_service.metrics import ServiceMetrics
+    from query_service.settings import ServiceSettings
+    from query_service.work import build_pools
+
+    fair = build_pools(ServiceSettings(read_threads=3, answer_threads=2), ServiceMetrics(),
+                       weight_of=lambda t: 1.0)
+    fifo = build_pools(ServiceSettings(scheduler="fifo"), ServiceMetrics(),
+                       weight_of=lambda t: 1.0)
+    try:
+        assert fifo.schedulers == {}
+        assert fair.schedulers[fair.read].limiter.value == 3  # ceiling: the pool's threads
+        assert fair.schedulers[fair.answer].limiter.value == 2
+        assert fair.write not in fair.schedulers  # one writer: nothing to share
+    finally:
+        fair.shutdown()
+        fifo.shutdown()
+
+
+def test_a_shed_call_carries_retry_after_ms():
+    """Pools.run puts the scheduler's hint in the call's trailing metadata."""
+    from query_service.metrics import ServiceMetrics
+    from query_service.settings import ServiceSettings
+    from query_service.work import build_pools
+
+    class Context:  # TEST DOUBLE for the two grpc.aio context methods Pools.run uses
+        def __init__(self) -> None:
+            self.trailing: tuple[tuple[str, str], ...] = ()
+
+        def time_remaining(self) -> float | None:
+            return None
+
+        def set_trailing_metadata(self, md: tuple[tuple[str, str], ...]) -> None:
+            self.trailing = md
+
+    async def body() -> None:
+        pools = build_pools(ServiceSettings(read_threads=1, queue_max_wait_s=0.01),
+                            ServiceMetrics(), weight_of=lambda t: 1.0)
+        sched = pools.schedulers[pools.read]
+        sched._any.add(1.0)  # pretend a call takes a second
+        release = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        try:
+            def block(token: Any) -> None:
+                asyncio.run_coroutine_threadsafe(release.wait(), loop).result(10)
+
+            busy = asyncio.ensure_future(pools.run(pools.read, Context(), block, method="X"))
+            await settle()
+            ctx = Context()
+            with pytest.raises(Shed):  # it would wait about 1 s for the busy thread
+                await pools.run(pools.read, ctx, lambda t: None, method="X")
+            assert ctx.trailing[0][0] == "retry-after-ms" and int(ctx.trailing[0][1]) >= 990
+            release.set()
+            await busy
+        finally:
+            pools.shutdown()
+
+    run(body)
