@@ -9,7 +9,7 @@ the scheduler to measure.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import pytest
@@ -93,7 +93,7 @@ def spawn(s: FairScheduler, work: FakeWork, tenant: str, label: str,
     return asyncio.ensure_future(s.run(tenant, "Search", deadline, work.start(label)))
 
 
-def run(coro: Callable[[], Awaitable[None]]) -> None:
+def run(coro: Callable[[], Coroutine[Any, Any, None]]) -> None:
     asyncio.run(coro())
 
 
