@@ -24,6 +24,9 @@ pool size (read and answer pools alike), to see whether more threads help
 (the stores hold the GIL for part of each call only). Targets: no errors at 64 callers; service Search throughput >= 80% of
 the library's at 8 callers; service Search p99 < 50 ms at 8 callers. Results go
 to ``bench/out/service_load.json``.
+
+``--noisy`` runs the noisy-neighbour comparison instead (a quiet tenant beside
+another tenant's flood, FIFO vs fair scheduling; ``bench/noisy_neighbour.py``).
 """
 
 from __future__ import annotations
@@ -255,6 +258,11 @@ class ServicePath:
 
 
 def main() -> None:
+    if "--noisy" in sys.argv[1:]:  # the noisy-neighbour run: bench/noisy_neighbour.py
+        from bench.noisy_neighbour import main as noisy
+
+        noisy([a for a in sys.argv[1:] if a != "--noisy"])
+        return
     if len(sys.argv) == 7 and sys.argv[1] == "--serve":
         a = sys.argv[2:]
         serve_main(a[0], int(a[1]), a[2], int(a[3]), int(a[4]))

@@ -19,6 +19,7 @@ from memstrata.layers.lazy import SessionNotFound
 from memstrata.model import MAX_ID_LEN, is_identifier
 from memstrata.retrieval.hybrid import QueryError
 from memstrata.wire import is_message_id
+from query_service.scheduler import Shed
 from query_service.work import WorkCancelled
 from query_service.writes import DeleteIncomplete
 
@@ -85,7 +86,7 @@ def status_for(exc: BaseException) -> tuple[grpc.StatusCode, str] | None:
         return grpc.StatusCode.NOT_FOUND, str(exc.args[0] if exc.args else exc)
     if isinstance(exc, NotFound):
         return grpc.StatusCode.NOT_FOUND, str(exc)
-    if isinstance(exc, (Exhausted, ExecutorBusy)):  # ExecutorBusy: the workers' queues
+    if isinstance(exc, (Exhausted, ExecutorBusy, Shed)):  # ExecutorBusy: the workers' queues
         return grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc)
     if isinstance(exc, DeleteIncomplete):
         return grpc.StatusCode.UNAVAILABLE, str(exc)

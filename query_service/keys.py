@@ -13,7 +13,13 @@ File layout::
                        "revoked": false}},
      "tenants": {"acme": {"rate_per_s": 50, "burst": 100, "max_concurrent": 8,
                           "daily_tokens": 200000, "daily_usd": 2.5,
-                          "on_budget_exhausted": "offline"}}}
+                          "on_budget_exhausted": "offline", "weight": 2}}}
+
+``weight`` is the tenant's share of the read and answer pools when tenants
+compete (weighted fair queuing, ``query_service.scheduler``; default 1): a
+tenant of weight 2 gets about twice the pool time of a tenant of weight 1
+while both have calls waiting. It belongs to the tenant, not to one of its
+keys, so minting more keys never buys a larger share.
 """
 
 from __future__ import annotations
@@ -56,6 +62,8 @@ class TenantPolicy(BaseModel):
     #: LLM spend in USD per UTC day; None: unlimited.
     daily_usd: float | None = Field(None, ge=0)
     on_budget_exhausted: Literal["offline", "refuse"] | None = None
+    #: Share of the pools under contention (weighted fair queuing); None: 1.
+    weight: float | None = Field(None, gt=0, le=1000)
 
 
 class KeysFile(BaseModel):

@@ -5,6 +5,9 @@ the concurrency limit counts calls in flight. Both answer RESOURCE_EXHAUSTED
 with a ``retry-after-ms`` hint in trailing metadata. Budgets count LLM tokens
 and USD per tenant and UTC day; with a spend file the day's count survives a
 restart (each replica keeps its own file, so N replicas allow up to N budgets).
+
+The gate reads time from an injectable clock (monotonic seconds), so its tests
+step a fake clock instead of sleeping.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -32,6 +36,8 @@ class TenantLimits:
     daily_tokens: int | None
     daily_usd: float | None
     on_budget_exhausted: str
+    #: Share of the read and answer pools under contention (query_service.scheduler).
+    weight: float = 1.0
 
 
 def limits_for(settings: ServiceSettings, policy: TenantPolicy) -> TenantLimits:
@@ -44,7 +50,8 @@ def limits_for(settings: ServiceSettings, policy: TenantPolicy) -> TenantLimits:
         max_concurrent=int(pick(policy.max_concurrent,  # type: ignore[call-overload]
                                 settings.max_concurrent)),
         daily_tokens=policy.daily_tokens, daily_usd=policy.daily_usd,
-        on_budget_exhausted=str(pick(policy.on_budget_exhausted, settings.on_budget_exhausted)))
+        on_budget_exhausted=str(pick(policy.on_budget_exhausted, settings.on_budget_exhausted)),
+        weight=float(pick(policy.weight, 1.0)))  # type: ignore[arg-type]
 
 
 @dataclass
@@ -55,11 +62,16 @@ class _Bucket:
 
 
 class TenantGate:
-    """Admits or refuses calls per tenant; all methods are called on the event loop."""
+    """Admits or refuses calls per tenant; all methods are called on the event loop.
 
-    def __init__(self, settings: ServiceSettings, keys: KeyRing) -> None:
+    ``clock``: monotonic seconds (``time.monotonic``; tests pass a fake one).
+    """
+
+    def __init__(self, settings: ServiceSettings, keys: KeyRing,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.settings = settings
         self.keys = keys
+        self.clock = clock
         self._buckets: dict[str, _Bucket] = {}
 
     def limits(self, tenant: str) -> TenantLimits:
@@ -68,7 +80,7 @@ class TenantGate:
     def admit(self, tenant: str) -> tuple[str, float] | None:
         """None when admitted (the caller must :meth:`release`); else (limit, retry seconds)."""
         lim = self.limits(tenant)
-        now = time.monotonic()
+        now = self.clock()
         b = self._buckets.get(tenant)
         if b is None:
             b = self._buckets[tenant] = _Bucket(tokens=float(lim.burst), stamp=now)
@@ -86,6 +98,10 @@ class TenantGate:
         b = self._buckets.get(tenant)
         if b is not None and b.in_flight > 0:
             b.in_flight -= 1
+
+    def weight(self, tenant: str) -> float:
+        """The tenant's share of the pools (keys file ``weight``, default 1)."""
+        return self.limits(tenant).weight
 
 
 @dataclass

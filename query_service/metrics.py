@@ -76,6 +76,19 @@ class ServiceMetrics:
         self.rate_limited = Counter(f"{NS}_rpc_rate_limited",
                                     "Calls refused by a rate or concurrency limit",
                                     ["method", "limit", *t], registry=r)
+        # Fair scheduling (query_service/scheduler.py): time from a call asking for a pool
+        # thread to its work starting there; calls refused to protect the service, by
+        # reason (deadline, queue_wait, queue_full); each pool's current concurrency limit.
+        self.queue_wait = Histogram(f"{NS}_queue_wait_seconds",
+                                    "Time a call's work waited for a pool thread, by method",
+                                    ["method", *t], buckets=LATENCY_BUCKETS, registry=r)
+        self.shed = Counter(f"{NS}_shed_calls", "Calls refused by load shedding, by reason",
+                            ["method", "reason", *t], registry=r)
+        self.concurrency_limit = Gauge(f"{NS}_concurrency_limit",
+                                       "Calls a pool may work on at once (adaptive)", ["pool"],
+                                       registry=r)
+        self.queued = Gauge(f"{NS}_queued_calls", "Calls waiting for a pool, all tenants",
+                            ["pool"], registry=r)
         self.abandoned = Counter(f"{NS}_work_abandoned",
                                  "Work stopped because its call was cancelled or ran out of time",
                                  ["method", "reason"], registry=r)

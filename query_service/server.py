@@ -46,7 +46,7 @@ from query_service.publish import (
 from query_service.servicer import MemoryServicer
 from query_service.settings import ServiceSettings
 from query_service.transport import SizeInterceptor, channel_options
-from query_service.work import Pools
+from query_service.work import Pools, build_pools
 
 log = logging.getLogger(__name__)
 
@@ -188,9 +188,7 @@ async def build_server(
         metrics.include(registry)
     keys = KeyRing(settings.keys_file)
     gate = TenantGate(settings, keys)
-    pools = Pools(settings.read_threads, settings.answer_threads,
-                  on_abandoned=lambda method, reason: metrics.abandoned.labels(
-                      method=method, reason=reason).inc())
+    pools = build_pools(settings, metrics, weight_of=gate.weight)
     if publisher is None:
         kafka = kafka or KafkaProducerSettings()
         if kafka.brokers and stored is not None and settings.ingest_ack == "stored":

@@ -63,6 +63,25 @@ class ServiceSettings(BaseSettings):
     burst: int = Field(400, ge=1)
     max_concurrent: int = Field(64, ge=1)
 
+    # -- fair shares and self-protection (query_service/scheduler.py) --
+    #: ``fair``: per-tenant queues served by weighted fair queuing in front of the read and
+    #: answer pools, an adaptive concurrency limit and load shedding. ``fifo``: the old
+    #: behaviour (every call straight into the pool's FIFO queue; nothing shed), kept so
+    #: ``bench/service_load.py --noisy`` can compare both in one run.
+    scheduler: Literal["fair", "fifo"] = "fair"
+    #: A call expected to wait longer than this in the queue is refused at once
+    #: (RESOURCE_EXHAUSTED with ``retry-after-ms``), as is one that would wait past its deadline.
+    queue_max_wait_s: float = Field(5.0, gt=0, le=3600)
+    #: Calls waiting per pool; when full, the newest call of the tenant with the largest
+    #: backlog (per unit of weight) is refused.
+    queue_max: int = Field(1000, ge=1, le=1_000_000)
+    #: Floor and ceiling of the adaptive concurrency limit (calls a pool works on at once).
+    #: Ceiling default: the pool's thread count, so no call waits in the pool's FIFO queue.
+    limit_min: int = Field(1, ge=1, le=256)
+    limit_max: int | None = Field(None, ge=1, le=256)
+    #: The limit is cut when recent service times exceed their long-run average this many times.
+    limit_tolerance: float = Field(2.0, gt=1.0, le=100.0)
+
     # -- input limits --
     max_question_chars: int = Field(2000, ge=1, le=100_000)
     max_batch_events: int = Field(500, ge=1, le=100_000)
@@ -92,6 +111,9 @@ class ServiceSettings(BaseSettings):
     def _tls_pair(self) -> "ServiceSettings":
         if (self.tls_cert is None) != (self.tls_key is None):
             raise ValueError("MEMSTRATA_SERVICE_TLS_CERT and MEMSTRATA_SERVICE_TLS_KEY go together")
+        if self.limit_max is not None and self.limit_min > self.limit_max:
+            raise ValueError(f"MEMSTRATA_SERVICE_LIMIT_MIN ({self.limit_min}) must not exceed "
+                             f"MEMSTRATA_SERVICE_LIMIT_MAX ({self.limit_max})")
         return self
 
 

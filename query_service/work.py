@@ -9,6 +9,12 @@ Every piece of work gets a :class:`WorkToken`. The token fires when the gRPC
 call is cancelled or its deadline passes; work that has not started is then
 dropped, and an answer in progress stops at its next memory read or trace
 step (:class:`GuardedReader` and the controller's ``on_step`` check it).
+
+With ``MEMSTRATA_SERVICE_SCHEDULER=fair`` (the default) the read and answer
+pools are fronted by a :class:`~query_service.scheduler.FairScheduler` each:
+per-tenant queues, an adaptive concurrency limit and load shedding, so one
+tenant's flood does not queue ahead of another tenant's calls. ``fifo`` hands
+work to the pools directly, as before.
 """
 
 from __future__ import annotations
@@ -18,9 +24,15 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from memstrata.model import KeyFacts, L0Unit, Scope, SessionHit, SessionMeta, Turn, TurnNotes
+from query_service.calls import CALL
+from query_service.scheduler import AdaptiveLimit, FairScheduler, Shed
+
+if TYPE_CHECKING:
+    from query_service.metrics import ServiceMetrics
+    from query_service.settings import ServiceSettings
 
 T = TypeVar("T")
 
@@ -112,21 +124,36 @@ class Pools:
     """The three thread pools and the bridge from a gRPC call to a thread."""
 
     def __init__(self, read_threads: int, answer_threads: int,
-                 on_abandoned: Callable[[str, str], None] | None = None) -> None:
+                 on_abandoned: Callable[[str, str], None] | None = None, *,
+                 on_queue_wait: Callable[[str, str | None, float], None] | None = None) -> None:
         self.read = ThreadPoolExecutor(read_threads, thread_name_prefix="memstrata-read")
         self.answer = ThreadPoolExecutor(answer_threads, thread_name_prefix="memstrata-answer")
         self.write = ThreadPoolExecutor(1, thread_name_prefix="memstrata-write")
         self.on_abandoned = on_abandoned
+        #: (method, tenant, seconds from the call asking to the work starting in a thread)
+        self.on_queue_wait = on_queue_wait
+        #: The fair scheduler in front of a pool (by pool); a pool without one is FIFO.
+        self.schedulers: dict[ThreadPoolExecutor, FairScheduler] = {}
 
     async def run(self, pool: ThreadPoolExecutor, context: Any,
                   fn: Callable[[WorkToken], T], *, method: str = "",
                   token: WorkToken | None = None) -> T:
-        """Run ``fn(token)`` in ``pool``; cancel the token when the call goes away."""
+        """Run ``fn(token)`` in ``pool``; cancel the token when the call goes away.
+
+        A pool with a fair scheduler may refuse the call with :class:`Shed`; the
+        ``retry-after-ms`` hint is then set in the call's trailing metadata.
+        """
         if token is None:
             token = WorkToken(context.time_remaining() if context is not None else None)
         work_token = token
+        info = CALL.get()
+        tenant = info.tenant if info is not None else None
+        method = method or (info.method if info is not None else "")
+        asked = time.monotonic()
 
         def guarded() -> T:
+            if self.on_queue_wait is not None:
+                self.on_queue_wait(method, tenant, time.monotonic() - asked)
             try:
                 work_token.check()  # queued past the deadline, or cancelled while waiting
                 return fn(work_token)
@@ -135,13 +162,58 @@ class Pools:
                     self.on_abandoned(method, exc.reason)
                 raise
 
-        future = asyncio.get_running_loop().run_in_executor(pool, guarded)
+        scheduler = self.schedulers.get(pool)
         try:
-            return await future
+            if scheduler is None:
+                return await asyncio.get_running_loop().run_in_executor(pool, guarded)
+            return await scheduler.run(tenant or "-", method, work_token.deadline,
+                                       lambda: asyncio.wrap_future(pool.submit(guarded)))
         except asyncio.CancelledError:
             work_token.cancel(call_end_reason(context))
+            raise
+        except Shed as exc:
+            if context is not None:
+                context.set_trailing_metadata(
+                    (("retry-after-ms", str(max(1, round(exc.retry_after_s * 1000)))),))
             raise
 
     def shutdown(self) -> None:
         for pool in (self.read, self.answer, self.write):
             pool.shutdown(wait=False, cancel_futures=True)
+
+
+class _PoolObserver:
+    """A scheduler's reports as the service's metrics (tenant label per the setting)."""
+
+    def __init__(self, metrics: ServiceMetrics, pool: str) -> None:
+        self.metrics, self.pool = metrics, pool
+
+    def shed(self, method: str, tenant: str, reason: str) -> None:
+        m = self.metrics
+        m.shed.labels(method=method, reason=reason, **m._t(tenant)).inc()
+
+    def limit(self, value: int) -> None:
+        self.metrics.concurrency_limit.labels(pool=self.pool).set(value)
+
+    def queued(self, value: int) -> None:
+        self.metrics.queued.labels(pool=self.pool).set(value)
+
+
+def build_pools(settings: ServiceSettings, metrics: ServiceMetrics,
+                weight_of: Callable[[str], float]) -> Pools:
+    """The service's pools, with fair schedulers unless ``scheduler`` is ``fifo``."""
+    pools = Pools(settings.read_threads, settings.answer_threads,
+                  on_abandoned=lambda method, reason: metrics.abandoned.labels(
+                      method=method, reason=reason).inc(),
+                  on_queue_wait=lambda method, tenant, s: metrics.queue_wait.labels(
+                      method=method, **metrics._t(tenant)).observe(s))
+    if settings.scheduler == "fair":
+        for name, pool, threads in (("read", pools.read, settings.read_threads),
+                                    ("answer", pools.answer, settings.answer_threads)):
+            top = settings.limit_max or threads
+            low = min(settings.limit_min, top)
+            pools.schedulers[pool] = FairScheduler(
+                AdaptiveLimit(top, low, top, tolerance=settings.limit_tolerance),
+                weight_of=weight_of, max_wait_s=settings.queue_max_wait_s,
+                queue_max=settings.queue_max, observer=_PoolObserver(metrics, name), name=name)
+    return pools

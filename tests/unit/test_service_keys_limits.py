@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from pathlib import Path
 
 import pytest
@@ -52,21 +51,61 @@ def test_tenant_policy_overrides_defaults(tmp_path: Path):
 
 
 def test_gate_rate_and_concurrency(tmp_path: Path):
+    """A fake clock steps the bucket's refill: no sleeping (issue 17, item 8)."""
     path = tmp_path / "keys.json"
-    set_tenant_policy(path, "t", TenantPolicy(rate_per_s=20, burst=2, max_concurrent=3))
-    gate = TenantGate(ServiceSettings(), KeyRing(path))
+    set_tenant_policy(path, "t", TenantPolicy(rate_per_s=16, burst=2, max_concurrent=3))
+    now = [1000.0]  # steps of 1/32 s are exact in binary
+    gate = TenantGate(ServiceSettings(), KeyRing(path), clock=lambda: now[0])
     assert gate.admit("t") is None and gate.admit("t") is None
-    limit, retry = gate.admit("t")  # type: ignore[misc]
-    assert limit == "rate" and 0 < retry <= 0.05
-    time.sleep(0.06)
+    assert gate.admit("t") == ("rate", 0.0625)  # one token every 62.5 ms at 16/s
+    now[0] += 0.03125
+    assert gate.admit("t") == ("rate", 0.03125)  # half a token so far
+    now[0] += 0.03125
     assert gate.admit("t") is None  # refilled
-    limit, _ = gate.admit("t") or ("", 0)
-    assert limit in ("rate", "concurrency")
-    for _ in range(3):
-        gate.release("t")
-    time.sleep(0.2)
+    now[0] += 10.0  # the bucket is full again, but three calls are in flight
+    assert gate.admit("t") == ("concurrency", 0.05)
+    gate.release("t")
     assert gate.admit("t") is None
     assert gate.admit("other") is None  # tenants do not share buckets
+
+
+def test_weight_is_a_tenant_policy_field(tmp_path: Path):
+    path = tmp_path / "keys.json"
+    set_tenant_policy(path, "big", TenantPolicy(weight=3))
+    gate = TenantGate(ServiceSettings(), KeyRing(path))
+    assert gate.weight("big") == 3.0 and gate.weight("other") == 1.0
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"tenants": {"t": {"weight": 0}}}')
+    with pytest.raises(KeysFileError, match="weight"):
+        KeyRing(bad)
+
+
+@pytest.mark.parametrize("variable,value,field", [
+    ("MEMSTRATA_SERVICE_SCHEDULER", "lifo", "scheduler"),
+    ("MEMSTRATA_SERVICE_QUEUE_MAX_WAIT_S", "0", "queue_max_wait_s"),
+    ("MEMSTRATA_SERVICE_QUEUE_MAX", "-1", "queue_max"),
+    ("MEMSTRATA_SERVICE_LIMIT_MIN", "0", "limit_min"),
+    ("MEMSTRATA_SERVICE_LIMIT_TOLERANCE", "1", "limit_tolerance"),
+])
+def test_bad_scheduler_settings_are_refused_by_field(monkeypatch, variable, value, field):
+    from pydantic import ValidationError
+
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(ValidationError) as info:
+        ServiceSettings()
+    assert info.value.errors()[0]["loc"] == (field,)  # the CLI prints it as the variable
+
+
+def test_limit_floor_above_ceiling_names_both_variables(monkeypatch):
+    from pydantic import ValidationError
+
+    monkeypatch.setenv("MEMSTRATA_SERVICE_LIMIT_MIN", "4")
+    monkeypatch.setenv("MEMSTRATA_SERVICE_LIMIT_MAX", "2")
+    with pytest.raises(ValidationError, match="MEMSTRATA_SERVICE_LIMIT_MIN.*"
+                                              "MEMSTRATA_SERVICE_LIMIT_MAX"):
+        ServiceSettings()
+    monkeypatch.delenv("MEMSTRATA_SERVICE_LIMIT_MIN")
+    assert ServiceSettings(scheduler="fifo").scheduler == "fifo"
 
 
 def test_spend_ledger_budgets():

@@ -1,0 +1,390 @@
+"""Noisy neighbour: a quiet tenant's Search beside another tenant's flood, FIFO vs fair.
+
+```bash
+LOCOMO_PATH=... .venv/bin/python -m bench.service_load --noisy [--seconds 10] \
+    [--callers 64] [--modes fifo,fair] [--rounds 1] [--limit N]
+```
+
+(the same as ``python -m bench.noisy_neighbour ...``). LoCoMo dev is ingested
+for two tenants, ``quiet`` and ``flood``. For each scheduler
+(``MEMSTRATA_SERVICE_SCHEDULER=fifo``, the old path, and ``fair``) the query
+service runs in its own process over a copy of that data (as ``serve
+--no-stream``: no stream worker, offline, float queries unless the
+environment says otherwise) and is measured three ways, each for
+``--seconds``:
+
+1. **A alone**: one closed-loop caller of tenant ``quiet`` (Search);
+2. **B alone**: ``--callers`` closed-loop callers of tenant ``flood``, in a
+   process of their own (so their client work does not share A's
+   interpreter);
+3. **A beside B**: both at once; B's throughput counts the calls it completed
+   while A was measured.
+
+Per-tenant rate and concurrency limits are lifted for both tenants, so what
+is measured is the scheduler, not the token bucket. Printed per scheduler: A's
+p50/p99 alone and beside the flood, B's throughput alone and beside, errors
+(calls shed by the fair scheduler count as errors of their tenant), and the
+load average. Targets (the fair scheduler): A's p99 beside the flood <= 3x
+alone; B's throughput beside >= 90% of B alone. Also shown: A's and B's calls
+together beside the flood against B alone, since A's one caller, once served
+promptly, takes its own share of the machine (at about 6 ms of machine per
+Search, a caller answered within 30 ms asks for 20% of it). Results go to
+``bench/out/noisy_neighbour.json`` and a plot to ``bench/out/noisy_neighbour.png``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from bench._common import OUT_DIR, ROOT, console, load_average, percentiles_ms, print_table
+from bench._common import locomo_default, progress, require_dataset, setup_matplotlib, verdict
+
+QUIET, FLOOD = "quiet", "flood"
+
+
+# -- the flood: its own process -------------------------------------------------------
+
+def flood_main(address: str, key: str, questions_file: str, callers: int,
+               seconds: float, out: str) -> None:
+    """``--flood``: ``callers`` closed-loop Search callers for ``seconds``; completions to JSON.
+
+    Prints ``ready`` once connected; times are ``time.monotonic()`` (one clock for
+    every process on Linux), so the parent can count calls inside its own window.
+    """
+    from memstrata.client import AsyncMemoryClient
+    from memstrata.model import Scope
+
+    asks = json.loads(Path(questions_file).read_text())
+
+    async def go() -> dict[str, Any]:
+        client = AsyncMemoryClient(address, api_key=key, timeout_s=120)
+        done: list[float] = []
+        errors: list[float] = []
+        await client.search(Scope(tenant_id=FLOOD, user_id=asks[0][0]), asks[0][1])
+        print("ready", flush=True)
+        start = time.monotonic()
+        end = start + seconds
+        counter = iter(range(10**9))
+
+        async def caller() -> None:
+            while time.monotonic() < end:
+                user, question = asks[next(counter) % len(asks)]
+                try:
+                    await client.search(Scope(tenant_id=FLOOD, user_id=user), question)
+                    done.append(time.monotonic())
+                except Exception:  # noqa: BLE001 - counted (shed calls among them)
+                    errors.append(time.monotonic())
+                    await asyncio.sleep(0.01)
+
+        await asyncio.gather(*(caller() for _ in range(callers)))
+        await client.close()
+        return {"start": start, "done": done, "errors": errors}
+
+    Path(out).write_text(json.dumps(asyncio.run(go())))
+
+
+class Flood:
+    """The flood process: started, waited for until ready, then read back."""
+
+    def __init__(self, address: str, key: str, questions: Path, callers: int,
+                 seconds: float, out: Path) -> None:
+        self.out = out
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "bench.noisy_neighbour", "--flood", address, key,
+             str(questions), str(callers), str(seconds), str(out)],
+            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
+            text=True)
+
+    def wait_ready(self) -> None:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if line.strip() != "ready":
+            self.proc.kill()
+            raise RuntimeError(f"the flood process did not start ({line!r})")
+
+    def result(self) -> dict[str, Any]:
+        self.proc.wait(600)
+        if self.proc.returncode != 0:
+            raise RuntimeError(f"the flood process exited with {self.proc.returncode}")
+        return json.loads(self.out.read_text())  # type: ignore[no-any-return]
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def count_in(stamps: Sequence[float], t0: float, t1: float) -> int:
+    return sum(1 for t in stamps if t0 <= t < t1)
+
+
+# -- the quiet caller: this process ---------------------------------------------------
+
+class Quiet:
+    def __init__(self, address: str, key: str, asks: Sequence[tuple[str, str]]) -> None:
+        from memstrata.client import AsyncMemoryClient
+
+        self.loop = asyncio.new_event_loop()
+        self.asks = asks
+
+        async def make() -> Any:
+            return AsyncMemoryClient(address, api_key=key, timeout_s=120)
+
+        self.client = self.loop.run_until_complete(make())
+
+    def measure(self, seconds: float) -> dict[str, Any]:
+        from memstrata.model import Scope
+
+        async def go() -> dict[str, Any]:
+            lat: list[float] = []
+            errors = 0
+            t0 = time.monotonic()
+            i = 0
+            while time.monotonic() - t0 < seconds:
+                user, question = self.asks[i % len(self.asks)]
+                i += 1
+                s = time.perf_counter()
+                try:
+                    await self.client.search(Scope(tenant_id=QUIET, user_id=user), question)
+                    lat.append(time.perf_counter() - s)
+                except Exception:  # noqa: BLE001 - counted
+                    errors += 1
+            t1 = time.monotonic()
+            p50, p99 = percentiles_ms(lat) if lat else (float("nan"), float("nan"))
+            return {"calls": len(lat), "errors": errors, "t0": t0, "t1": t1,
+                    "throughput": len(lat) / (t1 - t0), "p50_ms": p50, "p99_ms": p99}
+
+        return self.loop.run_until_complete(go())
+
+    def close(self) -> None:
+        self.loop.run_until_complete(self.client.close())
+        self.loop.close()
+
+
+# -- one scheduler ---------------------------------------------------------------------
+
+def measure_mode(mode: str, data_dir: Path, keys: Path, key_a: str, key_b: str,
+                 asks_a: Sequence[tuple[str, str]], asks_b_file: Path, args: Any,
+                 tmp: Path, bar: Any, task: Any) -> dict[str, Any]:
+    from bench.service_load import ServiceProcess
+    from query_service.settings import ServiceSettings
+
+    default = ServiceSettings()
+    os.environ["MEMSTRATA_SERVICE_SCHEDULER"] = mode  # the service process inherits it
+    try:
+        svc = ServiceProcess(data_dir, keys, default.read_threads, default.answer_threads)
+    finally:
+        os.environ.pop("MEMSTRATA_SERVICE_SCHEDULER", None)
+    quiet: Quiet | None = None
+    floods: list[Flood] = []
+    out: dict[str, Any] = {"load_start": load_average()}
+    try:
+        svc.wait_healthy()
+        quiet = Quiet(svc.address, key_a, asks_a)
+        quiet.measure(min(2.0, args.seconds / 4))  # warm-up
+        bar.update(task, description=f"{mode}: A alone")
+        out["a_alone"] = quiet.measure(args.seconds)
+        bar.advance(task)
+
+        bar.update(task, description=f"{mode}: B alone ({args.callers} callers)")
+        warm = 2.0
+        flood = Flood(svc.address, key_b, asks_b_file, args.callers, args.seconds + warm,
+                      tmp / f"flood-{mode}-alone.json")
+        floods.append(flood)
+        flood.wait_ready()
+        b = flood.result()
+        t0 = b["start"] + warm
+        out["b_alone"] = {"throughput": count_in(b["done"], t0, t0 + args.seconds) / args.seconds,
+                          "errors": count_in(b["errors"], t0, t0 + args.seconds)}
+        bar.advance(task)
+
+        bar.update(task, description=f"{mode}: A beside B")
+        flood = Flood(svc.address, key_b, asks_b_file, args.callers, args.seconds + 2 * warm,
+                      tmp / f"flood-{mode}-beside.json")
+        floods.append(flood)
+        flood.wait_ready()
+        time.sleep(warm)  # the flood's queue builds up first
+        a = quiet.measure(args.seconds)
+        b = flood.result()
+        span = a["t1"] - a["t0"]
+        out["a_beside"] = a
+        out["b_beside"] = {"throughput": count_in(b["done"], a["t0"], a["t1"]) / span,
+                           "errors": count_in(b["errors"], a["t0"], a["t1"])}
+        bar.advance(task)
+    finally:
+        for f in floods:
+            f.kill()
+        if quiet is not None:
+            quiet.close()
+        svc.stop()
+    out["load_end"] = load_average()
+    return out
+
+
+def merge_rounds(rounds: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Several rounds of one scheduler: the worst p99 and the mean throughputs."""
+    if len(rounds) == 1:
+        return dict(rounds[0])
+    out: dict[str, Any] = {"rounds": list(rounds)}
+    for part in ("a_alone", "a_beside"):
+        out[part] = {k: max(r[part][k] for r in rounds) if k.startswith("p") else
+                     sum(r[part][k] for r in rounds) / len(rounds)
+                     for k in ("p50_ms", "p99_ms", "throughput", "calls", "errors")}
+    for part in ("b_alone", "b_beside"):
+        out[part] = {k: sum(r[part][k] for r in rounds) / len(rounds)
+                     for k in ("throughput", "errors")}
+    out["load_start"] = min(r["load_start"] for r in rounds)
+    out["load_end"] = max(r["load_end"] for r in rounds)
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["--flood"]:
+        a = argv[1:]
+        flood_main(a[0], a[1], a[2], int(a[3]), float(a[4]), a[5])
+        return
+    ap = argparse.ArgumentParser(prog="bench.service_load --noisy",
+                                 description=(__doc__ or "").split("\n\n")[0])
+    ap.add_argument("dataset", nargs="?", type=Path, default=locomo_default())
+    ap.add_argument("--limit", type=int, default=None,
+                    help="Ingest only the first N conversations (per tenant).")
+    ap.add_argument("--seconds", type=float, default=10.0, help="Length of each measurement.")
+    ap.add_argument("--callers", type=int, default=64, help="Tenant B's concurrent callers.")
+    ap.add_argument("--modes", default="fifo,fair", help="Schedulers to compare, in order.")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="Repeat, alternating the order of the schedulers.")
+    args = ap.parse_args(argv)
+    args.dataset = require_dataset(args.dataset)
+    modes = [m for m in args.modes.split(",") if m]
+
+    from memstrata.config import load_settings
+    from memstrata.eval.datasets import load_dataset
+    from memstrata.memory import Memory
+    from query_service.keys import TenantPolicy, add_key, set_tenant_policy
+
+    parts = {}
+    for tenant in (QUIET, FLOOD):
+        data = load_dataset(args.dataset, "locomo", tenant_id=tenant)
+        users = data.users[: args.limit] if args.limit else data.users
+        parts[tenant] = (
+            [s for s in data.parsed.sessions if s.scope in set(users)],
+            [(q.scope.user_id, q.question) for q in data.questions if q.scope in set(users)])
+    sessions = parts[QUIET][0] + parts[FLOOD][0]
+    console.print(f"{len(sessions)} sessions over two tenants, "
+                  f"{len(parts[QUIET][1])} questions each; load average {load_average():.2f}")
+    results: dict[str, Any] = {"load_average_start": load_average(), "seconds": args.seconds,
+                               "callers": args.callers, "sessions": len(sessions),
+                               "modes": {}}
+    with tempfile.TemporaryDirectory(prefix="memstrata-bench-noisy-") as tmp_name:
+        tmp = Path(tmp_name)
+        data_dir = tmp / "data"
+        with Memory.open(load_settings(data_dir=data_dir)) as memory, progress() as bar:
+            task = bar.add_task("ingest (turns), both tenants",
+                                total=sum(len(s.turns) for s in sessions))
+            memory.ingest(sessions, progress=lambda n: bar.advance(task, n))
+        keys = tmp / "keys.json"
+        key_a, key_b = add_key(keys, QUIET)[1], add_key(keys, FLOOD)[1]
+        for tenant in (QUIET, FLOOD):
+            set_tenant_policy(keys, tenant, TenantPolicy(rate_per_s=1e9, burst=10**9,
+                                                         max_concurrent=10**6))
+        asks_b = tmp / "asks-flood.json"
+        asks_b.write_text(json.dumps(parts[FLOOD][1]))
+        service_dir = tmp / "data-service"
+        shutil.copytree(data_dir, service_dir)
+        plan = [m for r in range(args.rounds) for m in (modes if r % 2 == 0 else modes[::-1])]
+        rounds: dict[str, list[dict[str, Any]]] = {}
+        with progress() as bar:
+            task = bar.add_task("noisy neighbour", total=3 * len(plan))
+            for mode in plan:
+                rounds.setdefault(mode, []).append(measure_mode(
+                    mode, service_dir, keys, key_a, key_b, parts[QUIET][1], asks_b, args,
+                    tmp, bar, task))
+        results["modes"] = {m: merge_rounds(r) for m, r in rounds.items()}
+    results["load_average_end"] = load_average()
+    report(results)
+
+
+def report(results: dict[str, Any]) -> None:
+    rows = []
+    for mode, r in results["modes"].items():
+        a0, a1, b0, b1 = r["a_alone"], r["a_beside"], r["b_alone"], r["b_beside"]
+        rows.append([mode, a0["p50_ms"], a0["p99_ms"], a1["p50_ms"], a1["p99_ms"],
+                     a1["p99_ms"] / a0["p99_ms"], a0["throughput"], a1["throughput"],
+                     b0["throughput"], b1["throughput"], b1["throughput"] / b0["throughput"],
+                     (a1["throughput"] + b1["throughput"]) / b0["throughput"],
+                     f"{int(a0['errors'] + a1['errors'])}/{int(b0['errors'] + b1['errors'])}",
+                     f"{r['load_start']:.1f}-{r['load_end']:.1f}"])
+    print_table(f"noisy neighbour: tenant A (1 caller) beside tenant B ({results['callers']} "
+                f"callers), Search, {results['seconds']:g} s each; load average "
+                f"{results['load_average_start']:.1f} -> {results['load_average_end']:.1f}",
+                ["scheduler", "A p50 alone", "A p99 alone", "A p50 beside", "A p99 beside",
+                 "A p99 x", "A calls/s alone", "A calls/s beside", "B calls/s alone",
+                 "B calls/s beside", "B beside/alone", "A+B beside/B alone", "errors A/B",
+                 "load"], rows)
+    checks = []
+    fair = results["modes"].get("fair")
+    if fair is not None:
+        ratio = fair["a_beside"]["p99_ms"] / fair["a_alone"]["p99_ms"]
+        checks.append(("fair: A's p99 beside the flood <= 3x alone", ratio <= 3.0,
+                       f"{ratio:.2f}x"))
+        share = fair["b_beside"]["throughput"] / fair["b_alone"]["throughput"]
+        checks.append(("fair: B's throughput beside >= 90% of B alone", share >= 0.9,
+                       f"{share:.0%}"))
+        # A's one caller, served promptly, takes its share of the machine: the calls of
+        # both tenants together say whether fairness wasted any of it.
+        both = (fair["a_beside"]["throughput"] + fair["b_beside"]["throughput"]) / \
+            fair["b_alone"]["throughput"]
+        checks.append(("fair: A+B throughput beside >= 90% of B alone (machine not wasted)",
+                       both >= 0.9, f"{both:.0%}"))
+    for name, ok, value in checks:
+        console.print(f"{verdict(ok)} {name}: {value}")
+    results["checks"] = [{"check": n, "ok": ok, "value": v} for n, ok, v in checks]
+    OUT_DIR.mkdir(parents=True, exist_ok=True)
+    (OUT_DIR / "noisy_neighbour.json").write_text(json.dumps(results, indent=1))
+    plot(results)
+
+
+def plot(results: dict[str, Any]) -> None:
+    try:
+        plt = setup_matplotlib()
+    except ImportError:  # matplotlib is in the eval extra
+        console.print("matplotlib not installed: no plot")
+        return
+    modes = list(results["modes"])
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+    x = range(len(modes))
+    w = 0.38
+    for off, part, label in ((-w / 2, "a_alone", "A alone"), (w / 2, "a_beside", "A beside B")):
+        left.bar([i + off for i in x], [results["modes"][m][part]["p99_ms"] for m in modes],
+                 w, label=label)
+    left.set_xticks(list(x), modes)
+    left.set_ylabel("tenant A Search p99 (ms)")
+    left.set_yscale("log")
+    left.legend()
+    for off, part, label in ((-w / 2, "b_alone", "B alone"), (w / 2, "b_beside", "B beside A")):
+        right.bar([i + off for i in x], [results["modes"][m][part]["throughput"] for m in modes],
+                  w, label=label)
+    right.set_xticks(list(x), modes)
+    right.set_ylabel(f"tenant B Search calls/s ({results['callers']} callers)")
+    right.legend()
+    fig.suptitle(f"noisy neighbour (load average {results['load_average_start']:.1f})")
+    fig.tight_layout()
+    fig.savefig(OUT_DIR / "noisy_neighbour.png", dpi=100)
+    plt.close(fig)
+    console.print(f"plot: {OUT_DIR / 'noisy_neighbour.png'}")
+
+
+if __name__ == "__main__":
+    main()

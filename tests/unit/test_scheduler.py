@@ -1,0 +1,382 @@
+"""Fair scheduler, adaptive limit and load shedding (query_service/scheduler.py).
+
+No threads, no sleeps: the clock is a :class:`FakeClock` the test steps, and
+the "work" is a TEST DOUBLE (:class:`FakeWork`): an asyncio future per call that
+the test completes by hand, after moving the clock by the service time it wants
+the scheduler to measure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+import pytest
+
+from query_service.scheduler import (
+    SHED_DEADLINE,
+    SHED_QUEUE_FULL,
+    SHED_QUEUE_WAIT,
+    AdaptiveLimit,
+    FairScheduler,
+    Shed,
+)
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class FakeWork:
+    """TEST DOUBLE for a pool: records what started, in order; the test finishes each."""
+
+    def __init__(self) -> None:
+        self.started: list[str] = []
+        self.futures: list[asyncio.Future[str]] = []
+
+    def start(self, label: str) -> Callable[[], asyncio.Future[str]]:
+        def go() -> asyncio.Future[str]:
+            fut: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+            self.started.append(label)
+            self.futures.append(fut)
+            return fut
+        return go
+
+    def finish_oldest(self) -> None:
+        fut = next(f for f in self.futures if not f.done())
+        fut.set_result("ok")
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.sheds: list[tuple[str, str, str]] = []
+        self.limits: list[int] = []
+
+    def shed(self, method: str, tenant: str, reason: str) -> None:
+        self.sheds.append((method, tenant, reason))
+
+    def limit(self, value: int) -> None:
+        self.limits.append(value)
+
+    def queued(self, value: int) -> None:
+        pass
+
+
+async def settle() -> None:
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+def scheduler(clock: FakeClock, limit: int = 1, **kwargs: Any) -> FairScheduler:
+    return FairScheduler(AdaptiveLimit(limit, limit, limit, clock=clock), clock=clock,
+                         observer=kwargs.pop("observer", None) or Recorder(), **kwargs)
+
+
+async def warm(s: FairScheduler, work: FakeWork, clock: FakeClock, service_s: float,
+               n: int = 5) -> None:
+    """Teach the scheduler a service time of ``service_s`` with ``n`` finished calls."""
+    for _ in range(n):
+        task = asyncio.ensure_future(s.run("warm", "Search", None, work.start("warm")))
+        await settle()
+        clock.now += service_s
+        work.finish_oldest()
+        await task
+
+
+def spawn(s: FairScheduler, work: FakeWork, tenant: str, label: str,
+          deadline: float | None = None) -> asyncio.Task[Any]:
+    return asyncio.ensure_future(s.run(tenant, "Search", deadline, work.start(label)))
+
+
+def run(coro: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    asyncio.run(coro())
+
+
+def test_a_quiet_tenant_goes_ahead_of_a_flooding_tenants_backlog():
+    async def body() -> None:
+        clock, work = FakeClock(), FakeWork()
+        s = scheduler(clock)
+        flood = [spawn(s, work, "b", f"b{i}") for i in range(10)]
+        await settle()
+        assert work.started == ["b0"] and s.queued == 9
+        quiet = spawn(s, work, "a", "a0")
+        await settle()
+        clock.now += 0.01
+        work.finish_oldest()  # b0 done: the next slot goes to a, not to b1
+        await settle()
+        assert work.started == ["b0", "a0"]
+        while not all(t.done() for t in [*flood, quiet]):
+            clock.now += 0.01
+            work.finish_oldest()
+            await settle()
+        assert work.started == ["b0", "a0", *[f"b{i}" for i in range(1, 10)]]
+
+    run(body)
+
+
+def test_fifo_order_within_a_tenant_and_round_robin_between_equals():
+    async def body() -> None:
+        clock, work = FakeClock(), FakeWork()
+        s = scheduler(clock)
+        tasks = [spawn(s, work, "x", "x-hold")]
+        await settle()
+        tasks += [spawn(s, work, t, f"{t}{i}") for t in ("p", "q") for i in range(3)]
+        await settle()
+        while not all(t.done() for t in tasks):
+            clock.now += 0.01
+            work.finish_oldest()
+            await settle()
+        rest = work.started[1:]
+        assert [x for x in rest if x[0] == "p"] == ["p0", "p1", "p2"]
+        assert [x for x in rest if x[0] == "q"] == ["q0", "q1", "q2"]
+        # Neither tenant runs twice while the other waits.
+        assert all(rest[i][0] != rest[i + 1][0] for i in range(len(rest) - 1)), rest
+
+    run(body)
+
+
+def test_weights_share_the_pool_in_proportion():
+    async def body() -> None:
+        clock, work = FakeClock(), FakeWork()
+        weights = {"heavy": 2.0, "light": 1.0}
+        s = scheduler(clock, weight_of=lambda t: weights.get(t, 1.0))
+        await warm(s, work, clock, 0.01)
+        hold = spawn(s, work, "x", "hold")
+        await settle()
+        tasks = [spawn(s, work, t, t) for t in ("heavy", "light") for _ in range(30)]
+        await settle()
+        first: list[str] = []
+        while len(first) < 30:
+            clock.now += 0.01
+            work.finish_oldest()
+            await settle()
+            first = [x for x in work.started if x in weights][:30]
+        assert abs(first.count("heavy") - 20) <= 1, first
+        while not all(t.done() for t in [*tasks, hold]):
+            clock.now += 0.01
+            work.finish_oldest()
+            await settle()
+
+    run(body)
+
+
+def test_the_flooding_tenant_is_shed_by_deadline_and_the_quiet_one_is_not():
+    async def body() -> None:
+        clock, work, rec = FakeClock(), FakeWork(), Recorder()
+        s = scheduler(clock, observer=rec)
+        await warm(s, work, clock, 0.1)  # 100 ms per call, one at a time
+        flood = [spawn(s, work, "b", f"b{i}", deadline=clock.now + 1.0) for i in range(20)]
+        await settle()
+        shed = [t for t in flood if t.done() and isinstance(t.exception(), Shed)]
+        # About ten fit in one second; the rest would wait past their deadline.
+        assert 5 <= len(shed) <= 15, len(shed)
+        exc = shed[0].exception()
+        assert isinstance(exc, Shed) and exc.reason == SHED_DEADLINE
+        assert exc.retry_after_s >= 0.099 and "deadline" in str(exc) and "tenant b" in str(exc)
+        quiet = spawn(s, work, "a", "a0", deadline=clock.now + 1.0)
+        await settle()
+        assert not quiet.done()  # queued, not shed
+        assert all(t == "b" for _, t, _r in rec.sheds)
+        while not quiet.done():
+            clock.now += 0.1
+            work.finish_oldest()
+            await settle()
+        assert quiet.result() == "ok"
+        assert work.started.index("a0") <= 7  # ahead of b's backlog
+        while not all(t.done() for t in flood):
+            clock.now += 0.1
+            work.finish_oldest()
+            await settle()
+
+    run(body)
+
+
+def test_no_deadline_still_sheds_past_the_max_wait():
+    async def body() -> None:
+        clock, work = FakeClock(), FakeWork()
+        s = scheduler(clock, max_wait_s=0.5)
+        await warm(s, work, clock, 0.1)
+        flood = [spawn(s, work, "b", f"b{i}") for i in range(12)]
+        await settle()
+        reasons = {t.exception().reason for t in flood  # type: ignore[union-attr]
+                   if t.done() and t.exception() is not None}
+        assert reasons == {SHED_QUEUE_WAIT}
+        while not all(t.done() for t in flood):
+            clock.now += 0.1
+            work.finish_oldest()
+            await settle()
+
+    run(body)
+
+
+def test_a_full_queue_evicts_the_heaviest_backlog_not_the_newcomer():
+    async def body() -> None:
+        clock, work = FakeClock(), FakeWork()
+        s = scheduler(clock, queue_max=4)
+        flood = [spawn(s, work, "b", f"b{i}") for i in range(5)]  # 1 runs, 4 wait
+        await settle()
+        quiet = spawn(s, work, "a", "a0")
+        await settle()
+        evicted = flood[-1]
+        assert evicted.done() and isinstance(evicted.exception(), Shed)
+        assert evicted.exception().reason == SHED_QUEUE_FULL  # type: ignore[union-attr]
+        assert not quiet.done() and s.queued == 4
+        more = spawn(s, work, "b", "b5")  # b is still the heaviest: the newcomer goes
+        await settle()
+        assert more.done() and isinstance(more.exception(), Shed)
+        while not all(t.done() for t in [*flood[:-1], quiet]):
+            clock.now += 0.01
+            work.finish_oldest()
+            await settle()
+        assert work.started[1] == "a0"
+
+    run(body)
+
+
+def test_cancel_while_queued_leaves_the_queue_and_a_running_call_keeps_its_slot():
+    async def body() -> None:
+        clock, work = FakeClock(), FakeWork()
+        s = scheduler(clock)
+        running = spawn(s, work, "b", "b0")
+        waiting = spawn(s, work, "b", "b1")
+        await settle()
+        waiting.cancel()
+        await settle()
+        assert s.queued == 0
+        running.cancel()  # the caller goes; its work (in a thread) has not ended
+        await settle()
+        assert s.in_flight == 1
+        nxt = spawn(s, work, "a", "a0")
+        await settle()
+        assert work.started == ["b0"]  # the slot is still taken
+        work.finish_oldest()
+        await settle()
+        assert work.started == ["b0", "a0"] and s.in_flight == 1
+        work.finish_oldest()
+        assert await nxt == "ok"
+
+    run(body)
+
+
+def test_adaptive_limit_cuts_on_a_latency_rise_and_grows_back():
+    clock = FakeClock()
+    lim = AdaptiveLimit(4, 1, 8, tolerance=2.0, clock=clock)
+    for _ in range(200):  # steady 10 ms with every slot busy: grows to the ceiling
+        clock.now += 0.01
+        lim.sample(0.01, in_flight=lim.value)
+    assert lim.value == 8
+    for _ in range(30):  # suddenly 10x slower: cut, at most once per recent service time
+        clock.now += 0.01
+        lim.sample(0.1, in_flight=lim.value)
+    cut = lim.value
+    assert 1 <= cut < 8
+    for _ in range(3000):  # back to normal: the limit climbs again
+        clock.now += 0.01
+        lim.sample(0.01, in_flight=lim.value)
+    assert lim.value > cut
+    for _ in range(100):  # nobody waits for a slot (1 in flight): no growth past need
+        lim.sample(0.01, in_flight=0)
+    assert 1 <= lim.value <= 8
+    with pytest.raises(ValueError, match="min_limit"):
+        AdaptiveLimit(1, 3, 2)
+
+
+def test_limit_changes_reach_the_observer():
+    async def body() -> None:
+        clock, work, rec = FakeClock(), FakeWork(), Recorder()
+        s = FairScheduler(AdaptiveLimit(1, 1, 3, clock=clock), clock=clock, observer=rec)
+        tasks = [spawn(s, work, "b", f"b{i}") for i in range(40)]
+        await settle()
+        while not all(t.done() for t in tasks):
+            clock.now += 0.01
+            work.finish_oldest()
+            await settle()
+        assert rec.limits[0] == 1 and max(rec.limits) == 3
+
+    run(body)
+
+
+def test_idle_time_banks_no_credit():
+    """A tenant back from idle shares with the busy one; it does not get a long turn alone."""
+    async def body() -> None:
+        clock, work = FakeClock(), FakeWork()
+        s = scheduler(clock)
+        await warm(s, work, clock, 0.01, n=20)  # tenant "warm" has had 20 calls' worth
+        hold = spawn(s, work, "x", "hold")
+        await settle()
+        tasks = [spawn(s, work, t, f"{t}{i}") for i in range(5) for t in ("warm", "new")]
+        await settle()
+        while not all(t.done() for t in [*tasks, hold]):
+            clock.now += 0.01
+            work.finish_oldest()
+            await settle()
+        order = [x.rstrip("0123456789") for x in work.started[21:]]
+        assert order[:4] in (["new", "warm", "new", "warm"], ["warm", "new", "warm", "new"]), \
+            order
+
+    run(body)
+
+
+def test_build_pools_fair_by_default_and_fifo_by_setting():
+    from query_service.metrics import ServiceMetrics
+    from query_service.settings import ServiceSettings
+    from query_service.work import build_pools
+
+    fair = build_pools(ServiceSettings(read_threads=3, answer_threads=2), ServiceMetrics(),
+                       weight_of=lambda t: 1.0)
+    fifo = build_pools(ServiceSettings(scheduler="fifo"), ServiceMetrics(),
+                       weight_of=lambda t: 1.0)
+    try:
+        assert fifo.schedulers == {}
+        assert fair.schedulers[fair.read].limiter.value == 3  # ceiling: the pool's threads
+        assert fair.schedulers[fair.answer].limiter.value == 2
+        assert fair.write not in fair.schedulers  # one writer: nothing to share
+    finally:
+        fair.shutdown()
+        fifo.shutdown()
+
+
+def test_a_shed_call_carries_retry_after_ms():
+    """Pools.run puts the scheduler's hint in the call's trailing metadata."""
+    from query_service.metrics import ServiceMetrics
+    from query_service.settings import ServiceSettings
+    from query_service.work import build_pools
+
+    class Context:  # TEST DOUBLE for the two grpc.aio context methods Pools.run uses
+        def __init__(self) -> None:
+            self.trailing: tuple[tuple[str, str], ...] = ()
+
+        def time_remaining(self) -> float | None:
+            return None
+
+        def set_trailing_metadata(self, md: tuple[tuple[str, str], ...]) -> None:
+            self.trailing = md
+
+    async def body() -> None:
+        pools = build_pools(ServiceSettings(read_threads=1, queue_max_wait_s=0.01),
+                            ServiceMetrics(), weight_of=lambda t: 1.0)
+        sched = pools.schedulers[pools.read]
+        sched._any.add(1.0)  # pretend a call takes a second
+        release = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        try:
+            def block(token: Any) -> None:
+                asyncio.run_coroutine_threadsafe(release.wait(), loop).result(10)
+
+            busy = asyncio.ensure_future(pools.run(pools.read, Context(), block, method="X"))
+            await settle()
+            ctx = Context()
+            with pytest.raises(Shed):  # it would wait about 1 s for the busy thread
+                await pools.run(pools.read, ctx, lambda t: None, method="X")
+            assert ctx.trailing[0][0] == "retry-after-ms" and int(ctx.trailing[0][1]) >= 990
+            release.set()
+            await busy
+        finally:
+            pools.shutdown()
+
+    run(body)
