@@ -20,6 +20,7 @@ from prometheus_client import generate_latest
 from memstrata.client._proto import memory_pb2 as pb
 from memstrata.client._proto import memory_pb2_grpc as pb_grpc
 from memstrata.controller.config import ControllerSettings
+from memstrata.limits import TurnLimits
 from query_service.server import ServiceHandle, build_server
 from query_service.settings import ServiceSettings
 from tests.integration.query_service.conftest import Service
@@ -36,7 +37,7 @@ def fair_server(service: Service) -> Iterator[ServiceHandle]:
                                scheduler="fair")
     handle = service.loop.run(build_server(
         reader, settings, controller_settings=ControllerSettings(policy="rules"),
-        start_workers=False))
+        start_workers=False, turn_limits=TurnLimits()))
     try:
         yield handle
     finally:

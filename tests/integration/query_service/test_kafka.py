@@ -247,7 +247,7 @@ def test_kafka_mode_delete_is_a_control_event_and_waits_for_a_worker(service: Se
                 await admin.create_topics([NewTopic(CONTROL_TOPIC, 1, 1)])
         finally:
             await admin.close()
-        handle = await build_server(service.memory, settings,
+        handle = await build_server(service.memory, settings, turn_limits=TurnLimits(),
                                     kafka=KafkaProducerSettings(brokers=broker,
                                                                 stream_group="no-such-worker"))
         try:
