@@ -1,8 +1,9 @@
 """``python -m streams worker``: the stream worker without the memstrata CLI.
 
-Settings come from the environment (``MEMSTRATA_*``, ``MEMSTRATA_STREAM_*``,
-``MEMSTRATA_KAFKA_*``); the broker is ``MEMSTRATA_KAFKA_BROKERS`` or the one a
-running ``memstrata up`` recorded. Benchmarks and tests start workers this way.
+Settings are loaded once here (:func:`memstrata.config.load_config`: the
+environment and ``MEMSTRATA_CONFIG_FILE``) and handed down; the broker is
+``MEMSTRATA_KAFKA_BROKERS`` or the one a running ``memstrata up`` recorded.
+Benchmarks and tests start workers this way.
 """
 
 from __future__ import annotations
@@ -10,9 +11,10 @@ from __future__ import annotations
 import logging
 import sys
 
-from memstrata.config import ConfigError, load_settings, register_namespace
+from memstrata.config import ConfigError, load_config
+from memstrata.kafka import KafkaSettings
 from streams.runtime import StreamRuntime
-from streams.settings import KafkaSettings, StreamSettings
+from streams.settings import StreamSettings
 
 
 def main(argv: list[str]) -> int:
@@ -20,15 +22,13 @@ def main(argv: list[str]) -> int:
         print("usage: python -m streams worker", file=sys.stderr)
         return 2
     logging.basicConfig(level=logging.WARNING)
-    register_namespace(StreamSettings)
-    register_namespace(KafkaSettings)
     try:
-        settings = load_settings()
+        config = load_config()
     except ConfigError as exc:
         print(exc, file=sys.stderr)
         return 2
-    StreamRuntime(settings, stream=StreamSettings(), kafka=KafkaSettings()).run(
-        embedded_broker=False)
+    StreamRuntime(config.settings, stream=config.get(StreamSettings),
+                  kafka=config.get(KafkaSettings)).run(embedded_broker=False)
     return 0
 
 

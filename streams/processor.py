@@ -46,6 +46,7 @@ from streams.events import (
     utcnow,
 )
 from streams.metrics import StreamMetrics
+from memstrata.config import defaults
 from streams.settings import KafkaSettings, StreamSettings
 
 __all__ = ["Outbox", "Processor", "Record", "Replay", "StoreUnavailable", "TurnProgress"]
@@ -244,7 +245,7 @@ class Processor:
         self.owned = owned or (lambda p: True)
         self.replay = replay
         #: DLQ records are cut to this size (the producer refuses larger requests).
-        self.dead_letter_max_bytes = (KafkaSettings().dead_letter_max_bytes()
+        self.dead_letter_max_bytes = (defaults(KafkaSettings).dead_letter_max_bytes()
                                       if dead_letter_max_bytes is None else dead_letter_max_bytes)
         #: Held while a batch is stored and its offsets noted, and while a delete
         #: and its replay run: a delete sees exactly which turns are stored.

@@ -16,35 +16,38 @@ import os
 import shutil
 import sys
 
-from memstrata.config import ConfigError
+from memstrata.config import ConfigError, load_config
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m workers", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
     node = sub.add_parser("node", help="run a Ray worker node that joins HEAD (blocks)")
-    node.add_argument("--address", default=os.environ.get("MEMSTRATA_WORKERS_RAY_ADDRESS"),
+    node.add_argument("--address", default=None,
                       help="the head's GCS address HOST:PORT (default: "
                            "MEMSTRATA_WORKERS_RAY_ADDRESS)")
     node.add_argument("--num-cpus", type=int, default=None)
     sub.add_parser("check", help="validate MEMSTRATA_WORKERS_* and reach the cluster")
     args = p.parse_args(argv)
     from workers.cluster import RayUnreachable, connect
-    from workers.settings import load_workers_settings
+    from workers.settings import WorkersSettings
 
     try:
+        given = getattr(args, "address", None)
+        # Loaded once; a malformed --address is refused like a malformed variable.
+        config = load_config(namespaces={"workers": {"ray_address": given}})
+        settings = config.get(WorkersSettings)
         if args.command == "node":
-            if not args.address or args.address.startswith("ray://") or args.address == "auto":
+            address = settings.ray_address
+            if not address or address.startswith("ray://") or address == "auto":
                 print("--address: give the head's GCS address HOST:PORT (a node joins through "
                       "the GCS, not the Ray client port)", file=sys.stderr)
                 return 2
-            load_workers_settings(ray_address=args.address)  # refuses a malformed address
             ray_bin = shutil.which("ray", path=os.path.dirname(sys.executable)) or "ray"
-            cmd = [ray_bin, "start", f"--address={args.address}", "--block"]
+            cmd = [ray_bin, "start", f"--address={address}", "--block"]
             if args.num_cpus is not None:
                 cmd.append(f"--num-cpus={args.num_cpus}")
             os.execv(ray_bin, cmd)
-        settings = load_workers_settings()
         ray = connect(settings)
         nodes = [n for n in ray.nodes() if n.get("Alive")]
         print(f"backend={settings.backend} address={settings.ray_address or '(local)'}: "

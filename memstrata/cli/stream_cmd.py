@@ -21,30 +21,21 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from memstrata.cli import DataDir, _settings, app, console, err
+from memstrata.cli import DataDir, _config, _settings, app, console, err
 from memstrata.cli.exits import Exit
 
 
-def _stream_settings() -> tuple[Any, Any]:
+def _stream_settings(data_dir: Path | None = None) -> tuple[Any, Any]:
+    """The stream worker's and Kafka's settings, from this command's loaded configuration."""
     try:
-        from pydantic import ValidationError
-
-        from memstrata.config import register_namespace
-        from streams.settings import KafkaSettings, StreamSettings
+        from memstrata.kafka import KafkaSettings
+        from streams.settings import StreamSettings
     except ImportError:
         err.print("[red]the streaming commands need the kafka extra: "
                   "pip install 'memstrata[kafka]'[/red]")
         raise typer.Exit(2) from None
-    # Also declared as entry points; registering here covers a source checkout too.
-    register_namespace(StreamSettings)
-    register_namespace(KafkaSettings)
-    try:
-        return StreamSettings(), KafkaSettings()
-    except ValidationError as exc:
-        for e in exc.errors():
-            loc = [str(p) for p in e.get("loc", ())]
-            err.print(f"[red]{escape(', '.join(loc) or 'settings')}: {escape(e['msg'])}[/red]")
-        raise typer.Exit(2) from None
+    config = _config(data_dir)
+    return config.get(StreamSettings), config.get(KafkaSettings)
 
 
 def _brokers(kafka: Any, data_dir: Path, given: str | None) -> str:
@@ -86,7 +77,7 @@ def produce(
     from memstrata.cli.ingest_input import undecodable, unusable_path
     from memstrata.ingest.formats import FormatError
 
-    _, kafka = _stream_settings()
+    _, kafka = _stream_settings(data_dir)
     from streams.produce import ProduceReport, produce_file
 
     if rate is not None and rate <= 0:
@@ -109,7 +100,8 @@ def produce(
             asyncio.run(produce_file(
                 file, address, fmt=fmt, tenant_id=tenant, rate=rate, close=not no_close,
                 progress=lambda n: bar.advance(task, n),
-                on_total=lambda total: bar.update(task, total=total), report=report))
+                on_total=lambda total: bar.update(task, total=total), report=report,
+                kafka=kafka))
         except FormatError as exc:
             err.print(f"[red]{escape(str(exc))}[/red]")
             raise typer.Exit(Exit.USAGE) from None
@@ -162,7 +154,7 @@ def _run(data_dir: Path | None, embedded_broker: bool) -> None:
     from memstrata.cli.locked import exit_locked
     from memstrata.roles import DataDirLocked
 
-    stream, kafka = _stream_settings()
+    stream, kafka = _stream_settings(data_dir)
     from streams.broker import BrokerError
     from streams.runtime import StreamRuntime
 
