@@ -15,7 +15,8 @@ import pytest
 
 from memstrata.client import AsyncMemoryClient, Durability, RemoteError, event
 from query_service.keys import add_key
-from query_service.publish import TURNS_TOPIC, KafkaProducerSettings
+from memstrata.kafka import KafkaSettings
+from query_service.publish import TURNS_TOPIC
 from query_service.server import build_server
 from query_service.settings import ServiceSettings
 from tests.integration.query_service.conftest import Service
@@ -96,7 +97,7 @@ def test_ingest_publishes_turn_events(service: Service, broker: str, tmp_path):
     async def scenario():
         await _create_topic(broker)
         handle = await build_server(service.memory, settings,
-                                    kafka=KafkaProducerSettings(brokers=broker))
+                                    kafka=KafkaSettings(brokers=broker))
         try:
             async with AsyncMemoryClient(handle.address, api_key=key) as c:
                 reply = await c.ingest([
@@ -143,7 +144,7 @@ def test_ingest_refuses_a_year_one_date_and_counts_repeated_ids_once(service: Se
     async def scenario():
         await _create_topic(broker)
         handle = await build_server(service.memory, settings,
-                                    kafka=KafkaProducerSettings(brokers=broker))
+                                    kafka=KafkaSettings(brokers=broker))
         try:
             async with grpc.aio.insecure_channel(handle.address) as channel:
                 stub = pb_grpc.MemoryServiceStub(channel)
@@ -198,7 +199,7 @@ def test_embedded_ingest_acknowledges_only_what_the_worker_stored(service: Servi
     async def scenario():
         await _create_topic(broker)
         handle = await build_server(service.memory, settings, stored=stored,
-                                    kafka=KafkaProducerSettings(brokers=broker))
+                                    kafka=KafkaSettings(brokers=broker))
         stop = asyncio.Event()
         try:
             async with AsyncMemoryClient(handle.address, api_key=key) as c:
