@@ -569,4 +569,4 @@ def defaults(cls: type[S]) -> S:
     For library code whose caller configured nothing (a test, an embedding
     application): what it gets does not depend on the process's variables.
     """
-    return cls.model_construct()
+    return cls.model_construct()  # type: ignore[return-value]

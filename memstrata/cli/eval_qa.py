@@ -43,7 +43,7 @@ def controller_settings(without: list[str] | None, policy: str | None) -> Any:
     from memstrata.config import ConfigError
     from memstrata.controller.config import ControllerSettings
 
-    config = _config(**({"controller": {"policy": policy}} if policy else {}))
+    config = _config(None, **({"controller": {"policy": policy}} if policy else {}))
     try:
         return config.get(ControllerSettings).without(without or [])
     except ConfigError as exc:
