@@ -53,7 +53,10 @@ def test_answer_through_serve_on_ray_equals_in_process(ray_local, memory, datase
         monkeypatch.setenv("MEMSTRATA_WORKERS_BACKEND", "ray")
         monkeypatch.setenv("MEMSTRATA_WORKERS_ROLLOUT_ACTORS", "2")
         monkeypatch.setenv("MEMSTRATA_WORKERS_ROLLOUT_NUM_CPUS", "0")
-        handle = loop.run(build_server(memory, settings, controller_settings=controller))
+        from memstrata.config import load_config
+
+        handle = loop.run(build_server(memory, settings, controller_settings=controller,
+                                       config=load_config()))  # the entry point's load
         try:
             assert handle.workers is not None and handle.servicer.rollouts is not None
             assert _answers(handle.address, key, questions) == expected
