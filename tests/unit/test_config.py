@@ -321,19 +321,33 @@ def test_memstrata_config_lists_every_namespace_with_its_source(
     assert "MEMSTRATA_STREAM_BATCH_MAX: Input should be greater than or equal to 1" in bad.output
 
 
-def test_no_library_code_reads_memstrata_variables_or_falls_back_to_them():
-    """Settings reach library code from an entry point's load_config, never from os.environ."""
+def test_no_library_code_reads_memstrata_variables_or_builds_settings_from_them():
+    """Settings reach library code from an entry point's load_config, never from os.environ.
+
+    Constructing a registered settings class reads the environment, so only the
+    loader (memstrata/config.py) does it; library code takes instances, or
+    ``defaults(cls)`` when its caller configured nothing.
+    """
     import re
 
+    from memstrata.config import Settings, settings_namespaces
+
     root = Path(__file__).resolve().parents[2]
+    names = sorted({cls.__name__ for cls in settings_namespaces()[0].values()}
+                   | {Settings.__name__, "KafkaSecuritySettings"})
     reads = re.compile(r"""(os\.environ(\.get)?\s*[\[(]\s*|getenv\(\s*)["']MEMSTRATA_""")
-    fallback = re.compile(r"\bor\s+(load_\w*settings|\w*Settings)\(\s*\)")
+    builds = re.compile(r"(?<![\w.])(?<!class )(?:load_\w*settings|" + "|".join(names) + r")\(")
     found = []
     for package in ("memstrata", "streams", "query_service", "workers"):
         for path in sorted((root / package).rglob("*.py")):
+            if path == root / "memstrata" / "config.py":
+                continue
             text = path.read_text(encoding="utf-8")
-            for pattern in (reads, fallback):
+            for pattern in (reads, builds):
                 for m in pattern.finditer(text):
-                    line = text.count("\n", 0, m.start()) + 1
-                    found.append(f"{path.relative_to(root)}:{line}: {m.group(0)}")
+                    line_start = text.rfind("\n", 0, m.start()) + 1
+                    line = text[line_start:text.find("\n", m.start())]
+                    if line.lstrip().startswith(("def ", "#", "class ")):
+                        continue
+                    found.append(f"{path.relative_to(root)}: {line.strip()}")
     assert found == []
