@@ -50,11 +50,6 @@ _TOP_K_DEFAULT = Settings.model_fields["top_k_sessions"].default
 _loaded: dict[str, Config] = {}
 
 
-@app.callback()
-def _each_command() -> None:
-    _loaded.clear()  # one load per command, even when one process runs several (tests)
-
-
 def _config(data_dir: Path | None = None, **namespaces: dict[str, Any]) -> Config:
     """Every namespace's settings, loaded once per command (``--data-dir`` and the
     command's own options, such as ``serve --port``, given as arguments)."""
@@ -171,6 +166,7 @@ def _main_options(
         help="Print the version and exit.")] = False,
 ) -> None:
     """Long-term memory for LLM assistants: ingest conversations, search and read them."""
+    _loaded.clear()  # settings are loaded once per command, even when a process runs several
 
 
 @app.command()
