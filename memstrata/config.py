@@ -451,6 +451,7 @@ def _build(cls: type[BaseSettings], table: Mapping[str, Any], *, file: Path | No
     for key, value in arguments.items():
         init[key] = value
         sources[key] = "argument"
+        where[key] = f"{prefix}{key.upper()} (given as an option)"
     try:
         instance = cls(**init)
     except ValidationError as exc:
