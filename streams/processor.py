@@ -32,6 +32,7 @@ from tenacity import (
     wait_exponential,
 )
 
+from memstrata.config import defaults
 from memstrata.model import Message, Scope, SessionMeta
 from memstrata.roles import AppendReport, MemoryWriter
 from streams import topics
@@ -46,7 +47,6 @@ from streams.events import (
     utcnow,
 )
 from streams.metrics import StreamMetrics
-from memstrata.config import defaults
 from streams.settings import KafkaSettings, StreamSettings
 
 __all__ = ["Outbox", "Processor", "Record", "Replay", "StoreUnavailable", "TurnProgress"]
