@@ -137,7 +137,7 @@ def start_prewarm(out: ServiceWorkers, memory: Any, settings: WorkersSettings,
 
     def run() -> None:
         try:
-            asyncio.run(consume_l0(brokers, prewarmer, stop=stop))
+            asyncio.run(consume_l0(brokers, prewarmer, stop=stop, kafka=kafka))
         except Exception as exc:  # pre-warming is an optimisation: log, never crash
             log.error("pre-warm consumer stopped: %s", exc)
 
