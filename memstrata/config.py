@@ -1,25 +1,32 @@
 """Configuration: every knob is a ``MEMSTRATA_*`` environment variable.
 
-Values can also come from a TOML file named by ``MEMSTRATA_CONFIG_FILE`` (keys
-are the setting names without the prefix, lower case); environment variables
-win over the file. Settings are checked at start-up, and a bad value is
-reported with the variable that holds it.
+The core's :class:`Settings` own ``MEMSTRATA_<NAME>``; other settings classes
+own a namespace ``MEMSTRATA_<NS>_<NAME>`` each and are registered one way, the
+``memstrata.settings`` entry point group. Each entry point (a CLI command,
+``python -m streams``, ``python -m workers``, the server start) calls
+:func:`load_config` once, which builds every namespace and hands the instances
+down; library code never builds settings from the environment itself.
+
+Values can also come from a TOML file named by ``MEMSTRATA_CONFIG_FILE``: the
+core's settings as top-level keys (the names without the prefix, lower case),
+a namespace's in a table named for it (``[stream]`` for ``MEMSTRATA_STREAM_*``).
+Environment variables win over the file. Every validation error, whichever
+namespace it is in, is written by one formatter naming the variable (or the
+file's key) that holds the bad value.
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import Field, FilePath, SecretStr, ValidationError, model_validator
-from pydantic_settings import (
-    BaseSettings,
-    PydanticBaseSettingsSource,
-    SettingsConfigDict,
-    TomlConfigSettingsSource,
-)
+from pydantic_settings import BaseSettings, EnvSettingsSource, SettingsConfigDict
 
 ENV_PREFIX = "MEMSTRATA_"
 
@@ -211,26 +218,6 @@ class Settings(BaseSettings):
                 raise ValueError(f"{name} is required when {because}")
         return self
 
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
-        # ``Settings(config_file=...)`` and MEMSTRATA_CONFIG_FILE name the same
-        # file; the argument wins, as arguments do over variables.
-        given = getattr(init_settings, "init_kwargs", {}).get("config_file")
-        path = str(given) if given else os.environ.get(ENV_PREFIX + "CONFIG_FILE")
-        if path:
-            if not Path(path).is_file():
-                raise ConfigError(f"MEMSTRATA_CONFIG_FILE: no such file: {path}")
-            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=path))
-        return tuple(sources)
-
     # -- per-role LLM limits --------------------------------------------------
     def llm_timeout_for(self, role: str) -> float:
         """Seconds per attempt for ``role`` (the judge shares the generator's limits)."""
@@ -260,24 +247,16 @@ class Settings(BaseSettings):
 
 
 # -- namespaces owned by other settings classes ------------------------------
-#: Entry-point group through which services register their settings classes.
+#: Entry-point group through which every settings namespace is registered.
 NAMESPACE_GROUP = "memstrata.settings"
 
-#: Namespaces of memstrata itself that live in their own classes (loaded lazily,
-#: and also registered through the entry point, so either route finds them).
-_BUILTIN_NAMESPACES = {"controller": "memstrata.controller.config:ControllerSettings"}
+#: Variables that were renamed; the old name is still read (the new one wins).
+RENAMED: dict[str, str] = {"MEMSTRATA_STREAM_APP_ID": "MEMSTRATA_KAFKA_GROUP"}
 
-_registered: dict[str, type[BaseSettings]] = {}
+#: Where a setting's value came from, as ``memstrata config`` shows it.
+Source = Literal["default", "env", "file", "argument"]
 
-
-def register_namespace(cls: type[BaseSettings]) -> type[BaseSettings]:
-    """Accept ``cls``'s ``MEMSTRATA_<NS>_*`` variables (usable as a class decorator).
-
-    The entry point is the normal route; this is for code that builds a
-    settings class at run time (and for tests).
-    """
-    _registered[_prefix_of(cls)] = cls
-    return cls
+S = TypeVar("S", bound=BaseSettings)
 
 
 def _prefix_of(cls: type[BaseSettings]) -> str:
@@ -288,30 +267,36 @@ def _prefix_of(cls: type[BaseSettings]) -> str:
     return prefix
 
 
+def table_of(prefix: str) -> str:
+    """The TOML table of a namespace: ``MEMSTRATA_STREAM_`` -> ``stream``."""
+    return prefix[len(ENV_PREFIX):].rstrip("_").lower()
+
+
 def _load(target: str) -> type[BaseSettings]:
     import importlib
 
     module, _, name = target.partition(":")
-    return getattr(importlib.import_module(module), name)
+    return getattr(importlib.import_module(module), name)  # type: ignore[no-any-return]
 
 
 def settings_namespaces() -> tuple[dict[str, type[BaseSettings]], dict[str, str]]:
     """Every settings class that owns a ``MEMSTRATA_<NS>_`` namespace, by prefix.
 
-    A service registers its class in its ``pyproject.toml``::
+    A package registers its class in its ``pyproject.toml`` (the only way)::
 
         [project.entry-points."memstrata.settings"]
         stream = "streams.settings:StreamSettings"
 
     The class is a pydantic-settings ``BaseSettings`` whose ``env_prefix`` is
     its namespace (``MEMSTRATA_STREAM_``, ``MEMSTRATA_KAFKA_``...); its module
-    should import little, since every start-up loads it to check variables.
-    Core config never names the services: once installed, their variables
-    are accepted and unknown names in their namespace are refused like ours.
-    Returns the classes and, for entry points that failed to load, why.
+    should import little, since every start-up loads it. Core config never
+    names the services: once installed, their variables are accepted, their
+    ``[table]`` of the TOML file is read, and unknown names in their
+    namespace are refused like ours. Returns the classes and, for entry points
+    that failed to load, why.
     """
     found, failed = _plugin_namespaces()
-    return {**found, **_registered}, dict(failed)
+    return dict(found), dict(failed)
 
 
 @functools.lru_cache(maxsize=1)
@@ -320,20 +305,19 @@ def _plugin_namespaces() -> tuple[dict[str, type[BaseSettings]], dict[str, str]]
 
     found: dict[str, type[BaseSettings]] = {}
     failed: dict[str, str] = {}
-    targets = dict(_BUILTIN_NAMESPACES)
     for ep in entry_points(group=NAMESPACE_GROUP):
-        targets[ep.name] = ep.value
-    for name, target in targets.items():
         try:
-            cls = _load(target)
+            cls = _load(ep.value)
             found.setdefault(_prefix_of(cls), cls)
         except Exception as exc:  # a broken plug-in must not hide our own errors
-            failed[name] = f"{target}: {type(exc).__name__}: {exc}"
+            failed[ep.name] = f"{ep.value}: {type(exc).__name__}: {exc}"
     return found, failed
 
 
-#: Variables that were renamed: the old name stops start-up, naming the new one.
-RENAMED = {
+#: Variables that were replaced and are no longer read: setting one stops start-up,
+#: naming its replacement (the old service and stream limits had different
+#: defaults, so carrying a value over silently could change what is accepted).
+RETIRED = {
     "MEMSTRATA_SERVICE_MAX_CONTENT_CHARS": "MEMSTRATA_TURN_MAX_CONTENT_CHARS",
     "MEMSTRATA_SERVICE_MAX_LABELS": "MEMSTRATA_TURN_MAX_LABELS",
     "MEMSTRATA_STREAM_MAX_CONTENT_CHARS": "MEMSTRATA_TURN_MAX_CONTENT_CHARS",
@@ -342,43 +326,261 @@ RENAMED = {
 }
 
 
-def unknown_variables(environ: dict[str, str] | None = None) -> list[str]:
+def unknown_variables(environ: Mapping[str, str] | None = None) -> list[str]:
     """MEMSTRATA_* variables that no settings class reads (typos, stale names)."""
     env = os.environ if environ is None else environ
-    known = {ENV_PREFIX + name.upper() for name in Settings.model_fields}
+    known = {ENV_PREFIX + name.upper() for name in Settings.model_fields} | set(RENAMED)
     namespaces, _ = settings_namespaces()
     for prefix, cls in namespaces.items():
         known |= {prefix + name.upper() for name in cls.model_fields}
     return sorted(k for k in env if k.upper().startswith(ENV_PREFIX) and k.upper() not in known)
 
 
+# -- the loader ----------------------------------------------------------------
+@dataclass(frozen=True)
+class Config:
+    """Every namespace's settings, built once by :func:`load_config` at an entry point.
+
+    Entry points hand the instances down (``config.get(StreamSettings)``);
+    ``sources`` says per namespace (``""`` for the core) where each field's
+    value came from.
+    """
+
+    settings: Settings
+    namespaces: Mapping[str, BaseSettings] = field(default_factory=dict)
+    sources: Mapping[str, Mapping[str, Source]] = field(default_factory=dict)
+    #: The TOML file read, if any.
+    file: Path | None = None
+    #: Entry points that failed to load (name -> why), for ``memstrata config``.
+    failed: Mapping[str, str] = field(default_factory=dict)
+
+    def get(self, cls: type[S]) -> S:
+        """The loaded instance of ``cls`` (a class registered in the entry point group)."""
+        if cls is Settings:
+            return self.settings  # type: ignore[return-value]
+        for ns in self.namespaces.values():
+            if type(ns) is cls:
+                return ns  # type: ignore[return-value]
+        for ns in self.namespaces.values():
+            if isinstance(ns, cls):
+                return ns
+        raise ConfigError(f"{cls.__module__}.{cls.__qualname__} is not a loaded settings "
+                          f"namespace: register it in the {NAMESPACE_GROUP!r} entry point group "
+                          f"(and reinstall the package)")
+
+
+def _read_file(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise ConfigError(f"MEMSTRATA_CONFIG_FILE: no such file: {path}")
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"MEMSTRATA_CONFIG_FILE ({path}): not a readable TOML file: "
+                          f"{exc}") from None
+
+
+def _env_values(cls: type[BaseSettings]) -> dict[str, Any]:
+    """The fields of ``cls`` set in the environment (parsed the way the class parses them)."""
+    return dict(EnvSettingsSource(cls)())
+
+
+def _renamed(environ: Mapping[str, str]) -> dict[str, tuple[str, str]]:
+    """New variable -> (value, old variable) for old names set while the new one is not."""
+    upper = {k.upper(): v for k, v in environ.items()}
+    return {new: (upper[old], old) for old, new in RENAMED.items()
+            if old in upper and new not in upper}
+
+
+def _secret(cls: type[BaseSettings], name: str) -> bool:
+    info = cls.model_fields.get(name)
+    if info is not None and "SecretStr" in repr(info.annotation):
+        return True
+    return any(w in name for w in ("key", "password", "secret", "token"))
+
+
+def describe_errors(exc: ValidationError, cls: type[BaseSettings],
+                    where: Mapping[str, str]) -> list[str]:
+    """One line per problem, ``<where the value came from>: <why> (got <value>)``.
+
+    ``where`` maps a field to what names it for the operator (its variable,
+    or the file's key); a field missing from it is named by its variable.
+    Secrets are never echoed.
+    """
+    prefix = ENV_PREFIX if cls is Settings else _prefix_of(cls)
+    lines = []
+    for err in exc.errors():
+        loc = [str(p) for p in err.get("loc", ()) if p != "__root__"]
+        msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+        if not loc:
+            lines.append(msg)
+            continue
+        name = where.get(loc[0], prefix + loc[0].upper())
+        value = err.get("input")
+        shown = "" if _secret(cls, loc[0]) or isinstance(value, dict) else f" (got {value!r})"
+        lines.append(f"{name}: {msg}{shown}")
+    return lines
+
+
+def _raise(lines: list[str]) -> None:
+    if lines:
+        raise ConfigError("invalid configuration:\n  " + "\n  ".join(lines))
+
+
+@dataclass
+class _Built:
+    instance: BaseSettings | None
+    sources: dict[str, Source]
+    errors: list[str]
+
+
+def _build(cls: type[BaseSettings], table: Mapping[str, Any], *, file: Path | None,
+           file_label: str, arguments: Mapping[str, Any],
+           renamed: Mapping[str, tuple[str, str]]) -> _Built:
+    """Build ``cls``: arguments win over the environment, which wins over the file."""
+    prefix = ENV_PREFIX if cls is Settings else _prefix_of(cls)
+    errors = [f"{file_label.format(key=k)} in {file}: not a setting of {prefix}*"
+              for k in table if k not in cls.model_fields and cls is not Settings]
+    env = _env_values(cls)
+    where: dict[str, str] = {}
+    init: dict[str, Any] = {}
+    sources: dict[str, Source] = {}
+    for key, value in table.items():
+        if key in cls.model_fields and key not in env:
+            init[key] = value
+            sources[key] = "file"
+            where[key] = f"{file_label.format(key=key)} in {file}"
+        elif cls is Settings and key not in cls.model_fields:
+            init[key] = value  # refused below by extra="forbid", named as the file's key
+            where[key] = f"{file_label.format(key=key)} in {file}"
+    for key in env:
+        sources[key] = "env"
+    for key in cls.model_fields:
+        if (prefix + key.upper()) in renamed and key not in env:
+            value, old = renamed[prefix + key.upper()]
+            init[key] = value
+            sources[key] = "env"
+            where[key] = old
+    for key, value in arguments.items():
+        init[key] = value
+        sources[key] = "argument"
+        where[key] = f"{prefix}{key.upper()} (given as an option)"
+    try:
+        instance = cls(**init)
+    except ValidationError as exc:
+        return _Built(None, sources, errors + describe_errors(exc, cls, where))
+    for key in cls.model_fields:
+        sources.setdefault(key, "default")
+    return _Built(instance, sources, errors)
+
+
+def _file_path(arguments: Mapping[str, Any]) -> Path | None:
+    given = arguments.get("config_file")
+    if given:
+        return Path(given)
+    from_env = EnvSettingsSource(Settings)().get("config_file")
+    return Path(from_env) if from_env else None
+
+
+def _stray_lines(failed: Mapping[str, str]) -> list[str]:
+    stray = unknown_variables()
+    if not stray:
+        return []
+    lines = [f"{name}: renamed to {RETIRED[name.upper()]}" if name.upper() in RETIRED
+             else f"{name}: not a memstrata setting (see `memstrata config`)" for name in stray]
+    lines += [f"settings namespace {name!r} failed to load ({why})"
+              for name, why in failed.items()]
+    return lines
+
+
+def load_config(*, namespaces: Mapping[str, Mapping[str, Any]] | None = None,
+                **overrides: Any) -> Config:
+    """Build the core settings and every registered namespace, once, for an entry point.
+
+    ``overrides`` are the core's values given as arguments (``data_dir=`` from
+    ``--data-dir``); ``namespaces`` holds arguments per namespace table
+    (``{"service": {"port": 0}}``). Every problem in every namespace (unknown
+    variables, bad values, unknown keys of the TOML file) is reported in one
+    :class:`ConfigError`, each line naming the variable or the file's key.
+    """
+    arguments = {k: v for k, v in overrides.items() if v is not None}
+    per_ns = {t: {k: v for k, v in a.items() if v is not None}
+              for t, a in (namespaces or {}).items()}
+    classes, failed = settings_namespaces()
+    lines = _stray_lines(failed)
+    path = _file_path(arguments)
+    doc = _read_file(path) if path is not None else {}
+    tables = {table_of(p): cls for p, cls in classes.items()}
+    core_table = {k: v for k, v in doc.items() if not (isinstance(v, dict) and k in tables)}
+    for key, value in core_table.items():
+        if isinstance(value, dict):
+            lines.append(f"[{key}] in {path}: no settings namespace {key!r} "
+                         f"(known: {', '.join(sorted(tables))})")
+    core_table = {k: v for k, v in core_table.items() if not isinstance(v, dict)}
+    for t in per_ns:
+        if t not in tables:
+            raise ConfigError(f"no settings namespace {t!r} (known: {', '.join(sorted(tables))})")
+    renamed = _renamed(os.environ)
+    core = _build(Settings, core_table, file=path, file_label="{key}",
+                  arguments=arguments, renamed=renamed)
+    lines += core.errors
+    built: dict[str, BaseSettings] = {}
+    sources: dict[str, Mapping[str, Source]] = {"": core.sources}
+    for table in sorted(tables):
+        cls = tables[table]
+        got = _build(cls, doc.get(table) or {}, file=path, file_label=f"[{table}] {{key}}",
+                     arguments=per_ns.get(table, {}), renamed=renamed)
+        lines += got.errors
+        sources[table] = got.sources
+        if got.instance is not None:
+            built[table] = got.instance
+    _raise(lines)
+    assert isinstance(core.instance, Settings)
+    return Config(core.instance, built, sources, path, failed)
+
+
 def load_settings(**overrides: Any) -> Settings:
-    """Build :class:`Settings`, turning validation failures into one readable error.
+    """Build the core :class:`Settings` alone (file and environment), with readable errors.
 
     Each problem is reported as ``MEMSTRATA_<NAME>: <why>`` so an operator can
-    tell at once which variable to fix.
+    tell at once which variable to fix. Entry points use :func:`load_config`,
+    which builds every namespace; this is for tools that need the core only.
     """
-    stray = unknown_variables()
-    if stray:
-        _, failed = settings_namespaces()
-        lines = [f"{name}: renamed to {RENAMED[name.upper()]}" if name.upper() in RENAMED
-                 else f"{name}: not a memstrata setting (see `memstrata config`)"
-                 for name in stray]
-        lines += [f"settings namespace {name!r} failed to load ({why})"
-                  for name, why in failed.items()]
-        raise ConfigError("invalid configuration:\n  " + "\n  ".join(lines))
-    try:
-        return Settings(**overrides)
-    except ValidationError as exc:
-        lines = []
-        for err in exc.errors():
-            loc = [str(p) for p in err.get("loc", ()) if p != "__root__"]
-            name = (ENV_PREFIX + loc[0].upper()) if loc else "settings"
-            msg = err.get("msg", "invalid")
-            if msg.startswith("Value error, "):
-                msg = msg[len("Value error, "):]
-            value = err.get("input")
-            secret = bool(loc) and any(w in loc[0] for w in ("key", "password"))
-            shown = "" if not loc or secret or isinstance(value, dict) else f" (got {value!r})"
-            lines.append(f"{name}: {msg}{shown}" if loc else msg)
-        raise ConfigError("invalid configuration:\n  " + "\n  ".join(lines)) from None
+    arguments = {k: v for k, v in overrides.items() if v is not None}
+    _, failed = settings_namespaces()
+    _raise(_stray_lines(failed))
+    path = _file_path(arguments)
+    doc = _read_file(path) if path is not None else {}
+    classes, _ = settings_namespaces()
+    tables = {table_of(p) for p in classes}
+    core_table = {k: v for k, v in doc.items() if not (isinstance(v, dict) and k in tables)}
+    got = _build(Settings, core_table, file=path, file_label="{key}", arguments=arguments,
+                 renamed={})
+    _raise(got.errors)
+    assert isinstance(got.instance, Settings)
+    return got.instance
+
+
+def load_namespace(cls: type[S], **overrides: Any) -> S:
+    """Build one namespace (file and environment) with the same errors as :func:`load_config`.
+
+    For entry points that need a single namespace (``python -m workers check``).
+    """
+    prefix = _prefix_of(cls)
+    arguments = {k: v for k, v in overrides.items() if v is not None}
+    path = _file_path({})
+    doc = _read_file(path) if path is not None else {}
+    table = table_of(prefix)
+    got = _build(cls, doc.get(table) or {}, file=path, file_label=f"[{table}] {{key}}",
+                 arguments=arguments, renamed=_renamed(os.environ))
+    _raise(got.errors)
+    assert got.instance is not None
+    return got.instance  # type: ignore[return-value]
+
+
+def defaults(cls: type[S]) -> S:
+    """``cls`` with its documented defaults only: no environment, no file.
+
+    For library code whose caller configured nothing (a test, an embedding
+    application): what it gets does not depend on the process's variables.
+    """
+    return cls.model_construct()  # type: ignore[return-value]

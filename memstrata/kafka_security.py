@@ -3,10 +3,9 @@
 One place builds the keyword arguments every aiokafka client (the stream
 worker's consumers and admin, the query service's producer, ``memstrata
 produce``) and the Faust app take, so a production cluster with TLS and
-SASL/PLAIN or SASL/SCRAM needs settings only, never code. The fields are
-inherited by ``streams.settings.KafkaSettings``, which owns the namespace;
-this module lives in the core so that every service can use it without
-importing another service.
+SASL/PLAIN or SASL/SCRAM needs settings only, never code. The fields are part
+of :class:`memstrata.kafka.KafkaSettings`, which the entry point loads once and
+passes down: nothing here reads the environment.
 
 aiokafka reports a failed bootstrap as "Unable to bootstrap" and logs the
 cause; :func:`start_checked` turns that into an error that names the setting
@@ -17,105 +16,31 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import Field, SecretStr, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from memstrata.kafka import KafkaSettings
 
 __all__ = ["KafkaSecurityError", "KafkaSecuritySettings", "faust_credentials",
            "kafka_client_kwargs", "start_checked"]
 
 P = "MEMSTRATA_KAFKA_"
 
+#: The TLS/SASL fields are part of the one Kafka settings class (the old name).
+KafkaSecuritySettings = KafkaSettings
+
 
 class KafkaSecurityError(ConnectionError):
     """The broker refused our TLS or SASL settings; the message names the setting."""
 
 
-class KafkaSecuritySettings(BaseSettings):
-    """TLS and SASL of every Kafka client; PLAINTEXT (no TLS, no SASL) by default."""
-
-    model_config = SettingsConfigDict(env_prefix=P, extra="ignore", validate_default=True)
-
-    #: ``SSL`` and ``SASL_SSL`` encrypt; ``SASL_*`` authenticate with a user and password.
-    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
-    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] = "PLAIN"
-    sasl_username: str | None = None
-    sasl_password: SecretStr | None = None
-    #: CA bundle (PEM) that signs the brokers' certificates; unset: the system's CAs.
-    ssl_cafile: Path | None = None
-    #: Client certificate and key (PEM) for brokers that require mutual TLS.
-    ssl_certfile: Path | None = None
-    ssl_keyfile: Path | None = None
-    ssl_keyfile_password: SecretStr | None = None
-    #: Check that the broker's certificate names the host we connect to.
-    ssl_check_hostname: bool = True
-    #: Seconds :func:`start_checked` waits for a broker when it diagnoses a failed start.
-    diagnose_timeout_s: float = Field(10.0, gt=0, le=120)
-
-    @model_validator(mode="after")
-    def _check_security(self) -> "KafkaSecuritySettings":
-        sasl = self.security_protocol.startswith("SASL_")
-        if sasl and not (self.sasl_username and self.sasl_password):
-            raise ValueError(f"{P}SASL_USERNAME and {P}SASL_PASSWORD are required when "
-                             f"{P}SECURITY_PROTOCOL={self.security_protocol}")
-        if (self.ssl_certfile is None) != (self.ssl_keyfile is None):
-            raise ValueError(f"{P}SSL_CERTFILE and {P}SSL_KEYFILE go together")
-        for name in ("ssl_cafile", "ssl_certfile", "ssl_keyfile"):
-            path = getattr(self, name)
-            if path is not None and not Path(path).is_file():
-                raise ValueError(f"{P}{name.upper()}: no such file: {path}")
-        return self
-
-    @property
-    def tls(self) -> bool:
-        return self.security_protocol in ("SSL", "SASL_SSL")
-
-    def ssl_context(self) -> ssl.SSLContext | None:
-        """The TLS context for the brokers, or None without TLS."""
-        if not self.tls:
-            return None
-        try:
-            ctx = ssl.create_default_context(
-                cafile=str(self.ssl_cafile) if self.ssl_cafile else None)
-        except (OSError, ssl.SSLError) as exc:
-            raise KafkaSecurityError(f"{P}SSL_CAFILE ({self.ssl_cafile}): not a readable PEM "
-                                     f"CA bundle: {exc}") from exc
-        ctx.check_hostname = self.ssl_check_hostname
-        if self.ssl_certfile is not None:
-            password = (self.ssl_keyfile_password.get_secret_value()
-                        if self.ssl_keyfile_password else None)
-            try:
-                ctx.load_cert_chain(str(self.ssl_certfile), str(self.ssl_keyfile), password)
-            except (OSError, ssl.SSLError) as exc:
-                raise KafkaSecurityError(
-                    f"{P}SSL_CERTFILE/{P}SSL_KEYFILE ({self.ssl_certfile}, {self.ssl_keyfile}): "
-                    f"cannot load the client certificate: {exc}") from exc
-        return ctx
-
-    def aiokafka_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments for ``AIOKafkaProducer``/``Consumer``/``AdminClient``."""
-        kwargs: dict[str, Any] = {"security_protocol": self.security_protocol}
-        ctx = self.ssl_context()
-        if ctx is not None:
-            kwargs["ssl_context"] = ctx
-        if self.security_protocol.startswith("SASL_"):
-            kwargs["sasl_mechanism"] = self.sasl_mechanism
-            kwargs["sasl_plain_username"] = self.sasl_username
-            kwargs["sasl_plain_password"] = (self.sasl_password.get_secret_value()
-                                             if self.sasl_password else None)
-        return kwargs
+def kafka_client_kwargs(settings: KafkaSettings) -> dict[str, Any]:
+    """aiokafka keyword arguments (security protocol, TLS context, SASL) from ``settings``."""
+    return settings.aiokafka_kwargs()
 
 
-def kafka_client_kwargs(settings: KafkaSecuritySettings | None = None) -> dict[str, Any]:
-    """aiokafka keyword arguments from ``settings`` (default: the environment)."""
-    return (settings or KafkaSecuritySettings()).aiokafka_kwargs()
-
-
-def faust_credentials(settings: KafkaSecuritySettings | None = None) -> Any:
+def faust_credentials(settings: KafkaSettings) -> Any:
     """``broker_credentials`` for ``faust.App`` (None for PLAINTEXT)."""
-    s = settings or KafkaSecuritySettings()
+    s = settings
     if s.security_protocol == "PLAINTEXT":
         return None
     import faust
@@ -128,15 +53,13 @@ def faust_credentials(settings: KafkaSecuritySettings | None = None) -> Any:
         ssl_context=s.ssl_context(), mechanism=s.sasl_mechanism)
 
 
-async def start_checked(client: Any, brokers: str,
-                        settings: KafkaSecuritySettings | None = None) -> None:
+async def start_checked(client: Any, brokers: str, settings: KafkaSettings) -> None:
     """``await client.start()``; on failure, say which TLS/SASL setting the broker refused."""
     try:
         await client.start()
     except Exception as exc:
         await _release(client)
-        s = settings or KafkaSecuritySettings()
-        why = await diagnose(brokers, s)
+        why = await diagnose(brokers, settings)
         if why is None:
             raise
         raise KafkaSecurityError(why) from exc
@@ -154,7 +77,7 @@ async def _release(client: Any) -> None:
             return
 
 
-async def diagnose(brokers: str, settings: KafkaSecuritySettings) -> str | None:
+async def diagnose(brokers: str, settings: KafkaSettings) -> str | None:
     """Connect to the first broker the way the clients do and name what it refused."""
     from aiokafka.conn import create_conn
     from aiokafka.errors import KafkaError

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from memstrata.config import Settings, load_settings
+from memstrata.config import Settings
 from memstrata.embed.types import Embedder
 from memstrata.fingerprint import IndexFingerprint, IndexMismatch
 from memstrata.layers.l0 import build_window
@@ -124,8 +124,11 @@ class Memory:
         self.changed_settings: list[str] = []
 
     @classmethod
-    def open(cls, settings: Settings | None = None, *, read_only: bool = False) -> "Memory":
+    def open(cls, settings: Settings, *, read_only: bool = False) -> "Memory":
         """Open the stores and models that ``settings`` names.
+
+        ``settings`` come from the caller (an entry point's
+        :func:`~memstrata.config.load_config`, or :func:`~memstrata.config.load_settings`).
 
         Embedded stores admit one process: a writer takes the data dir's lock
         file, and another process gets :class:`~memstrata.roles.DataDirLocked`
@@ -145,7 +148,6 @@ class Memory:
         )
         from memstrata.store.lock import DataDirLock
 
-        settings = settings or load_settings()
         embedded = embedded_backends(settings)
         lock: DataDirLock | None = None
         if embedded and (not read_only or "qdrant-edge" in embedded):

@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal, TypeVar
 
 from memstrata.kafka_ends import log_end_offsets
+from memstrata.kafka import KafkaSettings
 from memstrata.kafka_security import kafka_client_kwargs, start_checked
 from memstrata.model import Scope
 from memstrata.roles import DeleteReceipt, MemoryReader
@@ -87,8 +88,11 @@ class TopicControls:
     lifetime.
     """
 
-    def __init__(self, brokers: str, stream_group: str, *, turns_topic: str = TURNS_TOPIC,
-                 poll_s: float = 0.05, fetch_timeout_s: float = 10.0) -> None:
+    def __init__(self, brokers: str, stream_group: str, *, kafka: KafkaSettings,
+                 turns_topic: str = TURNS_TOPIC, poll_s: float = 0.05,
+                 fetch_timeout_s: float = 10.0) -> None:
+        #: TLS/SASL for the three clients (the one Kafka settings class).
+        self.kafka = kafka
         self.brokers = brokers
         self.fetch_timeout_s = fetch_timeout_s
         self.stream_group = stream_group
@@ -105,13 +109,13 @@ class TopicControls:
         from aiokafka.admin import AIOKafkaAdminClient
 
         self._producer = AIOKafkaProducer(bootstrap_servers=self.brokers, acks="all",
-                                          **kafka_client_kwargs())
-        await start_checked(self._producer, self.brokers)
+                                          **kafka_client_kwargs(self.kafka))
+        await start_checked(self._producer, self.brokers, self.kafka)
         self._admin = AIOKafkaAdminClient(bootstrap_servers=self.brokers,
-                                          **kafka_client_kwargs())
+                                          **kafka_client_kwargs(self.kafka))
         await self._admin.start()
         self._consumer = AIOKafkaConsumer(bootstrap_servers=self.brokers,
-                                          enable_auto_commit=False, **kafka_client_kwargs())
+                                          enable_auto_commit=False, **kafka_client_kwargs(self.kafka))
         await self._consumer.start()
 
     async def stop(self) -> None:

@@ -12,7 +12,8 @@
   the topic's replication.
 * No broker: the service writes through the memory's writer role itself (``STORED``).
 
-Records go to ``memstrata.turns.v1``, one per message, keyed
+Records go to the turns topic (``MEMSTRATA_KAFKA_TOPIC_TURNS``, default
+``memstrata.turns.v1``), one per message, keyed
 ``tenant/user/session`` so a session stays in order on one partition. The
 record schema is :class:`memstrata.wire.TurnEvent`, the class the stream worker
 decodes with; this module holds the producer side only.
@@ -21,19 +22,16 @@ decodes with; this module holds the producer side only.
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any, Literal, Protocol
 
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
-
+from memstrata.kafka import KafkaSettings
 from memstrata.kafka_ends import log_end_offsets
 from memstrata.kafka_security import kafka_client_kwargs, start_checked
 from memstrata.wire import TURNS_TOPIC, TurnEvent
 
-__all__ = ["TURNS_TOPIC", "Durability", "KafkaProducerSettings", "KafkaPublisher",
+__all__ = ["TURNS_TOPIC", "Durability", "KafkaSettings", "KafkaPublisher",
            "NotStored", "Refused", "StoredOffsets", "StoredPublisher", "TurnEvent",
            "TurnPublisher", "now_utc"]
 
@@ -43,19 +41,6 @@ Durability = Literal["stored", "broker"]
 
 class NotStored(TimeoutError):
     """The records were published but not stored in time: the call claims nothing."""
-
-
-class KafkaProducerSettings(BaseSettings):
-    """The broker list (shared with the stream worker's ``MEMSTRATA_KAFKA_*`` settings)."""
-
-    model_config = SettingsConfigDict(env_prefix="MEMSTRATA_KAFKA_", extra="ignore")
-
-    brokers: str | None = None
-    topic_turns: str = TURNS_TOPIC
-    #: The stream worker's consumer group (its ``MEMSTRATA_STREAM_APP_ID``); deletes wait
-    #: for it to have stored every turn published before them.
-    stream_group: str = Field(default_factory=lambda: os.environ.get(
-        "MEMSTRATA_STREAM_APP_ID", "memstrata-stream"))
 
 
 class TurnPublisher(Protocol):
@@ -71,24 +56,33 @@ class TurnPublisher(Protocol):
 
 
 class KafkaPublisher:
-    """aiokafka producer: ``publish`` returns once the broker holds every record."""
+    """aiokafka producer: ``publish`` returns once the broker holds every record.
+
+    Brokers, topic, the stream workers' group and TLS/SASL all come from the one
+    :class:`~memstrata.kafka.KafkaSettings` the stream worker reads too, so both
+    sides name the same topic; ``brokers`` overrides the setting (the embedded
+    broker's address is known only once it runs).
+    """
 
     route = "kafka"
     durability: Durability = "broker"
 
-    def __init__(self, brokers: str, topic: str = TURNS_TOPIC,
-                 stream_group: str = "memstrata-stream") -> None:
-        self.brokers = brokers
-        self.topic = topic
-        self.stream_group = stream_group
+    def __init__(self, kafka: KafkaSettings, brokers: str | None = None) -> None:
+        address = brokers or kafka.brokers
+        if not address:
+            raise ValueError("no broker: set MEMSTRATA_KAFKA_BROKERS")
+        self.kafka = kafka
+        self.brokers = address
+        self.topic = kafka.topic_turns
+        self.stream_group = kafka.group
         self._producer: Any = None
 
     async def start(self) -> None:
         from aiokafka import AIOKafkaProducer  # the kafka extra
 
         self._producer = AIOKafkaProducer(
-            bootstrap_servers=self.brokers, **kafka_client_kwargs(), acks="all")
-        await start_checked(self._producer, self.brokers)
+            bootstrap_servers=self.brokers, **kafka_client_kwargs(self.kafka), acks="all")
+        await start_checked(self._producer, self.brokers, self.kafka)
 
     async def publish(self, records: Sequence[TurnEvent],
                       timeout_s: float | None = None) -> None:
@@ -114,9 +108,10 @@ class KafkaPublisher:
         from aiokafka import AIOKafkaConsumer, TopicPartition
         from aiokafka.admin import AIOKafkaAdminClient
 
-        admin = AIOKafkaAdminClient(bootstrap_servers=self.brokers, **kafka_client_kwargs())
+        admin = AIOKafkaAdminClient(bootstrap_servers=self.brokers,
+                                    **kafka_client_kwargs(self.kafka))
         consumer = AIOKafkaConsumer(bootstrap_servers=self.brokers, enable_auto_commit=False,
-                                    **kafka_client_kwargs())
+                                    **kafka_client_kwargs(self.kafka))
         await admin.start()
         await consumer.start()
         try:
@@ -172,10 +167,10 @@ class StoredPublisher(KafkaPublisher):
 
     durability: Durability = "stored"
 
-    def __init__(self, brokers: str, progress: StoredOffsets, *, topic: str = TURNS_TOPIC,
-                 stream_group: str = "memstrata-stream", wait_s: float = 30.0,
+    def __init__(self, kafka: KafkaSettings, progress: StoredOffsets, *,
+                 brokers: str | None = None, wait_s: float = 30.0,
                  poll_s: float = 0.01) -> None:
-        super().__init__(brokers, topic, stream_group)
+        super().__init__(kafka, brokers)
         self.progress = progress
         self.wait_s = wait_s
         self.poll_s = poll_s

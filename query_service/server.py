@@ -27,7 +27,7 @@ from prometheus_client import CollectorRegistry
 
 from memstrata.client._proto import memory_pb2 as pb
 from memstrata.client._proto import memory_pb2_grpc as pb_grpc
-from memstrata.controller.config import ControllerSettings, load_controller_settings
+from memstrata.controller.config import ControllerSettings
 from memstrata.limits import TurnLimits
 from memstrata.llm.metrics import register_llm_metrics
 from memstrata.llm.usage import PriceTable
@@ -36,8 +36,9 @@ from query_service.interceptors import AuthInterceptor, LimitsInterceptor, Metri
 from query_service.keys import KeyRing
 from query_service.limits import SpendLedger, TenantGate
 from query_service.metrics import ServiceMetrics
+from memstrata.config import Config, defaults
+from memstrata.kafka import KafkaSettings
 from query_service.publish import (
-    KafkaProducerSettings,
     KafkaPublisher,
     StoredOffsets,
     StoredPublisher,
@@ -123,7 +124,7 @@ class ServiceHandle:
 
 
 def _start_workers(memory: Any, servicer: MemoryServicer, keys: KeyRing,
-                   metrics: ServiceMetrics) -> Any:
+                   metrics: ServiceMetrics, config: Config | None) -> Any:
     """The Ray workers when the ``workers`` package is installed (it decides by its settings)."""
     from memstrata.executor import find_backend
 
@@ -131,7 +132,7 @@ def _start_workers(memory: Any, servicer: MemoryServicer, keys: KeyRing,
         start = find_backend("service_workers")
     except LookupError:
         return None
-    return start(memory, servicer, keys.tenants, registry=metrics.registry)
+    return start(memory, servicer, keys.tenants, registry=metrics.registry, config=config)
 
 
 def _open_chat(memory: Any, controller_settings: ControllerSettings) -> Any:
@@ -157,29 +158,32 @@ def spend_path(memory: Any, settings: ServiceSettings) -> Path:
 
 async def build_server(
     memory: Any,
-    settings: ServiceSettings | None = None,
+    settings: ServiceSettings,
     *,
     controller_settings: ControllerSettings | None = None,
     publisher: TurnPublisher | None = None,
-    kafka: KafkaProducerSettings | None = None,
+    kafka: KafkaSettings | None = None,
     stored: StoredOffsets | None = None,
     chat: Any = None,
     prices: PriceTable | None = None,
     extra_metrics: Sequence[CollectorRegistry] = (),
     start_workers: bool = True,
     turn_limits: TurnLimits,
+    config: Config | None = None,
 ) -> ServiceHandle:
     """Start a server over ``memory`` (a :class:`~memstrata.memory.Memory`) and return it.
 
-    The turn publisher is Kafka when ``MEMSTRATA_KAFKA_BROKERS`` is set (or
-    ``publisher`` is given); otherwise Ingest writes to ``memory`` directly.
+    Settings come from the caller (the entry point's :func:`memstrata.config.load_config`);
+    a missing ``controller_settings`` means the defaults, never the environment.
+    The turn publisher is Kafka when ``kafka`` names brokers (or ``publisher`` is
+    given); otherwise Ingest writes to ``memory`` directly. ``config`` is handed to
+    the workers hook, which reads its own namespace from it.
     ``stored`` is the in-process stream worker's progress (embedded broker): Ingest
     then answers once the worker has stored the turns (``MEMSTRATA_SERVICE_INGEST_ACK``).
     ``extra_metrics`` are served on the same /metrics port. ``turn_limits`` are the
     ``MEMSTRATA_TURN_*`` limits Ingest applies (the stream worker's, when serve hosts it).
     """
-    settings = settings or ServiceSettings()
-    controller_settings = controller_settings or load_controller_settings()
+    controller_settings = controller_settings or defaults(ControllerSettings)
     app = getattr(memory, "settings", None)  # the answer models' cost series start at 0
     metrics = ServiceMetrics(tenant_label=settings.metrics_tenant_label, models=[
         getattr(app, f"llm_model_{r}") for r in ("controller", "synthesizer", "generator")
@@ -189,14 +193,11 @@ async def build_server(
     keys = KeyRing(settings.keys_file)
     gate = TenantGate(settings, keys)
     pools = build_pools(settings, metrics, weight_of=gate.weight)
-    if publisher is None:
-        kafka = kafka or KafkaProducerSettings()
-        if kafka.brokers and stored is not None and settings.ingest_ack == "stored":
-            publisher = StoredPublisher(kafka.brokers, stored, topic=kafka.topic_turns,
-                                        stream_group=kafka.stream_group,
-                                        wait_s=settings.ingest_wait_s)
-        elif kafka.brokers:
-            publisher = KafkaPublisher(kafka.brokers, kafka.topic_turns, kafka.stream_group)
+    if publisher is None and kafka is not None and kafka.brokers:
+        if stored is not None and settings.ingest_ack == "stored":
+            publisher = StoredPublisher(kafka, stored, wait_s=settings.ingest_wait_s)
+        else:
+            publisher = KafkaPublisher(kafka)
     if chat is None:
         chat = _open_chat(memory, controller_settings)
     # memstrata_llm_fallbacks_total: builds and answers the LLM failed to do.
@@ -237,14 +238,15 @@ async def build_server(
             # Kafka mode: the stream workers own the writes; closes and deletes follow
             # the turns through memstrata.control.v1 (query_service.controls).
             handle.controls = servicer.controls = TopicControls(
-                publisher.brokers, publisher.stream_group, turns_topic=publisher.topic)
+                publisher.brokers, publisher.stream_group, kafka=publisher.kafka,
+                turns_topic=publisher.topic)
             await handle.controls.start()
         await asyncio.get_running_loop().run_in_executor(
             pools.read, lambda: memory.sessions(_probe_scope()))  # the stores answer
         await asyncio.get_running_loop().run_in_executor(pools.read, _startup_totals, memory)
         if start_workers:
             handle.workers = await asyncio.get_running_loop().run_in_executor(
-                None, _start_workers, memory, servicer, keys, metrics)
+                None, _start_workers, memory, servicer, keys, metrics, config)
         if settings.metrics_port is not None:
             handle.metrics_http = metrics.serve_http(settings.metrics_port, settings.host)
     except BaseException:
@@ -300,7 +302,7 @@ def stop_summary(handle: ServiceHandle, uptime_s: float) -> str:
     return f"query service stopped: ran {took}; {int(calls)} calls served, {int(failed)} failed"
 
 
-async def run_server(memory: Any, settings: ServiceSettings | None = None, *,
+async def run_server(memory: Any, settings: ServiceSettings, *,
                      stop: asyncio.Event | None = None, handle_signals: bool = True,
                      on_listening: Callable[[ServiceHandle], None] | None = None,
                      **kwargs: Any) -> None:
@@ -309,7 +311,6 @@ async def run_server(memory: Any, settings: ServiceSettings | None = None, *,
     ``on_listening`` is called once the server listens and answers health
     checks: announcing the address any earlier sends clients to a closed port.
     """
-    settings = settings or ServiceSettings()
     stop = stop or asyncio.Event()
     handle = await build_server(memory, settings, **kwargs)
     started = time.monotonic()
@@ -336,7 +337,7 @@ async def run_server(memory: Any, settings: ServiceSettings | None = None, *,
             log.info("%s", stop_summary(handle, time.monotonic() - started))
 
 
-def as_loop_service(settings: ServiceSettings | None = None,
+def as_loop_service(settings: ServiceSettings,
                     **kwargs: Any) -> Callable[[Any], Awaitable[None]]:
     """The service as a coroutine factory for another component's loop.
 

@@ -1,8 +1,9 @@
 """``python -m streams worker``: the stream worker without the memstrata CLI.
 
-Settings come from the environment (``MEMSTRATA_*``, ``MEMSTRATA_STREAM_*``,
-``MEMSTRATA_KAFKA_*``); the broker is ``MEMSTRATA_KAFKA_BROKERS`` or the one a
-running ``memstrata up`` recorded. Benchmarks and tests start workers this way.
+Settings are loaded once here (:func:`memstrata.config.load_config`: the
+environment and ``MEMSTRATA_CONFIG_FILE``) and handed down; the broker is
+``MEMSTRATA_KAFKA_BROKERS`` or the one a running ``memstrata up`` recorded.
+Benchmarks and tests start workers this way.
 """
 
 from __future__ import annotations
@@ -10,10 +11,11 @@ from __future__ import annotations
 import logging
 import sys
 
-from memstrata.config import ConfigError, load_settings, register_namespace
+from memstrata.config import ConfigError, load_config
+from memstrata.kafka import KafkaSettings
 from memstrata.limits import TurnLimits
 from streams.runtime import StreamRuntime
-from streams.settings import KafkaSettings, StreamSettings, check_turns_fit
+from streams.settings import StreamSettings, check_turns_fit
 
 
 def main(argv: list[str]) -> int:
@@ -21,17 +23,15 @@ def main(argv: list[str]) -> int:
         print("usage: python -m streams worker", file=sys.stderr)
         return 2
     logging.basicConfig(level=logging.WARNING)
-    register_namespace(StreamSettings)
-    register_namespace(KafkaSettings)
     try:
-        settings = load_settings()
-        stream, turns = StreamSettings(), TurnLimits()
+        config = load_config()
+        stream, turns = config.get(StreamSettings), config.get(TurnLimits)
         check_turns_fit(stream, turns)
-    except (ConfigError, ValueError) as exc:  # ValidationError is a ValueError
+    except (ConfigError, ValueError) as exc:
         print(exc, file=sys.stderr)
         return 2
-    StreamRuntime(settings, stream=stream, kafka=KafkaSettings(), turns=turns).run(
-        embedded_broker=False)
+    StreamRuntime(config.settings, stream=stream, kafka=config.get(KafkaSettings),
+                  turns=turns).run(embedded_broker=False)
     return 0
 
 

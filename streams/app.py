@@ -57,6 +57,8 @@ class StreamApp:
     processor: Processor
     metrics: StreamMetrics
     brokers: str
+    #: The Kafka settings the app was built with (the worker's lag checks use them).
+    kafka: KafkaSettings
     on_fatal: list[Callable[[], None]] = field(default_factory=list)
 
     def fatal(self, exc: BaseException) -> None:
@@ -73,13 +75,13 @@ class StreamApp:
         os._exit(70)
 
 
-async def read_range(brokers: str, topic: str,
-                     ranges: dict[int, tuple[int, int]]) -> list[Record]:
+async def read_range(brokers: str, topic: str, ranges: dict[int, tuple[int, int]],
+                     kafka: KafkaSettings) -> list[Record]:
     """Records of ``topic`` with ``start <= offset < stop`` per partition, in offset order."""
     from aiokafka import AIOKafkaConsumer, TopicPartition
 
     consumer = AIOKafkaConsumer(bootstrap_servers=brokers, enable_auto_commit=False,
-                                **kafka_client_kwargs())
+                                **kafka_client_kwargs(kafka))
     await consumer.start()
     try:
         tps = {TopicPartition(topic, p): (a, b) for p, (a, b) in ranges.items() if b > a}
@@ -104,13 +106,13 @@ async def read_range(brokers: str, topic: str,
         await consumer.stop()
 
 
-async def committed_offsets(brokers: str, group: str, topic: str,
-                            partitions: list[int]) -> dict[int, int]:
+async def committed_offsets(brokers: str, group: str, topic: str, partitions: list[int],
+                            kafka: KafkaSettings) -> dict[int, int]:
     """The group's committed offsets (next offset to read) for some partitions of a topic."""
     from aiokafka import TopicPartition
     from aiokafka.admin import AIOKafkaAdminClient
 
-    admin = AIOKafkaAdminClient(bootstrap_servers=brokers, **kafka_client_kwargs())
+    admin = AIOKafkaAdminClient(bootstrap_servers=brokers, **kafka_client_kwargs(kafka))
     await admin.start()
     try:
         got = await admin.list_consumer_group_offsets(
@@ -124,7 +126,8 @@ async def committed_offsets(brokers: str, group: str, topic: str,
 async def settle_outage(down: StoreUnavailable, events: Sequence[Any], *,
                         deliver: Callable[[Outbox], Awaitable[None]],
                         ack: Callable[[Any], Awaitable[Any]] | None,
-                        commit: Callable[[], Awaitable[Any]]) -> None:
+                        commit: Callable[[], Awaitable[Any]],
+                        turns_topic: str = topics.TURNS) -> None:
     """Before stopping on an unreachable store: commit what the stores hold.
 
     The notices of the records handled before the outage are sent, those
@@ -135,7 +138,7 @@ async def settle_outage(down: StoreUnavailable, events: Sequence[Any], *,
     await deliver(down.outbox)
     for e in events:
         m = e.message
-        if ack is not None and m.topic == topics.TURNS \
+        if ack is not None and m.topic == turns_topic \
                 and m.offset < down.done.get(m.partition, -1):
             await ack(e)
     for _ in range(2):  # the first may only wait for a periodic commit already in flight
@@ -147,22 +150,25 @@ def build_app(
     brokers: str,
     *,
     turns: TurnLimits,
-    stream: StreamSettings | None = None,
-    kafka: KafkaSettings | None = None,
+    stream: StreamSettings,
+    kafka: KafkaSettings,
     work_dir: Path | None = None,
     services: Sequence[ExtraService] = (),
     service_arg: Any = None,
     metrics: StreamMetrics | None = None,
 ) -> StreamApp:
-    """Wire a Faust app around ``writer``; run it with :func:`streams.worker.run_worker`."""
-    stream = stream or StreamSettings()
-    kafka = kafka or KafkaSettings()
+    """Wire a Faust app around ``writer``; run it with :func:`streams.worker.run_worker`.
+
+    ``stream`` and ``kafka`` are the entry point's loaded settings; the turns topic
+    and the group (the Faust app id) are ``kafka``'s, the ones the service's
+    producer uses too.
+    """
     metrics = metrics or StreamMetrics.create()
     parts = kafka.partitions
     app = faust.App(
-        stream.app_id,
+        kafka.group,
         broker=[f"kafka://{b.strip()}" for b in brokers.split(",") if b.strip()],
-        broker_credentials=faust_credentials(),
+        broker_credentials=faust_credentials(kafka),
         store="memory://",
         datadir=str(work_dir) if work_dir else None,
         autodiscover=False,
@@ -188,7 +194,8 @@ def build_app(
         return app.topic(name, key_type=bytes, value_type=bytes, key_serializer="raw",
                          value_serializer="raw", partitions=parts)
 
-    turns_topic = raw_topic(topics.TURNS)
+    turns_name = kafka.topic_turns
+    turns_topic = raw_topic(turns_name)
     control_topic = raw_topic(topics.CONTROL)
     # Open sessions: last event time and provisional turns. Keyed like the
     # turns (use_partitioner routes a key to the same partition number), so it
@@ -202,19 +209,20 @@ def build_app(
             assigned = app.consumer.assignment()
         except Exception:  # noqa: BLE001 - not started yet
             return True
-        return any(tp.topic == topics.TURNS and tp.partition == partition for tp in assigned)
+        return any(tp.topic == turns_name and tp.partition == partition for tp in assigned)
 
     async def committed(partitions: list[int]) -> dict[int, int]:
-        return await committed_offsets(brokers, stream.app_id, topics.TURNS, partitions)
+        return await committed_offsets(brokers, kafka.group, turns_name, partitions, kafka)
 
     async def replay(ranges: dict[int, tuple[int, int]]) -> list[Record]:
-        return await read_range(brokers, topics.TURNS, ranges)
+        return await read_range(brokers, turns_name, ranges, kafka)
 
     progress = TurnProgress(committed)
     processor = Processor(writer, stream, turns=turns, metrics=metrics, sessions=sessions,
                           progress=progress, owned=owned, replay=replay,
                           dead_letter_max_bytes=kafka.dead_letter_max_bytes())
-    runtime = StreamApp(app=app, processor=processor, metrics=metrics, brokers=brokers)
+    runtime = StreamApp(app=app, processor=processor, metrics=metrics, brokers=brokers,
+                        kafka=kafka)
 
     async def send(topic: str, value: bytes, key: bytes | None) -> None:
         # send_and_wait: with Faust's buffered send, records of one burst went missing
@@ -230,7 +238,7 @@ def build_app(
         try:
             await settle_outage(down, events, deliver=deliver,
                                 ack=stream_.ack if stream_ is not None else None,
-                                commit=app.consumer.commit)
+                                commit=app.consumer.commit, turns_topic=turns_name)
         except Exception as exc:  # noqa: BLE001 - stopping anyway; a restart reads it again
             log.warning("could not commit the stored offsets before stopping: %r", exc)
         runtime.fatal(down)
@@ -294,7 +302,7 @@ def build_app(
         try:
             consumer = app.consumer
             for tp in consumer.assignment():
-                if tp.topic not in (topics.TURNS, topics.CONTROL):
+                if tp.topic not in (turns_name, topics.CONTROL):
                     continue
                 high = consumer.highwater(tp)
                 read = read_offsets.read.get((tp.topic, tp.partition))

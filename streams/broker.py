@@ -33,6 +33,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from memstrata.config import defaults
+from memstrata.kafka import KafkaSettings
 from memstrata.kafka_security import kafka_client_kwargs, start_checked
 from streams.topics import TopicSpec
 
@@ -288,14 +290,18 @@ class EmbeddedBroker:
 
 
 async def ensure_topics(brokers: str, specs: Sequence[TopicSpec],
-                        timeout_s: float = 30.0) -> None:
-    """Create the topics that do not exist yet (existing ones are left as they are)."""
+                        timeout_s: float = 30.0, *, kafka: KafkaSettings | None = None) -> None:
+    """Create the topics that do not exist yet (existing ones are left as they are).
+
+    ``kafka`` gives TLS/SASL; without it, the defaults (PLAINTEXT, as the embedded broker).
+    """
     from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
-    admin = AIOKafkaAdminClient(bootstrap_servers=brokers, **kafka_client_kwargs(),
+    kafka = kafka or defaults(KafkaSettings)
+    admin = AIOKafkaAdminClient(bootstrap_servers=brokers, **kafka_client_kwargs(kafka),
                                 request_timeout_ms=int(timeout_s * 1000))
     try:
-        await start_checked(admin, brokers)
+        await start_checked(admin, brokers, kafka)
     except Exception as exc:
         raise BrokerError(f"cannot reach the broker at {brokers}: {exc}") from exc
     try:

@@ -32,6 +32,7 @@ from tenacity import (
     wait_exponential,
 )
 
+from memstrata.config import defaults
 from memstrata.limits import TurnLimits
 from memstrata.model import Message, Scope, SessionMeta
 from memstrata.roles import AppendReport, MemoryWriter
@@ -249,7 +250,7 @@ class Processor:
         self.owned = owned or (lambda p: True)
         self.replay = replay
         #: DLQ records are cut to this size (the producer refuses larger requests).
-        self.dead_letter_max_bytes = (KafkaSettings().dead_letter_max_bytes()
+        self.dead_letter_max_bytes = (defaults(KafkaSettings).dead_letter_max_bytes()
                                       if dead_letter_max_bytes is None else dead_letter_max_bytes)
         #: Held while a batch is stored and its offsets noted, and while a delete
         #: and its replay run: a delete sees exactly which turns are stored.

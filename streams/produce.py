@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memstrata.ingest.formats import IngestIssue, read_file
+from memstrata.config import defaults
+from memstrata.kafka import KafkaSettings
 from memstrata.kafka_ends import log_end_offsets
 from memstrata.kafka_security import kafka_client_kwargs, start_checked
 from memstrata.model import Scope, Session
@@ -57,23 +59,28 @@ class StreamProducer:
     ignores by message id.
     """
 
-    def __init__(self, brokers: str, request_timeout_s: float = 30.0) -> None:
+    def __init__(self, brokers: str, request_timeout_s: float | None = None, *,
+                 kafka: KafkaSettings | None = None) -> None:
         from aiokafka import AIOKafkaProducer
         from aiokafka.partitioner import DefaultPartitioner
 
+        #: The one Kafka settings class (turns topic, TLS/SASL); the defaults when not given.
+        self.kafka = kafka or defaults(KafkaSettings)
         self.brokers = brokers
+        self.turns_topic = self.kafka.topic_turns
+        timeout_s = self.kafka.request_timeout_s if request_timeout_s is None else request_timeout_s
         #: The producer's partitioner, held here so a control's partition is computed
         #: exactly as the producer places the turns (public aiokafka API).
         self.partitioner = DefaultPartitioner()
         self._producer = AIOKafkaProducer(
             bootstrap_servers=brokers, acks=1, enable_idempotence=False, linger_ms=5,
             partitioner=self.partitioner,
-            request_timeout_ms=int(request_timeout_s * 1000), **kafka_client_kwargs())
+            request_timeout_ms=int(timeout_s * 1000), **kafka_client_kwargs(self.kafka))
         self.sent_after: dict[int, int] = {}
         self._inflight: list[asyncio.Future[object]] = []
 
     async def start(self) -> "StreamProducer":
-        await start_checked(self._producer, self.brokers)
+        await start_checked(self._producer, self.brokers, self.kafka)
         return self
 
     async def stop(self) -> None:
@@ -87,7 +94,7 @@ class StreamProducer:
 
     async def send_turn(self, ev: TurnEvent) -> "asyncio.Future[object]":
         """Queue one turn event; await the returned future for the broker's ack."""
-        fut = await self._producer.send(topics.TURNS, ev.to_bytes(), key=ev.key)
+        fut = await self._producer.send(self.turns_topic, ev.to_bytes(), key=ev.key)
         self._inflight.append(fut)
         if len(self._inflight) > 10_000:
             await self._settle()
@@ -109,7 +116,7 @@ class StreamProducer:
         await self._producer.flush()
 
     async def partition_of(self, key: bytes) -> int:
-        parts = await self._producer.partitions_for(topics.TURNS)
+        parts = await self._producer.partitions_for(self.turns_topic)
         return int(self.partitioner(key, list(parts), list(parts)))
 
     async def end_offsets(self) -> dict[int, int]:
@@ -117,15 +124,15 @@ class StreamProducer:
         from aiokafka import AIOKafkaConsumer, TopicPartition
 
         consumer = AIOKafkaConsumer(bootstrap_servers=self.brokers, enable_auto_commit=False,
-                                    **kafka_client_kwargs())
+                                    **kafka_client_kwargs(self.kafka))
         await consumer.start()
         try:
-            parts = consumer.partitions_for_topic(topics.TURNS) or set()
+            parts = consumer.partitions_for_topic(self.turns_topic) or set()
             if not parts:
                 await consumer.topics()
-                parts = consumer.partitions_for_topic(topics.TURNS) or set()
+                parts = consumer.partitions_for_topic(self.turns_topic) or set()
             ends = await log_end_offsets(  # not end_offsets: see memstrata.kafka_ends
-                consumer, [TopicPartition(topics.TURNS, p) for p in parts])
+                consumer, [TopicPartition(self.turns_topic, p) for p in parts])
             return {tp.partition: off for tp, off in ends.items()}
         finally:
             await consumer.stop()
@@ -270,8 +277,11 @@ async def produce_file(
     progress: Callable[[int], None] | None = None,
     on_total: Callable[[int], None] | None = None,
     report: ProduceReport | None = None,
+    kafka: KafkaSettings | None = None,
 ) -> ProduceReport:
     """Read a LoCoMo, LongMemEval or JSONL file and publish it as turn events.
+
+    ``kafka`` is the entry point's Kafka settings (turns topic, TLS/SASL).
 
     Cancelled (Ctrl-C), it returns what it did with ``interrupted`` set instead
     of raising: the finished sessions are closed, the count is in ``report``.
@@ -285,7 +295,7 @@ async def produce_file(
     if on_total:
         on_total(report.total)
     try:
-        async with StreamProducer(brokers) as producer:
+        async with StreamProducer(brokers, kafka=kafka) as producer:
             await produce_sessions(producer, parsed.sessions, rate=rate, close=close,
                                    progress=progress, report=report)
     except asyncio.CancelledError:

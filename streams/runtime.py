@@ -52,7 +52,8 @@ class StoredTurns:
     DLQ: a refused record is never reported as stored.
     """
 
-    def __init__(self, keep_refused: int = 100_000) -> None:
+    def __init__(self, keep_refused: int = 100_000, turns_topic: str = topics.TURNS) -> None:
+        self.turns_topic = turns_topic
         self.done: dict[int, int] = {}
         self._refused: OrderedDict[tuple[int, int], str] = OrderedDict()
         self._keep = keep_refused
@@ -67,7 +68,7 @@ class StoredTurns:
 
     def note(self, records: Sequence[Any], dead: Sequence[Any]) -> None:
         for d in dead:
-            if d.topic == topics.TURNS:
+            if d.topic == self.turns_topic:
                 self._refused[(d.partition, d.offset)] = f"{d.reason}: {d.detail}"
         while len(self._refused) > self._keep:
             self._refused.popitem(last=False)
@@ -92,11 +93,12 @@ class StoredTurns:
 class StreamRuntime:
     """Everything one worker process runs; :meth:`run` blocks until SIGINT/SIGTERM."""
 
+    #: The entry point's loaded settings (:func:`memstrata.config.load_config`).
     settings: Settings
+    stream: StreamSettings
+    kafka: KafkaSettings
     #: The core's turn-event limits (built by the entry point, with the other settings).
     turns: TurnLimits = field(kw_only=True)
-    stream: StreamSettings = field(default_factory=lambda: StreamSettings())
-    kafka: KafkaSettings = field(default_factory=lambda: KafkaSettings())
     #: Extra asyncio services for the worker's loop (see the module docstring).
     services: Sequence[ExtraService] = ()
     #: Called with the broker address once it is known (``up`` prints it).
@@ -121,8 +123,7 @@ class StreamRuntime:
         memory = None
         try:
             settings = self.settings
-            if "tantivy_commit" not in settings.model_fields_set and \
-                    "MEMSTRATA_TANTIVY_COMMIT" not in os.environ:
+            if "tantivy_commit" not in settings.model_fields_set:  # set by no variable or file
                 # The worker flushes after every batch, before it commits offsets:
                 # tantivy can commit then too instead of on every write.
                 settings = settings.model_copy(update={"tantivy_commit": "flush"})
@@ -135,8 +136,9 @@ class StreamRuntime:
                 brokers = broker.address
             else:
                 brokers = self.kafka.resolve_brokers(data_dir)
-            asyncio.run(ensure_topics(brokers, topics.specs(self.kafka.partitions,
-                                                            self.kafka.replication)))
+            asyncio.run(ensure_topics(brokers, topics.specs(
+                self.kafka.partitions, self.kafka.replication, turns=self.kafka.topic_turns),
+                kafka=self.kafka))
             metrics = self.metrics or StreamMetrics.create()
             # memstrata_llm_fallbacks_total: L0 windows the LLM failed to build.
             register_llm_metrics(metrics.registry, getattr(memory, "meter", None))
@@ -145,6 +147,7 @@ class StreamRuntime:
             app = build_app(memory, brokers, stream=self.stream, kafka=self.kafka,
                             work_dir=data_dir / "stream-worker", services=self.services,
                             service_arg=memory, metrics=metrics, turns=self.turns)
+            self.stored.turns_topic = self.kafka.topic_turns
             self.stored.watch(app)
             self.stream_app = app
             if broker is not None:

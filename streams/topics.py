@@ -26,6 +26,11 @@ class TopicSpec:
     replication: int = 1
 
 
-def specs(partitions: int, replication: int = 1) -> list[TopicSpec]:
-    """Every memstrata topic with the same partition count (co-partitioned)."""
-    return [TopicSpec(name, partitions, replication) for name in ALL]
+def specs(partitions: int, replication: int = 1, *,
+          turns: str = TURNS) -> list[TopicSpec]:
+    """Every memstrata topic with the same partition count (co-partitioned).
+
+    ``turns`` is the configured turns topic (``MEMSTRATA_KAFKA_TOPIC_TURNS``).
+    """
+    names = (turns, *(n for n in ALL if n != TURNS))
+    return [TopicSpec(name, partitions, replication) for name in names]

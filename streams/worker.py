@@ -17,6 +17,8 @@ from collections.abc import Sequence
 
 import faust
 
+from memstrata.config import defaults
+from memstrata.kafka import KafkaSettings
 from memstrata.kafka_ends import log_end_offsets
 from memstrata.kafka_security import kafka_client_kwargs
 from streams import topics
@@ -26,18 +28,25 @@ __all__ = ["StreamWorker", "group_lag", "run_worker", "wait_drained"]
 
 log = logging.getLogger("memstrata.stream")
 
-INPUTS: tuple[str, ...] = (topics.TURNS, topics.CONTROL)
+def inputs(kafka: KafkaSettings) -> tuple[str, ...]:
+    """The topics the worker reads: the configured turns topic and the control topic."""
+    return (kafka.topic_turns, topics.CONTROL)
 
 
-async def group_lag(brokers: str, group: str,
-                    topic_names: Sequence[str] = INPUTS) -> dict[tuple[str, int], int]:
-    """Records not yet committed by ``group``, per (topic, partition)."""
+async def group_lag(brokers: str, group: str, topic_names: Sequence[str] | None = None, *,
+                    kafka: KafkaSettings | None = None) -> dict[tuple[str, int], int]:
+    """Records not yet committed by ``group``, per (topic, partition) (default: the inputs).
+
+    ``kafka`` (TLS/SASL, the turns topic) defaults to the defaults, not the environment.
+    """
     from aiokafka import AIOKafkaConsumer, TopicPartition
     from aiokafka.admin import AIOKafkaAdminClient
 
-    admin = AIOKafkaAdminClient(bootstrap_servers=brokers, **kafka_client_kwargs())
+    kafka = kafka or defaults(KafkaSettings)
+    topic_names = inputs(kafka) if topic_names is None else topic_names
+    admin = AIOKafkaAdminClient(bootstrap_servers=brokers, **kafka_client_kwargs(kafka))
     consumer = AIOKafkaConsumer(bootstrap_servers=brokers, enable_auto_commit=False,
-                                **kafka_client_kwargs())
+                                **kafka_client_kwargs(kafka))
     try:  # closed even when cancelled half-started (a second Ctrl-C during the drain)
         await admin.start()
         await consumer.start()
@@ -61,12 +70,13 @@ async def group_lag(brokers: str, group: str,
 
 
 async def wait_drained(brokers: str, group: str, timeout_s: float,
-                       topic_names: Sequence[str] = INPUTS, poll_s: float = 0.25) -> bool:
+                       topic_names: Sequence[str] | None = None, poll_s: float = 0.25, *,
+                       kafka: KafkaSettings | None = None) -> bool:
     """Wait until ``group`` has committed every record of ``topic_names``; False on timeout."""
     deadline = time.monotonic() + timeout_s
     while True:
         try:
-            lag = await group_lag(brokers, group, topic_names)
+            lag = await group_lag(brokers, group, topic_names, kafka=kafka)
             if not any(lag.values()):
                 return True
         except Exception as exc:  # noqa: BLE001 - broker busy; try again
@@ -121,8 +131,8 @@ def _duration(seconds: float) -> str:
     return f"{h}h{m:02d}m{s:02d}s" if h else f"{m}m{s:02d}s" if m else f"{s}s"
 
 
-def _left_text(left: dict[tuple[str, int], int]) -> str:
-    turns = sum(n for (t, _), n in left.items() if t == topics.TURNS)
+def _left_text(left: dict[tuple[str, int], int], turns_topic: str) -> str:
+    turns = sum(n for (t, _), n in left.items() if t == turns_topic)
     controls = sum(n for (t, _), n in left.items() if t == topics.CONTROL)
     return f"{turns} turn events and {controls} close/delete events"
 
@@ -181,7 +191,8 @@ class StreamWorker(faust.Worker):
             stop_log.info("stopping: waiting up to %.0fs for the topics to drain "
                           "(Ctrl-C again to stop now)", self.drain_timeout_s)
             self._drain = asyncio.ensure_future(wait_drained(
-                self.stream_app.brokers, self.app.conf.id, self.drain_timeout_s))
+                self.stream_app.brokers, self.app.conf.id, self.drain_timeout_s,
+                kafka=self.stream_app.kafka))
             try:
                 drained = await self._drain
             except asyncio.CancelledError:
@@ -207,14 +218,16 @@ class StreamWorker(faust.Worker):
                f"not drained after {self.drain_timeout_s:.0f}s (MEMSTRATA_STREAM_DRAIN_TIMEOUT_S)")
         try:
             self.left = await asyncio.wait_for(
-                group_lag(self.stream_app.brokers, self.app.conf.id),
+                group_lag(self.stream_app.brokers, self.app.conf.id,
+                          kafka=self.stream_app.kafka),
                 1.0 if self.forced else COUNT_LEFT_S)
         except Exception as exc:  # noqa: BLE001 - the broker is busy: count later
             stop_log.debug("cannot count what is left: %s", exc)
             self.left = {}
         where = ("they are lost when the embedded broker stops (it keeps topics in memory "
                  "only)" if self.memory_only else "they stay in the broker for the next worker")
-        stop_log.warning("%s: %s are not stored; %s", why, _left_text(self.left), where)
+        stop_log.warning("%s: %s are not stored; %s", why,
+                         _left_text(self.left, self.stream_app.kafka.topic_turns), where)
 
     def _stop_now(self, sig: signal.Signals) -> None:
         """A second signal: stop draining; if winding down takes longer than STOP_NOW_S, exit."""
@@ -254,7 +267,7 @@ class StreamWorker(faust.Worker):
         if self.left and any(self.left.values()):
             # Counted when the drain stopped: a batch in hand then may still have been stored.
             fate = "lost (memory-only broker)" if self.memory_only else "left in the broker"
-            line += f"; up to {_left_text(self.left)} {fate}"
+            line += f"; up to {_left_text(self.left, self.stream_app.kafka.topic_turns)} {fate}"
         elif self.drain_timeout_s > 0:
             line += "; nothing left unstored"
         return line

@@ -16,24 +16,31 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any
 
+from memstrata.config import Config, defaults
 from memstrata.controller.config import ControllerSettings
 from memstrata.executor import LocalLayerExecutor, RolloutExecutor
 from memstrata.llm.factory import open_builder
 from workers.materialize import RayLayerExecutor, attach
 from workers.readers import ReaderSpec, StoreReaderSpec, serve_memory
 from workers.rollout import RayRolloutExecutor
-from workers.settings import load_workers_settings
+from workers.settings import WorkersSettings
 
 
 @contextmanager
 def open_eval_rollouts(memory: Any, tenant: str, actors: int,
-                       controller_settings: ControllerSettings) -> Iterator[RolloutExecutor]:
-    """A Ray rollout pool of ``actors`` over ``memory``, torn down on exit."""
+                       controller_settings: ControllerSettings,
+                       config: Config | None = None) -> Iterator[RolloutExecutor]:
+    """A Ray rollout pool of ``actors`` over ``memory``, torn down on exit.
+
+    ``config`` is the command's loaded configuration (``MEMSTRATA_WORKERS_*``);
+    without it the defaults apply. The backend is Ray either way.
+    """
     import ray
 
     from memstrata.store.factory import embedded_backends
 
-    settings = load_workers_settings(backend="ray")
+    loaded = config.get(WorkersSettings) if config else defaults(WorkersSettings)
+    settings = loaded.model_copy(update={"backend": "ray"})
     started = not ray.is_initialized()
     previous = memory.layers.executor
     with ExitStack() as stack:

@@ -11,6 +11,7 @@ hand back the items: they never touch a store. The caller's
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import hashlib
 import logging
@@ -24,6 +25,7 @@ from typing import Any
 
 from tenacity import RetryCallState, Retrying, stop_after_attempt, wait_exponential
 
+from memstrata.config import Settings
 from memstrata.executor import (
     ExecutorBusy,
     ExecutorUnavailable,
@@ -151,19 +153,27 @@ def route(key: tuple[str, ...], n: int) -> int:
     return int.from_bytes(digest[:8], "big") % n
 
 
-def default_builder_factory() -> LayerBuilder:
-    """The builder ``MEMSTRATA_*`` configures (what the owning memory's builder is)."""
-    from memstrata.config import load_settings
-    from memstrata.llm.factory import open_builder
+@dataclasses.dataclass(frozen=True)
+class SettingsBuilder:
+    """A picklable builder factory: the builder ``settings`` configure (the owning memory's).
 
-    return open_builder(load_settings())
+    The settings travel to the actor with it, so the actor never reads its own
+    environment (a node's variables may differ from the service's).
+    """
+
+    settings: Settings
+
+    def __call__(self) -> LayerBuilder:
+        from memstrata.llm.factory import open_builder
+
+        return open_builder(self.settings)
 
 
 class RayLayerExecutor(LayerExecutor):
     """Sends builds to the materializer that owns their key; falls back when Ray is lost."""
 
     def __init__(self, settings: WorkersSettings, *,
-                 builder_factory: BuilderFactory = default_builder_factory,
+                 builder_factory: BuilderFactory,
                  metrics: WorkersMetrics | None = None,
                  fallback: LayerExecutor | None = None,
                  detached: bool | None = None,

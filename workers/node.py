@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from memstrata.config import ConfigError
-from workers.settings import load_workers_settings
+from workers.settings import WorkersSettings
 
 
 def ray_binary() -> str:
@@ -49,7 +49,6 @@ def node_command(address: str | None, *, num_cpus: int | None = None,
     if not address or address.startswith("ray://") or address == "auto":
         raise ConfigError("--address: give the head's GCS address HOST:PORT (a node joins "
                           "through the GCS, not the Ray client port)")
-    load_workers_settings(ray_address=address)  # names MEMSTRATA_WORKERS_RAY_ADDRESS
     return [ray_binary(), "start", f"--address={address}", *_common(num_cpus, node_ip, extra)]
 
 
@@ -73,7 +72,7 @@ def run(cmd: Sequence[str]) -> NoReturn:
     os.execv(cmd[0], list(cmd))
 
 
-def check() -> str:
+def check(settings: WorkersSettings) -> str:
     """Validate ``MEMSTRATA_WORKERS_*`` and reach the cluster; one line saying what is there.
 
     Raises :class:`ConfigError` for a bad setting and
@@ -83,7 +82,6 @@ def check() -> str:
 
     from workers.cluster import connect
 
-    settings = load_workers_settings()
     mine = not ray.is_initialized()
     connect(settings)
     try:

@@ -20,6 +20,7 @@ from collections import OrderedDict, deque
 from collections.abc import Callable
 from typing import Any
 
+from memstrata.kafka import KafkaSettings
 from memstrata.model import Scope
 from workers.metrics import WorkersMetrics
 from workers.settings import WorkersSettings
@@ -169,8 +170,11 @@ def memory_spend(memory: Any, prices: Any = None) -> Spend | None:
 
 async def consume_l0(brokers: str, prewarmer: Prewarmer, *,
                      group: str | None = "memstrata-prewarm", stop: Any = None,
-                     topic: str = L0_TOPIC, offset_reset: str = "latest") -> None:
+                     topic: str = L0_TOPIC, offset_reset: str = "latest",
+                     kafka: KafkaSettings | None = None) -> None:
     """Read ``memstrata.l0.v1`` and warm what the policy picks until ``stop`` is set.
+
+    ``kafka`` gives TLS/SASL (the service's loaded settings; the defaults without it).
 
     One consumer group across service replicas splits the sessions among them
     (``group=None``: this consumer reads every partition, committing nothing).
@@ -180,9 +184,13 @@ async def consume_l0(brokers: str, prewarmer: Prewarmer, *,
 
     from aiokafka import AIOKafkaConsumer
 
+    from memstrata.config import defaults
+    from memstrata.kafka_security import kafka_client_kwargs
+
     consumer = AIOKafkaConsumer(topic, bootstrap_servers=brokers, group_id=group,
                                 auto_offset_reset=offset_reset,
-                                enable_auto_commit=group is not None)
+                                enable_auto_commit=group is not None,
+                                **kafka_client_kwargs(kafka or defaults(KafkaSettings)))
     await consumer.start()
     try:
         while stop is None or not stop.is_set():

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memstrata.config import Settings
+from memstrata.config import Settings, defaults
 from memstrata.model import KeyFacts, L0Unit, Scope, SessionHit, SessionMeta, Turn, TurnNotes
 from memstrata.roles import MemoryReader, MemoryStats
 
@@ -112,10 +112,11 @@ def serve_memory(memory: Any, tenants: str | Iterable[str], host: str = "127.0.0
         names = [tenants] if isinstance(tenants, str) else sorted(set(tenants))
         tenant_keys = tuple((t, add_key(keys, t)[1]) for t in names)
         # Reads from many actors at once: more read threads than a public service's default.
-        settings = ServiceSettings(host=host, port=0, keys_file=keys, rate_per_s=1e9,
-                                   read_threads=8,
-                                   burst=1_000_000_000, max_concurrent=1_000_000,
-                                   spend_file=Path(tmp) / "spend.json")
+        # The defaults, not MEMSTRATA_SERVICE_* (those configure the public service).
+        settings = defaults(ServiceSettings).model_copy(update=dict(
+            host=host, port=0, keys_file=keys, rate_per_s=1e9, read_threads=8,
+            burst=1_000_000_000, max_concurrent=1_000_000,
+            spend_file=Path(tmp) / "spend.json"))
         loop = asyncio.new_event_loop()
         thread = threading.Thread(target=loop.run_forever, name="memstrata-serve", daemon=True)
         thread.start()

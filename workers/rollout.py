@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from memstrata.config import Settings
+from memstrata.config import Settings, defaults
 from memstrata.controller.config import ControllerSettings
 from memstrata.controller.result import Answer
 from memstrata.executor import (
@@ -49,11 +49,11 @@ class RolloutWorker:
         self.reader = reader.open()
         if chat_factory is not None:
             self.controller = Controller(self.reader, controller_settings, chat_factory(),
-                                         max_query_chars=(app_settings or Settings())
+                                         max_query_chars=(app_settings or defaults(Settings))
                                          .max_query_chars)
         else:
             self.controller = Controller.open(self.reader, controller_settings,
-                                              app_settings=app_settings)
+                                              app_settings=app_settings or defaults(Settings))
         self.incarnation = uuid.uuid4().hex
         self.answered = 0
         #: Controllers for requests with settings of their own (a service call's options).
@@ -103,15 +103,13 @@ class RayRolloutExecutor(RolloutExecutor):
                  chat_factory: ChatFactory | None = None,
                  metrics: WorkersMetrics | None = None,
                  actors: int | None = None) -> None:
-        from memstrata.controller.config import load_controller_settings
-
         self.ray = connect(settings)
         self.settings = settings
         self.metrics = metrics or WorkersMetrics()
         n = actors or settings.rollout_actors
         cls = rollout_class()
         strategy = "SPREAD" if settings.placement == "spread" else "DEFAULT"
-        csettings = controller_settings or load_controller_settings()
+        csettings = controller_settings or defaults(ControllerSettings)
         self.actors = [
             cls.options(max_restarts=settings.max_restarts,
                         max_task_retries=settings.max_task_retries,

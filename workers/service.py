@@ -15,17 +15,18 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-import os
 import threading
 from contextlib import ExitStack
 from typing import Any
 
+from memstrata.config import Config, defaults
 from memstrata.executor import LocalLayerExecutor
-from workers.materialize import RayLayerExecutor, attach
+from memstrata.kafka import KafkaSettings
+from workers.materialize import RayLayerExecutor, SettingsBuilder, attach
 from workers.metrics import WorkersMetrics
 from workers.readers import ReaderSpec, StoreReaderSpec, serve_memory
 from workers.rollout import RayRolloutExecutor
-from workers.settings import WorkersSettings, load_workers_settings
+from workers.settings import WorkersSettings
 
 log = logging.getLogger(__name__)
 
@@ -65,13 +66,19 @@ class ServiceWorkers:
 
 
 def start_service_workers(memory: Any, servicer: Any, tenants: set[str],
-                          registry: Any = None) -> ServiceWorkers | None:
-    """Hook the Ray workers into a running service (None with the ``local`` backend)."""
+                          registry: Any = None,
+                          config: Config | None = None) -> ServiceWorkers | None:
+    """Hook the Ray workers into a running service (None with the ``local`` backend).
+
+    ``config`` is the entry point's loaded configuration (``MEMSTRATA_WORKERS_*``,
+    ``MEMSTRATA_KAFKA_*`` for pre-warming); without it the defaults apply (no Ray).
+    """
     from memstrata.store.factory import embedded_backends
 
-    settings = load_workers_settings()
+    settings = config.get(WorkersSettings) if config else defaults(WorkersSettings)
+    kafka = config.get(KafkaSettings) if config else defaults(KafkaSettings)
     if settings.backend != "ray":
-        return start_prewarm(ServiceWorkers(), memory, settings, registry)
+        return start_prewarm(ServiceWorkers(), memory, settings, registry, kafka)
     import ray
 
     out = ServiceWorkers()
@@ -82,6 +89,7 @@ def start_service_workers(memory: Any, servicer: Any, tenants: set[str],
         # deployment with another builder are never asked to build for this one.
         tag = hashlib.sha256(memory.builder.version.encode()).hexdigest()[:10]
         out.layers = RayLayerExecutor(settings, metrics=out.metrics,
+                                      builder_factory=SettingsBuilder(memory.settings),
                                       fallback=LocalLayerExecutor(memory.builder),
                                       name_prefix=f"memstrata-materializer-{tag}")
         attach(memory, out.layers, out.metrics)
@@ -101,12 +109,12 @@ def start_service_workers(memory: Any, servicer: Any, tenants: set[str],
         raise
     log.info("Ray workers: %d materializers, %d rollout actors", settings.materializers,
              len(out.rollouts.actors))
-    start_prewarm(out, memory, settings, registry)
+    start_prewarm(out, memory, settings, registry, kafka)
     return out
 
 
 def start_prewarm(out: ServiceWorkers, memory: Any, settings: WorkersSettings,
-                  registry: Any) -> ServiceWorkers | None:
+                  registry: Any, kafka: KafkaSettings) -> ServiceWorkers | None:
     """Consume ``memstrata.l0.v1`` on a thread of its own when pre-warming is on.
 
     Needs the broker (``MEMSTRATA_KAFKA_BROKERS``); without one pre-warming is off,
@@ -116,7 +124,7 @@ def start_prewarm(out: ServiceWorkers, memory: Any, settings: WorkersSettings,
 
     if settings.prewarm == "off":
         return out if out.rollouts is not None else None
-    brokers = os.environ.get("MEMSTRATA_KAFKA_BROKERS")
+    brokers = kafka.brokers
     if not brokers:
         log.warning("MEMSTRATA_WORKERS_PREWARM=%s needs MEMSTRATA_KAFKA_BROKERS (it reads "
                     "memstrata.l0.v1); pre-warming is off", settings.prewarm)
@@ -129,7 +137,7 @@ def start_prewarm(out: ServiceWorkers, memory: Any, settings: WorkersSettings,
 
     def run() -> None:
         try:
-            asyncio.run(consume_l0(brokers, prewarmer, stop=stop))
+            asyncio.run(consume_l0(brokers, prewarmer, stop=stop, kafka=kafka))
         except Exception as exc:  # pre-warming is an optimisation: log, never crash
             log.error("pre-warm consumer stopped: %s", exc)
 

@@ -10,10 +10,8 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
-
-from memstrata.config import ConfigError
 
 ENV_PREFIX = "MEMSTRATA_WORKERS_"
 
@@ -97,14 +95,7 @@ class WorkersSettings(BaseSettings):
 
 
 def load_workers_settings(**overrides: Any) -> WorkersSettings:
-    """:class:`WorkersSettings`, with any bad value reported as ``MEMSTRATA_WORKERS_<NAME>``."""
-    try:
-        return WorkersSettings(**overrides)
-    except ValidationError as exc:
-        lines = []
-        for e in exc.errors():
-            loc = [str(p) for p in e.get("loc", ())]
-            name = ENV_PREFIX + loc[0].upper() if loc else "workers settings"
-            msg = str(e.get("msg", "invalid")).removeprefix("Value error, ")
-            lines.append(f"{name}: {msg} (got {e.get('input')!r})")
-        raise ConfigError("invalid workers configuration:\n  " + "\n  ".join(lines)) from None
+    """This namespace alone, with the errors of :func:`memstrata.config.load_config`."""
+    from memstrata.config import load_namespace
+
+    return load_namespace(WorkersSettings, **overrides)

@@ -25,7 +25,7 @@ from rich.table import Table
 
 from memstrata.cli.access import Remote, TenantOrKey
 from memstrata.cli.exits import EXIT_CODES_HELP, Exit
-from memstrata.config import ConfigError, Settings, load_settings
+from memstrata.config import Config, ConfigError, Settings, load_config
 
 app = typer.Typer(
     name="memstrata",
@@ -47,12 +47,25 @@ User = Annotated[str, typer.Option("--user", "-u", help="User id.")]
 _TOP_K_DEFAULT = Settings.model_fields["top_k_sessions"].default
 
 
+#: The configuration this command loaded, by its arguments (emptied as each command starts).
+_loaded: dict[str, Config] = {}
+
+
+def _config(data_dir: Path | None = None, **namespaces: dict[str, Any]) -> Config:
+    """Every namespace's settings, loaded once per command (``--data-dir`` and the
+    command's own options, such as ``serve --port``, given as arguments)."""
+    key = repr((data_dir, sorted(namespaces.items())))
+    if key not in _loaded:
+        try:
+            _loaded[key] = load_config(data_dir=data_dir, namespaces=namespaces)
+        except ConfigError as exc:
+            err.print(f"[red]{escape(str(exc))}[/red]", soft_wrap=True)
+            raise typer.Exit(2) from None
+    return _loaded[key]
+
+
 def _settings(data_dir: Path | None) -> Settings:
-    try:
-        return load_settings(**({"data_dir": data_dir} if data_dir else {}))
-    except ConfigError as exc:
-        err.print(f"[red]{escape(str(exc))}[/red]")
-        raise typer.Exit(2) from None
+    return _config(data_dir).settings
 
 
 def _open(data_dir: Path | None, *, read_only: bool = False):  # -> Memory (lazy: fast --help)
@@ -154,6 +167,7 @@ def _main_options(
         help="Print the version and exit.")] = False,
 ) -> None:
     """Long-term memory for LLM assistants: ingest conversations, search and read them."""
+    _loaded.clear()  # settings are loaded once per command, even when a process runs several
 
 
 @app.command()
@@ -455,25 +469,39 @@ def forget(
 
 
 @app.command("config")
-def show_config(data_dir: DataDir = None) -> None:
-    """Print the effective settings (secrets masked) as MEMSTRATA_* variables."""
+def show_config(
+    data_dir: DataDir = None,
+    sources: Annotated[bool, typer.Option(
+        "--sources", help="Say where each value comes from: default, env, file or argument.")
+    ] = False,
+) -> None:
+    """Print every namespace's effective settings (secrets masked) as MEMSTRATA_* variables.
+
+    A bad value stops it (exit 2) with one line per problem naming the variable
+    or the key of MEMSTRATA_CONFIG_FILE that holds it.
+    """
     from pydantic import SecretStr
 
-    settings = _settings(data_dir)
-    for name, value in settings.model_dump().items():
-        shown = "***" if isinstance(value, SecretStr) else value
-        console.print(f"MEMSTRATA_{name.upper()}={'' if shown is None else shown}")
-    from memstrata.config import settings_namespaces  # services' MEMSTRATA_<NS>_* too
+    from memstrata.config import ENV_PREFIX, _prefix_of
 
-    for prefix, cls in sorted(settings_namespaces()[0].items()):
-        try:
-            values = cls().model_dump()
-        except Exception as exc:  # noqa: BLE001 - show what is wrong, keep listing
-            console.print(f"# {prefix}*: {escape(str(exc).splitlines()[0])}", soft_wrap=True)
-            continue
-        for name, value in values.items():
+    config = _config(data_dir)
+    groups: list[tuple[str, str, Any]] = [("", ENV_PREFIX, config.settings)]
+    groups += [(table, _prefix_of(type(ns)), ns) for table, ns in config.namespaces.items()]
+    if config.file is not None:
+        console.print(f"# file: {escape(str(config.file))}", soft_wrap=True)
+    for table, prefix, values in groups:
+        where = f"[{table}] in the file" if table else "top-level keys in the file"
+        console.print(escape(f"# {table or 'core'}: {prefix}* ({where})"), soft_wrap=True,
+                      highlight=False)
+        origin = config.sources.get(table, {})
+        for name, value in values.model_dump().items():
             shown = "***" if isinstance(value, SecretStr) else value
-            console.print(f"{prefix}{name.upper()}={'' if shown is None else shown}")
+            line = f"{prefix}{name.upper()}={'' if shown is None else shown}"
+            if sources:
+                line += f"  # {origin.get(name, 'default')}"
+            console.print(escape(line), soft_wrap=True, highlight=False)
+    for name, why in config.failed.items():
+        console.print(f"# namespace {name!r} failed to load: {escape(why)}", soft_wrap=True)
 
 
 def _register_subcommands() -> None:

@@ -38,13 +38,14 @@ PolicyOpt = Annotated[
 
 
 def controller_settings(without: list[str] | None, policy: str | None) -> Any:
-    """Controller settings from the environment plus the command's switches (exit 2 if bad)."""
+    """Controller settings of this command's configuration plus its switches (exit 2 if bad)."""
+    from memstrata.cli import _config
     from memstrata.config import ConfigError
-    from memstrata.controller.config import load_controller_settings
+    from memstrata.controller.config import ControllerSettings
 
+    config = _config(None, **({"controller": {"policy": policy}} if policy else {}))
     try:
-        s = load_controller_settings(**({"policy": policy} if policy else {}))
-        return s.without(without or [])
+        return config.get(ControllerSettings).without(without or [])
     except ConfigError as exc:
         err.print(f"[red]{escape(str(exc))}[/red]")
         raise typer.Exit(2) from None
@@ -104,7 +105,10 @@ def _rollouts(memory: Any, data: Any, workers: int, csettings: Any) -> Any:
         if len(tenants) > 1:
             raise ConfigError(f"--workers: the questions span {len(tenants)} tenants; one "
                               f"run serves one")
-        return open_pool(memory, next(iter(tenants), "eval"), workers, csettings)
+        from memstrata.cli import _config
+
+        return open_pool(memory, next(iter(tenants), "eval"), workers, csettings,
+                         config=_config())
     except (LookupError, ConfigError, ExecutorUnavailable) as exc:
         err.print(f"[red]{escape(str(exc))}[/red]")
         raise typer.Exit(2) from None

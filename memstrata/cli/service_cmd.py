@@ -20,7 +20,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from memstrata.cli import DataDir, _open, _settings, app, console, err
+from memstrata.cli import DataDir, _config, _open, _settings, app, console, err
 from memstrata.cli.access import SERVE_FILE, serving_address  # noqa: F401 - where they were
 from memstrata.cli.exits import Exit
 
@@ -32,24 +32,18 @@ KeysFile = Annotated[Optional[Path], typer.Option(
     "--keys-file", help="Keys file (MEMSTRATA_SERVICE_KEYS_FILE; default: in the data dir).")]
 
 
-def _service_settings(**overrides: Any) -> Any:
-    from pydantic import ValidationError
-
+def _service_settings(data_dir: Path | None = None, **overrides: Any) -> Any:
+    """``MEMSTRATA_SERVICE_*`` from this command's configuration, options applied."""
     from query_service.settings import ServiceSettings
 
-    try:
-        return ServiceSettings(**{k: v for k, v in overrides.items() if v is not None})
-    except ValidationError as exc:
-        e = exc.errors()[0]
-        name = "MEMSTRATA_SERVICE_" + str(e["loc"][0]).upper() if e["loc"] else "settings"
-        err.print(f"[red]{name}: {escape(e['msg'])}[/red]")
-        raise typer.Exit(2) from None
+    given = {k: v for k, v in overrides.items() if v is not None}
+    return _config(data_dir, **({"service": given} if given else {})).get(ServiceSettings)
 
 
 def _keys_path(keys_file: Path | None, data_dir: Path | None) -> Path:
     if keys_file is not None:
         return keys_file
-    configured = _service_settings().keys_file
+    configured = _service_settings(data_dir).keys_file
     return configured or _settings(data_dir).data_dir / DEFAULT_KEYS_FILE
 
 
@@ -126,13 +120,19 @@ def serve(
     from memstrata.cli.check_cmd import refuse_if_damaged
     from query_service.server import bind_problem
 
+    from memstrata.kafka import KafkaSettings
+
     _serve_logging()
-    settings = _settings(data_dir)
+    given = {k: v for k, v in {"port": port, "host": host, "metrics_port": metrics_port}.items()
+             if v is not None}
+    config = _config(data_dir, **({"service": given} if given else {}))
+    settings = config.settings
     refuse_if_damaged(settings.docs_path)
-    svc = _service_settings(port=port, host=host, metrics_port=metrics_port)
-    svc = svc.model_copy(update={"keys_file": _keys_path(keys_file, data_dir)})
+    svc = _service_settings(data_dir, **given)
+    svc = svc.model_copy(update={"keys_file": keys_file or svc.keys_file
+                                 or settings.data_dir / DEFAULT_KEYS_FILE})
     if stream is None:
-        stream = (not os.environ.get("MEMSTRATA_KAFKA_BROKERS")
+        stream = (not config.get(KafkaSettings).brokers
                   and settings.vector_backend == "qdrant-edge")
     if why := bind_problem(svc.host, svc.port):  # before the broker and stores start
         _cannot_listen(svc.host, svc.port, why)
@@ -156,9 +156,9 @@ def serve(
 
     try:
         if stream:
-            _serve_with_stream(settings, svc, listening)
+            _serve_with_stream(config, svc, listening)
         else:
-            _serve_alone(data_dir, svc, listening)
+            _serve_alone(data_dir, config, svc, listening)
     except BindError as exc:
         _cannot_listen(exc.host, exc.port, bind_problem(exc.host, exc.port) or str(exc))
     except OSError as exc:  # the metrics port taken, a keys or TLS file unreadable...
@@ -218,33 +218,41 @@ class ServeMarker:
             self.path.unlink(missing_ok=True)
 
 
-def _serve_alone(data_dir: Path | None, svc: Any, listening: Callable[[Any], None]) -> None:
+def _serve_alone(data_dir: Path | None, config: Any, svc: Any,
+                 listening: Callable[[Any], None]) -> None:
     import asyncio
 
-    from memstrata.cli.stream_cmd import _turn_limits
+    from memstrata.controller.config import ControllerSettings
+    from memstrata.kafka import KafkaSettings
+    from memstrata.limits import TurnLimits
     from query_service.server import run_server
 
-    turns = _turn_limits()
+    turns = config.get(TurnLimits)
     memory = _open(data_dir)
     try:
-        asyncio.run(run_server(memory, svc, on_listening=listening, turn_limits=turns))
+        asyncio.run(run_server(memory, svc, on_listening=listening, turn_limits=turns,
+                               controller_settings=config.get(ControllerSettings),
+                               kafka=config.get(KafkaSettings), config=config))
     finally:
         memory.close()
 
 
-def _serve_with_stream(settings: Any, svc: Any, listening: Callable[[Any], None]) -> None:
+def _serve_with_stream(config: Any, svc: Any, listening: Callable[[Any], None]) -> None:
     """Broker, stream worker and gRPC server in one process over one Memory."""
     import signal
 
     from memstrata.cli.locked import exit_locked
-    from memstrata.cli.stream_cmd import _stream_settings, _turn_limits
+    from memstrata.cli.stream_cmd import _turn_limits
+    from memstrata.controller.config import ControllerSettings
+    from memstrata.kafka import KafkaSettings
     from memstrata.roles import DataDirLocked
-    from query_service.publish import KafkaProducerSettings
     from query_service.server import run_server
     from streams.runtime import StreamRuntime
+    from streams.settings import StreamSettings
 
-    stream_settings, kafka = _stream_settings()
-    turns = _turn_limits(stream_settings)  # one instance: Ingest and the worker agree
+    settings = config.settings
+    stream_settings, kafka = config.get(StreamSettings), config.get(KafkaSettings)
+    turns = _turn_limits(config, stream_settings)  # one instance: Ingest and the worker agree
     brokers: list[str] = []
     failed: list[Exception] = []
 
@@ -264,9 +272,9 @@ def _serve_with_stream(settings: Any, svc: Any, listening: Callable[[Any], None]
         # keeps them in memory only): see query_service.publish.
         try:
             await run_server(memory, svc, handle_signals=False, on_listening=announce,
-                             kafka=KafkaProducerSettings(brokers=brokers[-1],
-                                                          stream_group=stream_settings.app_id),
-                             stored=runtime.stored,
+                             kafka=kafka.model_copy(update={"brokers": brokers[-1]}),
+                             controller_settings=config.get(ControllerSettings),
+                             config=config, stored=runtime.stored,
                              extra_metrics=[stream_metrics.registry], turn_limits=turns)
         except Exception as exc:  # noqa: BLE001 - e.g. the port taken after the check
             # Stop the worker too, and report it below as one line (an error in a Faust
@@ -295,12 +303,4 @@ def _serve_with_stream(settings: Any, svc: Any, listening: Callable[[Any], None]
 
 
 def register() -> None:
-    from memstrata.client.settings import ClientSettings
-    from memstrata.config import register_namespace
-    from query_service.settings import ServiceSettings
-
-    # Also registered as entry points; explicit here so a source checkout that was not
-    # reinstalled accepts MEMSTRATA_SERVICE_* and MEMSTRATA_API_* too.
-    register_namespace(ServiceSettings)
-    register_namespace(ClientSettings)
     app.add_typer(keys_app, name="keys")

@@ -21,49 +21,32 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from memstrata.cli import DataDir, _settings, app, console, err
+from memstrata.cli import DataDir, _config, _settings, app, console, err
 from memstrata.cli.exits import Exit
 
 
-def _stream_settings() -> tuple[Any, Any]:
+def _stream_settings(data_dir: Path | None = None) -> tuple[Any, Any]:
+    """The stream worker's and Kafka's settings, from this command's loaded configuration."""
     try:
-        from pydantic import ValidationError
-
-        from memstrata.config import register_namespace
-        from streams.settings import KafkaSettings, StreamSettings
+        from memstrata.kafka import KafkaSettings
+        from streams.settings import StreamSettings
     except ImportError:
         err.print("[red]the streaming commands need the kafka extra: "
                   "pip install 'memstrata[kafka]'[/red]")
         raise typer.Exit(2) from None
-    # Also declared as entry points; registering here covers a source checkout too.
-    register_namespace(StreamSettings)
-    register_namespace(KafkaSettings)
-    try:
-        return StreamSettings(), KafkaSettings()
-    except ValidationError as exc:
-        for e in exc.errors():
-            loc = [str(p) for p in e.get("loc", ())]
-            err.print(f"[red]{escape(', '.join(loc) or 'settings')}: {escape(e['msg'])}[/red]")
-        raise typer.Exit(2) from None
+    config = _config(data_dir)
+    return config.get(StreamSettings), config.get(KafkaSettings)
 
 
-def _turn_limits(stream: Any = None) -> Any:
+def _turn_limits(config: Any, stream: Any = None) -> Any:
     """The ``MEMSTRATA_TURN_*`` limits, for the worker and the service alike.
 
     With the worker's ``stream`` settings, its byte limit must hold every event
     the limits accept (else the service could acknowledge what the worker drops).
     """
-    from pydantic import ValidationError
-
     from memstrata.limits import TurnLimits
 
-    try:
-        turns = TurnLimits()
-    except ValidationError as exc:
-        e = exc.errors()[0]
-        name = TurnLimits.variable(str(e["loc"][0])) if e["loc"] else "MEMSTRATA_TURN_*"
-        err.print(f"[red]{name}: {escape(e['msg'])}[/red]")
-        raise typer.Exit(2) from None
+    turns = config.get(TurnLimits)
     if stream is not None:
         from streams.settings import check_turns_fit
 
@@ -114,7 +97,7 @@ def produce(
     from memstrata.cli.ingest_input import undecodable, unusable_path
     from memstrata.ingest.formats import FormatError
 
-    _, kafka = _stream_settings()
+    _, kafka = _stream_settings(data_dir)
     from streams.produce import ProduceReport, produce_file
 
     if rate is not None and rate <= 0:
@@ -137,7 +120,8 @@ def produce(
             asyncio.run(produce_file(
                 file, address, fmt=fmt, tenant_id=tenant, rate=rate, close=not no_close,
                 progress=lambda n: bar.advance(task, n),
-                on_total=lambda total: bar.update(task, total=total), report=report))
+                on_total=lambda total: bar.update(task, total=total), report=report,
+                kafka=kafka))
         except FormatError as exc:
             err.print(f"[red]{escape(str(exc))}[/red]")
             raise typer.Exit(Exit.USAGE) from None
@@ -190,7 +174,7 @@ def _run(data_dir: Path | None, embedded_broker: bool) -> None:
     from memstrata.cli.locked import exit_locked
     from memstrata.roles import DataDirLocked
 
-    stream, kafka = _stream_settings()
+    stream, kafka = _stream_settings(data_dir)
     from streams.broker import BrokerError
     from streams.runtime import StreamRuntime
 
@@ -212,7 +196,7 @@ def _run(data_dir: Path | None, embedded_broker: bool) -> None:
         kafka_brokers = _brokers(kafka, settings.data_dir, None)
         kafka = kafka.model_copy(update={"brokers": kafka_brokers})
     runtime = StreamRuntime(settings, stream=stream, kafka=kafka, on_ready=ready,
-                            turns=_turn_limits(stream))
+                            turns=_turn_limits(_config(data_dir), stream))
     try:
         runtime.run(embedded_broker=embedded_broker)
     except DataDirLocked as exc:

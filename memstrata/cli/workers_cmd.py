@@ -81,8 +81,11 @@ def node(
     """Run a worker node that joins the head (blocks; Ctrl-C stops it)."""
     from workers.node import node_command
 
-    _start(lambda: node_command(address, num_cpus=num_cpus, node_ip=node_ip,
-                                extra=ctx.args), dry_run)
+    def command() -> list[str]:
+        _workers_settings(ray_address=address)  # a malformed address is named like the variable
+        return node_command(address, num_cpus=num_cpus, node_ip=node_ip, extra=ctx.args)
+
+    _start(command, dry_run)
 
 
 @workers_app.command()
@@ -97,7 +100,7 @@ def check() -> None:
         err.print("[red]the workers need the ray extra: pip install 'memstrata[ray]'[/red]")
         raise typer.Exit(Exit.USAGE) from None
     try:
-        console.print(escape(check_cluster()), soft_wrap=True)
+        console.print(escape(check_cluster(_workers_settings())), soft_wrap=True)
     except ConfigError as exc:
         err.print(f"[red]{escape(str(exc))}[/red]", soft_wrap=True)
         raise typer.Exit(Exit.USAGE) from None
@@ -106,10 +109,13 @@ def check() -> None:
         raise typer.Exit(Exit.UNREACHABLE) from None
 
 
-def register() -> None:
-    from memstrata.config import register_namespace
+def _workers_settings(**given: Any) -> Any:  # -> WorkersSettings (lazy: no ray import for --help)
+    """``MEMSTRATA_WORKERS_*`` from the command's one configuration load."""
+    from memstrata.config import load_config
     from workers.settings import WorkersSettings
 
-    # Also an entry point; explicit so a source checkout not reinstalled knows the namespace.
-    register_namespace(WorkersSettings)
+    return load_config(namespaces={"workers": given}).get(WorkersSettings)
+
+
+def register() -> None:
     app.add_typer(workers_app, name="workers")

@@ -15,6 +15,7 @@ from memstrata.client.answers import answer_from_wire
 from memstrata.client.convert import step_from_wire
 from memstrata.client.errors import from_rpc_error
 from memstrata.client.settings import ClientSettings
+from memstrata.config import defaults
 from memstrata.controller.result import Answer
 from memstrata.model import KeyFacts, L0Unit, Scope, SessionHit, SessionMeta, TraceStep, Turn
 from memstrata.model import TurnNotes
@@ -34,10 +35,10 @@ class AsyncMemoryClient:
     def __init__(self, address: str | None = None, *, api_key: str | None = None,
                  timeout_s: float | None = None,
                  settings: ClientSettings | None = None) -> None:
-        self.config = settings or ClientSettings()
+        self.config = settings or defaults(ClientSettings)  # never the environment
         address = address or self.config.address
         if not address:
-            raise ValueError("no service address: pass HOST:PORT or set MEMSTRATA_API_ADDRESS")
+            raise ValueError("no service address: pass HOST:PORT (or settings with an address)")
         self.address = address
         self._key = api_key or (self.config.key.get_secret_value()
                                 if self.config.key else None)

@@ -16,6 +16,7 @@ from memstrata.client.answers import answer_from_wire
 from memstrata.client.convert import step_from_wire
 from memstrata.client.errors import from_rpc_error
 from memstrata.client.settings import ClientSettings
+from memstrata.config import defaults
 from memstrata.controller.result import Answer
 from memstrata.model import KeyFacts, L0Unit, Scope, SessionHit, SessionMeta, TraceStep, Turn
 from memstrata.model import TurnNotes
@@ -32,17 +33,18 @@ def channel_for(address: str, settings: ClientSettings) -> grpc.Channel:
 class MemoryClient:
     """Blocking client of ``memstrata.v1.MemoryService``.
 
-    The API key comes from ``api_key`` or ``MEMSTRATA_API_KEY``; the tenant is the
+    The API key comes from ``api_key`` or ``settings`` (an entry point passes the
+    ``MEMSTRATA_API_*`` it loaded; the client never reads the environment); the tenant is the
     key's, and a ``Scope`` naming another tenant is refused by the server.
     """
 
     def __init__(self, address: str | None = None, *, api_key: str | None = None,
                  timeout_s: float | None = None,
                  settings: ClientSettings | None = None) -> None:
-        self.config = settings or ClientSettings()
+        self.config = settings or defaults(ClientSettings)  # never the environment
         address = address or self.config.address
         if not address:
-            raise ValueError("no service address: pass HOST:PORT or set MEMSTRATA_API_ADDRESS")
+            raise ValueError("no service address: pass HOST:PORT (or settings with an address)")
         self.address = address
         key = api_key or (self.config.key.get_secret_value()
                           if self.config.key else None)

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from memstrata.config import ConfigError
@@ -108,13 +108,7 @@ class ControllerSettings(BaseSettings):
 
 
 def load_controller_settings(**overrides: Any) -> ControllerSettings:
-    """Like :func:`memstrata.config.load_settings`: one readable error naming the variable."""
-    try:
-        return ControllerSettings(**overrides)
-    except ValidationError as exc:
-        lines = []
-        for e in exc.errors():
-            loc = [str(p) for p in e.get("loc", ())]
-            name = ENV_PREFIX + loc[0].upper() if loc else "controller settings"
-            lines.append(f"{name}: {e.get('msg', 'invalid')} (got {e.get('input')!r})")
-        raise ConfigError("invalid controller configuration:\n  " + "\n  ".join(lines)) from None
+    """This namespace alone, with the errors of :func:`memstrata.config.load_config`."""
+    from memstrata.config import load_namespace
+
+    return load_namespace(ControllerSettings, **overrides)

@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
 from memstrata.config import ConfigError
-from memstrata.controller.config import ControllerSettings, load_controller_settings
+from memstrata.controller.config import ControllerSettings
 from memstrata.evidence.cues import detect_cues
 from memstrata.controller.policy_rules import RulePolicy, RuleReflector
 from memstrata.controller.policy_topk import TopKPolicy
@@ -77,12 +77,12 @@ class Controller:
     it rather than refused.
     """
 
-    def __init__(self, memory: MemoryReader, settings: ControllerSettings | None = None,
+    def __init__(self, memory: MemoryReader, settings: ControllerSettings,
                  chat: "ChatClient | None" = None, prices: PriceTable | None = None, *,
                  max_query_chars: int = DEFAULT_MAX_QUERY_CHARS) -> None:
         self.memory = memory
         self.max_query_chars = max_query_chars
-        self.settings = settings or load_controller_settings()
+        self.settings = settings
         if self.settings.policy == "llm" and chat is None:
             raise ConfigError("MEMSTRATA_CONTROLLER_POLICY=llm needs an LLM: set "
                               "MEMSTRATA_LLM_BACKEND=openai and MEMSTRATA_LLM_BASE_URL")
@@ -101,23 +101,23 @@ class Controller:
             self.notes, self.generator = self._offline
 
     @classmethod
-    def open(cls, memory: MemoryReader, settings: ControllerSettings | None = None, *,
+    def open(cls, memory: MemoryReader, settings: ControllerSettings, *,
              app_settings: "Settings | None" = None,
              meter: UsageMeter | None = None) -> "Controller":
         """The controller the settings describe (LLM when one is configured, else offline).
 
         ``app_settings`` (LLM backend, query limit) and ``meter`` default to those of
-        ``memory`` when it is a local :class:`~memstrata.memory.Memory`, and to
-        ``MEMSTRATA_*`` otherwise.
+        ``memory`` when it is a local :class:`~memstrata.memory.Memory`; over another
+        reader (a remote client) the caller passes ``app_settings``.
         """
-        from memstrata.config import load_settings  # noqa: PLC0415
         from memstrata.memory import Memory  # noqa: PLC0415 - convenience only
 
         if isinstance(memory, Memory):
             app_settings = app_settings or memory.settings
             meter = meter or memory.meter
-        app_settings = app_settings or load_settings()
-        settings = settings or load_controller_settings()
+        if app_settings is None:
+            raise TypeError("Controller.open over a reader that is not a local Memory needs "
+                            "app_settings (the entry point's loaded Settings)")
         chat = open_chat_client(app_settings, meter) if settings.policy != "rules" else None
         return cls(memory, settings, chat, max_query_chars=app_settings.max_query_chars)
 

@@ -70,7 +70,7 @@ def test_sasl_ssl_scram_settings_reach_an_aiokafka_client(certs: dict[str, Path]
                  "SASL_USERNAME": "memstrata", "SASL_PASSWORD": "s3cret",
                  "SSL_CAFILE": str(certs["broker_cert"])}.items():
         monkeypatch.setenv("MEMSTRATA_KAFKA_" + k, v)
-    kwargs = kafka_client_kwargs()
+    kwargs = kafka_client_kwargs(KafkaSecuritySettings())
     assert kwargs["security_protocol"] == "SASL_SSL"
     assert kwargs["sasl_mechanism"] == "SCRAM-SHA-512"
     assert (kwargs["sasl_plain_username"], kwargs["sasl_plain_password"]) == ("memstrata", "s3cret")
@@ -96,14 +96,14 @@ def test_the_faust_app_gets_the_same_credentials(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("MEMSTRATA_KAFKA_SASL_MECHANISM", "SCRAM-SHA-256")
     monkeypatch.setenv("MEMSTRATA_KAFKA_SASL_USERNAME", "svc")
     monkeypatch.setenv("MEMSTRATA_KAFKA_SASL_PASSWORD", "pw")
-    creds = faust_credentials()
+    creds = faust_credentials(KafkaSecuritySettings())
     assert isinstance(creds, faust.SASLCredentials)
     assert creds.mechanism.value == "SCRAM-SHA-256" and creds.password == "pw"
     assert faust_credentials(KafkaSecuritySettings(security_protocol="PLAINTEXT")) is None
 
 
 def test_plaintext_is_the_default_and_adds_nothing() -> None:
-    assert kafka_client_kwargs() == {"security_protocol": "PLAINTEXT"}
+    assert kafka_client_kwargs(KafkaSecuritySettings()) == {"security_protocol": "PLAINTEXT"}
 
 
 def test_bad_combinations_name_the_setting(tmp_path: Path,
@@ -167,17 +167,19 @@ def test_untrusted_broker_certificate_names_the_ca_setting(
     want = f"not trusted by MEMSTRATA_KAFKA_SSL_CAFILE ({certs['other_ca']})"
 
     async def publisher() -> None:
-        await KafkaPublisher(tls_broker.address).start()
+        await KafkaPublisher(KafkaSecuritySettings(), tls_broker.address).start()
 
     async def producer() -> None:
-        await StreamProducer(tls_broker.address, request_timeout_s=5).start()
+        await StreamProducer(tls_broker.address, request_timeout_s=5,
+                             kafka=KafkaSecuritySettings()).start()
 
     with pytest.raises(KafkaSecurityError, match=want.replace("(", r"\(").replace(")", r"\)")):
         asyncio.run(publisher())
     with pytest.raises(KafkaSecurityError, match="MEMSTRATA_KAFKA_SSL_CAFILE"):
         asyncio.run(producer())
     with pytest.raises(BrokerError, match="MEMSTRATA_KAFKA_SSL_CAFILE"):
-        asyncio.run(ensure_topics(tls_broker.address, [TopicSpec("t", 1, 1)], timeout_s=5))
+        asyncio.run(ensure_topics(tls_broker.address, [TopicSpec("t", 1, 1)], timeout_s=5,
+                                  kafka=KafkaSecuritySettings()))
 
 
 def test_wrong_password_names_the_sasl_settings(
@@ -191,7 +193,7 @@ def test_wrong_password_names_the_sasl_settings(
          ssl_cafile=str(certs["broker_cert"]))
 
     async def publisher() -> None:
-        await KafkaPublisher(tls_broker.address).start()
+        await KafkaPublisher(KafkaSecuritySettings(), tls_broker.address).start()
 
     with pytest.raises(KafkaSecurityError) as info:
         asyncio.run(publisher())

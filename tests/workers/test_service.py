@@ -72,8 +72,11 @@ def test_answer_through_serve_on_ray_equals_in_process(ray_local, memory, datase
         monkeypatch.setenv("MEMSTRATA_WORKERS_BACKEND", "ray")
         monkeypatch.setenv("MEMSTRATA_WORKERS_ROLLOUT_ACTORS", "2")
         monkeypatch.setenv("MEMSTRATA_WORKERS_ROLLOUT_NUM_CPUS", "0")
+        from memstrata.config import load_config
+
         handle = loop.run(build_server(memory, settings, controller_settings=controller,
-                                       turn_limits=TurnLimits()))
+                                       turn_limits=TurnLimits(),
+                                       config=load_config()))  # the entry point's load
         try:
             assert handle.workers is not None and handle.servicer.rollouts is not None
             got = _calls(handle.address, key, questions)

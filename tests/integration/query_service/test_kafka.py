@@ -17,7 +17,8 @@ import pytest
 from memstrata.client import AsyncMemoryClient, Durability, RemoteError, event
 from memstrata.limits import TurnLimits
 from query_service.keys import add_key
-from query_service.publish import TURNS_TOPIC, KafkaProducerSettings
+from memstrata.kafka import KafkaSettings
+from query_service.publish import TURNS_TOPIC
 from query_service.server import build_server
 from query_service.settings import ServiceSettings
 from tests.integration.query_service.conftest import Service
@@ -98,7 +99,7 @@ def test_ingest_publishes_turn_events(service: Service, broker: str, tmp_path):
     async def scenario():
         await _create_topic(broker)
         handle = await build_server(service.memory, settings,
-                                    kafka=KafkaProducerSettings(brokers=broker),
+                                    kafka=KafkaSettings(brokers=broker),
                                     turn_limits=TurnLimits())
         try:
             async with AsyncMemoryClient(handle.address, api_key=key) as c:
@@ -146,7 +147,7 @@ def test_ingest_refuses_a_year_one_date_and_counts_repeated_ids_once(service: Se
     async def scenario():
         await _create_topic(broker)
         handle = await build_server(service.memory, settings,
-                                    kafka=KafkaProducerSettings(brokers=broker),
+                                    kafka=KafkaSettings(brokers=broker),
                                     turn_limits=TurnLimits())
         try:
             async with grpc.aio.insecure_channel(handle.address) as channel:
@@ -202,7 +203,7 @@ def test_embedded_ingest_acknowledges_only_what_the_worker_stored(service: Servi
     async def scenario():
         await _create_topic(broker)
         handle = await build_server(service.memory, settings, stored=stored,
-                                    kafka=KafkaProducerSettings(brokers=broker),
+                                    kafka=KafkaSettings(brokers=broker),
                                     turn_limits=TurnLimits())
         stop = asyncio.Event()
         try:
@@ -248,8 +249,8 @@ def test_kafka_mode_delete_is_a_control_event_and_waits_for_a_worker(service: Se
         finally:
             await admin.close()
         handle = await build_server(service.memory, settings, turn_limits=TurnLimits(),
-                                    kafka=KafkaProducerSettings(brokers=broker,
-                                                                stream_group="no-such-worker"))
+                                    kafka=KafkaSettings(brokers=broker,
+                                                        group="no-such-worker"))
         try:
             async with AsyncMemoryClient(handle.address, api_key=key) as c:
                 with pytest.raises(RemoteError) as refused:

@@ -8,13 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from memstrata.config import register_namespace, unknown_variables
+from memstrata.config import unknown_variables
 from streams.settings import BROKER_FILE, KafkaSettings, StreamSettings, read_broker_file
 
 
 def test_the_core_accepts_stream_and_kafka_variables_and_refuses_typos() -> None:
-    register_namespace(StreamSettings)
-    register_namespace(KafkaSettings)
     env = {"MEMSTRATA_STREAM_FRESHNESS_S": "1", "MEMSTRATA_KAFKA_BROKERS": "h:1",
            "MEMSTRATA_STREAM_FRESHNES_S": "1"}
     assert unknown_variables(env) == ["MEMSTRATA_STREAM_FRESHNES_S"]

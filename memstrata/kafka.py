@@ -1,0 +1,182 @@
+"""The one Kafka settings class: ``MEMSTRATA_KAFKA_*`` for every Kafka client.
+
+The stream worker (consumer, admin, Faust app), the query service's producer
+and ``memstrata produce`` all read their broker list, topic name, consumer
+group, request size and TLS/SASL from this class, built once at each entry
+point by :func:`memstrata.config.load_config`. Before it existed the worker and
+the service each had a class sharing the prefix, and a topic set for one was
+refused by (or silently ignored by) the other.
+
+This module imports only pydantic: every start-up loads it to check variables.
+The client-side helpers (TLS context, aiokafka keyword arguments, start-up
+diagnosis) live in :mod:`memstrata.kafka_security`.
+"""
+
+from __future__ import annotations
+
+import json
+import ssl
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, SecretStr, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from memstrata.wire import TURNS_TOPIC
+
+__all__ = ["BROKER_FILE", "KafkaSettings", "read_broker_file"]
+
+P = "MEMSTRATA_KAFKA_"
+
+#: File in the data dir where ``memstrata up`` records the broker it started.
+BROKER_FILE = "stream-broker.json"
+
+
+class KafkaSettings(BaseSettings):
+    """Where the broker is, what the topics and group are called, and how to authenticate."""
+
+    model_config = SettingsConfigDict(env_prefix=P, extra="forbid", validate_default=True,
+                                      case_sensitive=False)
+
+    #: ``host:port[,host:port]``; unset means the broker ``memstrata up`` recorded in the data dir.
+    brokers: str | None = None
+    #: The turns topic: the service's Ingest and ``memstrata produce`` publish to it, the
+    #: stream worker reads it.
+    topic_turns: str = Field(TURNS_TOPIC, pattern=r"^[A-Za-z0-9._\-]{1,249}$")
+    #: The stream workers' consumer group (also the Faust application id, from which the
+    #: table changelog names derive). The service waits on this group's committed offsets
+    #: before a delete. Old name: ``MEMSTRATA_STREAM_APP_ID`` (still read).
+    group: str = Field("memstrata-stream", pattern=r"^[A-Za-z0-9._\-]+$")
+    #: Partitions of every memstrata topic (turns and control must match: same key, same number).
+    partitions: int = Field(4, ge=1, le=1024)
+    replication: int = Field(1, ge=1, le=16)
+    session_timeout_s: float = Field(10.0, ge=1, le=600)
+    heartbeat_s: float = Field(1.0, gt=0, le=60)
+    #: How often consumed offsets are committed (only offsets whose data is stored).
+    commit_interval_s: float = Field(1.0, gt=0, le=60)
+    #: Per-request timeout of producers and admin calls.
+    request_timeout_s: float = Field(30.0, gt=0, le=600)
+    #: Largest request a producer sends (Kafka's ``max.request.size``); dead letters are
+    #: cut to fit in it with room to spare.
+    max_request_bytes: int = Field(1_000_000, ge=64 * 1024, le=64 * 1024 * 1024)
+
+    # -- TLS and SASL (PLAINTEXT by default) ---------------------------------
+    #: ``SSL`` and ``SASL_SSL`` encrypt; ``SASL_*`` authenticate with a user and password.
+    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
+    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] = "PLAIN"
+    sasl_username: str | None = None
+    sasl_password: SecretStr | None = None
+    #: CA bundle (PEM) that signs the brokers' certificates; unset: the system's CAs.
+    ssl_cafile: Path | None = None
+    #: Client certificate and key (PEM) for brokers that require mutual TLS.
+    ssl_certfile: Path | None = None
+    ssl_keyfile: Path | None = None
+    ssl_keyfile_password: SecretStr | None = None
+    #: Check that the broker's certificate names the host we connect to.
+    ssl_check_hostname: bool = True
+    #: Seconds a failed start waits for a broker while it diagnoses the failure.
+    diagnose_timeout_s: float = Field(10.0, gt=0, le=120)
+
+    @model_validator(mode="after")
+    def _check(self) -> "KafkaSettings":
+        if self.heartbeat_s * 3 > self.session_timeout_s:
+            raise ValueError(
+                f"{P}HEARTBEAT_S ({self.heartbeat_s}) must be at most a third of "
+                f"{P}SESSION_TIMEOUT_S ({self.session_timeout_s})")
+        sasl = self.security_protocol.startswith("SASL_")
+        if sasl and not (self.sasl_username and self.sasl_password):
+            raise ValueError(f"{P}SASL_USERNAME and {P}SASL_PASSWORD are required when "
+                             f"{P}SECURITY_PROTOCOL={self.security_protocol}")
+        if (self.ssl_certfile is None) != (self.ssl_keyfile is None):
+            raise ValueError(f"{P}SSL_CERTFILE and {P}SSL_KEYFILE go together")
+        for name in ("ssl_cafile", "ssl_certfile", "ssl_keyfile"):
+            path = getattr(self, name)
+            if path is not None and not Path(path).is_file():
+                raise ValueError(f"{P}{name.upper()}: no such file: {path}")
+        return self
+
+    # -- brokers ---------------------------------------------------------------
+    def resolve_brokers(self, data_dir: Path) -> str:
+        """The brokers to use: the setting, else the address ``memstrata up`` recorded."""
+        if self.brokers:
+            return self.brokers
+        recorded = read_broker_file(data_dir)
+        if recorded is None:
+            raise LookupError(
+                f"no broker: set {P}BROKERS, or start one with `memstrata up` "
+                f"(it records its address in {data_dir / BROKER_FILE})")
+        return recorded
+
+    def dead_letter_max_bytes(self) -> int:
+        """Cap on one DLQ record: 90% of the producer's request size (framing, headers)."""
+        return self.max_request_bytes * 9 // 10
+
+    # -- TLS and SASL ----------------------------------------------------------
+    @property
+    def tls(self) -> bool:
+        return self.security_protocol in ("SSL", "SASL_SSL")
+
+    def ssl_context(self) -> ssl.SSLContext | None:
+        """The TLS context for the brokers, or None without TLS."""
+        from memstrata.kafka_security import KafkaSecurityError
+
+        if not self.tls:
+            return None
+        try:
+            ctx = ssl.create_default_context(
+                cafile=str(self.ssl_cafile) if self.ssl_cafile else None)
+        except (OSError, ssl.SSLError) as exc:
+            raise KafkaSecurityError(f"{P}SSL_CAFILE ({self.ssl_cafile}): not a readable PEM "
+                                     f"CA bundle: {exc}") from exc
+        ctx.check_hostname = self.ssl_check_hostname
+        if self.ssl_certfile is not None:
+            password = (self.ssl_keyfile_password.get_secret_value()
+                        if self.ssl_keyfile_password else None)
+            try:
+                ctx.load_cert_chain(str(self.ssl_certfile), str(self.ssl_keyfile), password)
+            except (OSError, ssl.SSLError) as exc:
+                raise KafkaSecurityError(
+                    f"{P}SSL_CERTFILE/{P}SSL_KEYFILE ({self.ssl_certfile}, {self.ssl_keyfile}): "
+                    f"cannot load the client certificate: {exc}") from exc
+        return ctx
+
+    def aiokafka_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for ``AIOKafkaProducer``/``Consumer``/``AdminClient``."""
+        kwargs: dict[str, Any] = {"security_protocol": self.security_protocol}
+        ctx = self.ssl_context()
+        if ctx is not None:
+            kwargs["ssl_context"] = ctx
+        if self.security_protocol.startswith("SASL_"):
+            kwargs["sasl_mechanism"] = self.sasl_mechanism
+            kwargs["sasl_plain_username"] = self.sasl_username
+            kwargs["sasl_plain_password"] = (self.sasl_password.get_secret_value()
+                                             if self.sasl_password else None)
+        return kwargs
+
+
+def read_broker_file(data_dir: Path) -> str | None:
+    """The broker address recorded by a running ``memstrata up``, if any."""
+    path = data_dir / BROKER_FILE
+    try:
+        info = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(info, dict):
+        return None
+    pid = info.get("pid")
+    if isinstance(pid, int) and not _alive(pid):
+        return None  # left behind by a `memstrata up` that did not stop cleanly
+    brokers = info.get("brokers")
+    return brokers if isinstance(brokers, str) and brokers else None
+
+
+def _alive(pid: int) -> bool:
+    import os
+
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
