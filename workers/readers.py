@@ -123,7 +123,7 @@ def serve_memory(memory: Any, tenants: str | Iterable[str], host: str = "127.0.0
         try:
             handle = asyncio.run_coroutine_threadsafe(
                 build_server(memory, settings, start_workers=False,
-                             turn_limits=TurnLimits()), loop).result(60)
+                             turn_limits=defaults(TurnLimits)), loop).result(60)
             try:
                 yield ServiceReaderSpec(f"{host}:{handle.port}", tenant_keys)
             finally:

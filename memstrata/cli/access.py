@@ -65,9 +65,9 @@ def _alive(pid: int) -> bool:
 
 def serving_address(data_dir: Path | None) -> str | None:
     """The address of a live ``memstrata serve`` holding this data dir, if any."""
-    from memstrata.config import _default_data_dir
+    from memstrata.cli import _settings
 
-    path = Path(data_dir or os.environ.get("MEMSTRATA_DATA_DIR") or _default_data_dir())
+    path = _settings(data_dir).data_dir
     try:
         info = json.loads((path / SERVE_FILE).read_text())
     except (OSError, ValueError):
@@ -78,18 +78,12 @@ def serving_address(data_dir: Path | None) -> str | None:
 
 
 def client_settings() -> Any:
-    """``MEMSTRATA_API_*`` (a ClientSettings), or exit 2 naming the bad variable."""
-    from pydantic import ValidationError
-
-    from memstrata.cli import err
+    """``MEMSTRATA_API_*`` from the command's one configuration load (a bad value exits 2,
+    naming the variable)."""
+    from memstrata.cli import _config
     from memstrata.client.settings import ClientSettings
 
-    try:
-        return ClientSettings()
-    except ValidationError as exc:
-        e = exc.errors()[0]
-        err.print(f"[red]MEMSTRATA_API_{str(e['loc'][0]).upper()}: {escape(e['msg'])}[/red]")
-        raise typer.Exit(Exit.USAGE) from None
+    return _config().get(ClientSettings)
 
 
 @dataclass(frozen=True)
