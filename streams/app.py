@@ -21,6 +21,7 @@ from typing import Any
 import faust
 
 from memstrata.kafka_security import faust_credentials, kafka_client_kwargs
+from memstrata.offsets import committed_offsets
 from memstrata.roles import MemoryWriter
 from streams import topics
 from streams.metrics import StreamMetrics
@@ -97,23 +98,6 @@ async def read_range(brokers: str, topic: str,
         return sorted(out, key=lambda r: (r.partition, r.offset))
     finally:
         await consumer.stop()
-
-
-async def committed_offsets(brokers: str, group: str, topic: str,
-                            partitions: list[int]) -> dict[int, int]:
-    """The group's committed offsets (next offset to read) for some partitions of a topic."""
-    from aiokafka import TopicPartition
-    from aiokafka.admin import AIOKafkaAdminClient
-
-    admin = AIOKafkaAdminClient(bootstrap_servers=brokers, **kafka_client_kwargs())
-    await admin.start()
-    try:
-        got = await admin.list_consumer_group_offsets(
-            group, partitions=[TopicPartition(topic, p) for p in partitions])
-        return {tp.partition: meta.offset for tp, meta in got.items()
-                if meta is not None and meta.offset >= 0}
-    finally:
-        await admin.close()
 
 
 async def settle_outage(down: StoreUnavailable, events: Sequence[Any], *,

@@ -12,8 +12,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
-from memstrata.client._proto import memory_pb2 as pb
-from memstrata.client.convert import (
+from memstrata.model import Scope
+from memstrata.roles import DeleteReceipt, MemoryStats
+from memstrata.rpc import memory_pb2 as pb
+from memstrata.rpc.convert import (
     date_to_wire,
     facts_from_wire,
     hit_from_wire,
@@ -22,8 +24,6 @@ from memstrata.client.convert import (
     turns_from_wire,
     unit_from_wire,
 )
-from memstrata.model import Scope
-from memstrata.roles import DeleteReceipt, MemoryStats
 
 T = TypeVar("T")
 _MISSING: Any = object()

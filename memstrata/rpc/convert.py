@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from memstrata.client._proto import memory_pb2 as pb
+from memstrata.rpc import memory_pb2 as pb
 from memstrata.model import (
     KeyFact,
     KeyFacts,
