@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from memstrata.model import Scope, SessionMeta, Turn
 
 if TYPE_CHECKING:
-    from memstrata.controller.result import Answer
+    from memstrata.contract import Answer
     from memstrata.llm.types import Built, LayerBuilder
 
 LAYERS = ("L1", "L2")
