@@ -286,7 +286,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         metas = await self._read(context, work)
         return pb.ListSessionsReply(sessions=[meta_to_wire(m) for m in metas])
 
-    def _session_args(self, request: Any) -> tuple[Scope, str]:
+    def _session_args(self, request: pb.SessionRequest | pb.ReadRawRequest) -> tuple[Scope, str]:
         return (self._scope(request.user_id),
                 check_id("session_id", request.session_id))
 
