@@ -21,6 +21,8 @@ from memstrata.rpc.convert import (
     hit_to_wire,
     meta_to_wire,
     notes_to_wire,
+    receipt_to_wire,
+    stats_to_wire,
     step_to_wire,
     turn_to_wire,
     unit_to_wire,
@@ -449,9 +451,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
 
         receipt = await self.pools.run(self.pools.write, context, work, method="Delete")
         self.pending.forget(scope, sid)
-        return pb.DeleteReply(removed=[pb.StoreCount(store=k, removed=v)
-                                       for k, v in sorted(receipt.removed.items())],
-                              complete=receipt.complete)
+        return receipt_to_wire(receipt)
 
     @rpc_errors
     async def DeleteSession(self, request: pb.SessionRequest, context: Any) -> pb.DeleteReply:
@@ -466,8 +466,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
     async def GetStats(self, request: pb.GetStatsRequest, context: Any) -> pb.StatsReply:
         tenant = current_tenant()
         st = await self._read(context, lambda t: writes.stats(self.memory, tenant))
-        return pb.StatsReply(tenant_id=tenant, users=st.users, sessions=st.sessions,
-                             turns=st.turns, units=st.units, cached_layers=st.cached_layers)
+        return stats_to_wire(st)
 
 
 def context_method(context: Any) -> str:
