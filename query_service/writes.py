@@ -20,9 +20,16 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
-from memstrata.layers.lazy import SessionNotFound
+
 from memstrata.model import Message, Scope, SessionMeta
-from memstrata.roles import DeleteReceipt, MemoryReader, MemoryStats, MemoryWriter, ServedMemory
+from memstrata.roles import (
+    DeleteReceipt,
+    MemoryReader,
+    MemoryStats,
+    MemoryWriter,
+    ServedMemory,
+    SessionNotFound,
+)
 from memstrata.wire import TurnEvent
 
 
