@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from memstrata.model import Scope, SessionMeta, Turn
 
 if TYPE_CHECKING:
+    from memstrata.contract import Answer
     from memstrata.controller.config import ControllerSettings
-    from memstrata.controller.result import Answer
     from memstrata.llm.types import Built, LayerBuilder
 
 LAYERS = ("L1", "L2")

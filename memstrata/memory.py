@@ -544,6 +544,11 @@ class Memory:
         self.docs.delete(scope, session_id)
 
     # -- reading --------------------------------------------------------------
+    @property
+    def max_query_chars(self) -> int:
+        """The longest search query :meth:`search` takes (``MEMSTRATA_MAX_QUERY_CHARS``)."""
+        return self.settings.max_query_chars
+
     def search(
         self,
         scope: Scope,

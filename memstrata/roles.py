@@ -5,6 +5,9 @@ answer a question; :class:`MemoryWriter` is all the stream worker and the
 batch ingester need to record conversations. :class:`~memstrata.memory.Memory`
 implements both over local stores; the gRPC client implements the reader over
 the network, so a controller cannot tell a local memory from a remote one.
+:class:`ServedMemory` is both over one set of stores, what the query service
+runs on. What the roles return and raise beyond the domain model (answers,
+``SessionNotFound``, ``QueryError``) is in :mod:`memstrata.contract`.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from memstrata.contract import QueryError, SessionNotFound
 from memstrata.model import (
     KeyFacts,
     L0Unit,
@@ -33,6 +37,9 @@ __all__ = [
     "MemoryReader",
     "MemoryStats",
     "MemoryWriter",
+    "QueryError",
+    "ServedMemory",
+    "SessionNotFound",
 ]
 
 
@@ -184,6 +191,16 @@ class MemoryWriter(Protocol):
         """
         ...
 
+    def append_batch(self, items: Sequence[tuple[SessionMeta, Sequence[Message]]]
+                     ) -> list[AppendReport]:
+        """:meth:`append_messages` for several sessions as one write, one report each.
+
+        What a batch of turn events becomes (the stream worker, the service's
+        Ingest): no delete falls between its sessions, and a writer that can
+        embeds and upserts them together. Each session appears at most once.
+        """
+        ...
+
     def ingest(self, sessions: Iterable[Session], *,
                progress: Callable[[int], None] | None = None,
                report: IngestReport | None = None) -> IngestReport:
@@ -204,4 +221,19 @@ class MemoryWriter(Protocol):
 
     def flush(self) -> None:
         """Make every write so far visible to searches."""
+        ...
+
+
+@runtime_checkable
+class ServedMemory(MemoryReader, MemoryWriter, Protocol):
+    """Both roles over one set of stores: what the query service serves.
+
+    The service reads, answers, writes Ingest batches, closes and deletes
+    through this and nothing else; besides the two roles it needs the limit it
+    checks search queries against before they reach the reader.
+    """
+
+    @property
+    def max_query_chars(self) -> int:
+        """The longest search query :meth:`search` takes (longer ones raise ``QueryError``)."""
         ...

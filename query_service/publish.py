@@ -29,6 +29,7 @@ from typing import Any, Literal, Protocol
 from memstrata.kafka import KafkaSettings
 from memstrata.kafka_ends import log_end_offsets
 from memstrata.kafka_security import kafka_client_kwargs, start_checked
+from memstrata.offsets import wait_committed
 from memstrata.wire import TURNS_TOPIC, TurnEvent
 
 __all__ = ["TURNS_TOPIC", "Durability", "KafkaSettings", "KafkaPublisher",
@@ -51,6 +52,10 @@ class TurnPublisher(Protocol):
 
     async def publish(self, records: Sequence[TurnEvent],
                       timeout_s: float | None = None) -> None: ...
+
+    async def wait_stored(self, timeout_s: float) -> bool:
+        """Until the stream worker has stored every turn published so far; False on timeout."""
+        ...
 
     async def stop(self) -> None: ...
 
@@ -105,36 +110,8 @@ class KafkaPublisher:
         batch, so its committed offsets reaching today's end offsets means exactly
         that. False when ``timeout_s`` passes first.
         """
-        from aiokafka import AIOKafkaConsumer, TopicPartition
-        from aiokafka.admin import AIOKafkaAdminClient
-
-        admin = AIOKafkaAdminClient(bootstrap_servers=self.brokers,
-                                    **kafka_client_kwargs(self.kafka))
-        consumer = AIOKafkaConsumer(bootstrap_servers=self.brokers, enable_auto_commit=False,
-                                    **kafka_client_kwargs(self.kafka))
-        await admin.start()
-        await consumer.start()
-        try:
-            await consumer.topics()
-            tps = [TopicPartition(self.topic, p)
-                   for p in sorted(consumer.partitions_for_topic(self.topic) or ())]
-            ends = await log_end_offsets(consumer, tps)  # not end_offsets: see kafka_ends
-            deadline = asyncio.get_running_loop().time() + timeout_s
-            while True:
-                try:
-                    done = await admin.list_consumer_group_offsets(self.stream_group,
-                                                                   partitions=tps)
-                except Exception:  # noqa: BLE001 - no such group yet: nothing committed
-                    done = {}
-                if all(ends[tp] == 0 or (done.get(tp) is not None
-                                         and done[tp].offset >= ends[tp]) for tp in tps):
-                    return True
-                if asyncio.get_running_loop().time() >= deadline:
-                    return False
-                await asyncio.sleep(poll_s)
-        finally:
-            await consumer.stop()
-            await admin.close()
+        return await wait_committed(self.brokers, self.stream_group, [self.topic], timeout_s,
+                                    poll_s=poll_s, kafka=self.kafka)
 
     async def stop(self) -> None:
         if self._producer is not None:

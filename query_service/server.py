@@ -25,12 +25,13 @@ from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
 from prometheus_client import CollectorRegistry
 
-from memstrata.client._proto import memory_pb2 as pb
-from memstrata.client._proto import memory_pb2_grpc as pb_grpc
 from memstrata.controller.config import ControllerSettings
 from memstrata.limits import TurnLimits
 from memstrata.llm.metrics import register_llm_metrics
 from memstrata.llm.usage import PriceTable
+from memstrata.roles import ServedMemory
+from memstrata.rpc import memory_pb2 as pb
+from memstrata.rpc import memory_pb2_grpc as pb_grpc
 from query_service.controls import TopicControls
 from query_service.interceptors import AuthInterceptor, LimitsInterceptor, MetricsInterceptor
 from query_service.keys import KeyRing
@@ -136,17 +137,15 @@ def _start_workers(memory: Any, servicer: MemoryServicer, keys: KeyRing,
 
 
 def _open_chat(memory: Any, controller_settings: ControllerSettings) -> Any:
+    """The answer LLM the memory's settings name; None with the rules policy or offline."""
     if controller_settings.policy == "rules":
         return None
     from memstrata.controller.run import open_chat_client
 
     settings = getattr(memory, "settings", None)
-    if settings is None or settings.llm_backend != "openai":
+    if settings is None:  # a reader without settings of its own: answers offline
         return None
-    try:
-        return open_chat_client(memory)  # main: takes the memory
-    except AttributeError:
-        return open_chat_client(settings, getattr(memory, "meter", None))  # type: ignore[call-arg]
+    return open_chat_client(settings, getattr(memory, "meter", None))
 
 
 def spend_path(memory: Any, settings: ServiceSettings) -> Path:
@@ -157,7 +156,7 @@ def spend_path(memory: Any, settings: ServiceSettings) -> Path:
 
 
 async def build_server(
-    memory: Any,
+    memory: ServedMemory,
     settings: ServiceSettings,
     *,
     controller_settings: ControllerSettings | None = None,
@@ -302,7 +301,7 @@ def stop_summary(handle: ServiceHandle, uptime_s: float) -> str:
     return f"query service stopped: ran {took}; {int(calls)} calls served, {int(failed)} failed"
 
 
-async def run_server(memory: Any, settings: ServiceSettings, *,
+async def run_server(memory: ServedMemory, settings: ServiceSettings, *,
                      stop: asyncio.Event | None = None, handle_signals: bool = True,
                      on_listening: Callable[[ServiceHandle], None] | None = None,
                      **kwargs: Any) -> None:
@@ -347,7 +346,7 @@ def as_loop_service(settings: ServiceSettings,
     process and memory. Cancelling the task stops the server gracefully.
     """
 
-    async def service(memory: Any) -> None:
+    async def service(memory: ServedMemory) -> None:
         await run_server(memory, settings, handle_signals=False, **kwargs)
 
     return service

@@ -5,21 +5,23 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import grpc
 
-from memstrata.client._proto import memory_pb2 as pb
-from memstrata.client._proto import memory_pb2_grpc as pb_grpc
-from memstrata.client.answers import answer_to_wire
-from memstrata.client.convert import (
+from memstrata.rpc import memory_pb2 as pb
+from memstrata.rpc import memory_pb2_grpc as pb_grpc
+from memstrata.rpc.answers import answer_to_wire
+from memstrata.rpc.convert import (
     date_from_wire,
     facts_to_wire,
     hit_to_wire,
     meta_to_wire,
     notes_to_wire,
+    receipt_to_wire,
+    stats_to_wire,
     step_to_wire,
     turn_to_wire,
     unit_to_wire,
@@ -30,7 +32,8 @@ from memstrata.controller.run import Controller
 from memstrata.evidence.trace import MEMORY_ROLE
 from memstrata.limits import TurnLimits, TurnRefused, validate_turn
 from memstrata.llm.usage import PriceTable
-from memstrata.model import Scope, TraceStep
+from memstrata.model import Scope, SessionMeta, TraceStep
+from memstrata.roles import DeleteReceipt, MemoryReader, ServedMemory
 from memstrata.wire import TurnEvent
 from query_service import controls, writes
 from query_service.calls import current_tenant
@@ -50,7 +53,12 @@ from query_service.publish import NotStored, Refused, TurnPublisher, now_utc
 from query_service.settings import ServiceSettings
 from query_service.work import GuardedReader, Pools, WorkToken, call_end_reason
 
+if TYPE_CHECKING:
+    from memstrata.executor import RolloutRequest
+    from memstrata.llm.openai_compat import ChatClient
+
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 _DONE = object()
 _DURABILITY = {"stored": pb.DURABILITY_STORED, "broker": pb.DURABILITY_BROKER}
@@ -75,11 +83,17 @@ def _first_of_each(records: Sequence[TurnEvent]) -> list[TurnEvent]:
     return out
 
 
+class Rollouts(Protocol):
+    """Answers one question on a worker pool (``workers.rollout.RayRolloutExecutor``)."""
+
+    def answer_one(self, request: RolloutRequest) -> Answer: ...
+
+
 class MemoryServicer(pb_grpc.MemoryServiceServicer):
     """The service's methods; the tenant of each call comes from :func:`current_tenant`."""
 
-    def __init__(self, memory: Any, settings: ServiceSettings,
-                 controller_settings: ControllerSettings, chat: Any, pools: Pools,
+    def __init__(self, memory: ServedMemory, settings: ServiceSettings,
+                 controller_settings: ControllerSettings, chat: ChatClient | None, pools: Pools,
                  metrics: ServiceMetrics, gate: TenantGate, ledger: SpendLedger,
                  publisher: TurnPublisher | None = None,
                  prices: PriceTable | None = None, *, turn_limits: TurnLimits) -> None:
@@ -102,28 +116,28 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         self.controls: controls.TopicControls | None = None
         #: Ray rollout pool (set by ``workers`` when MEMSTRATA_WORKERS_BACKEND=ray) and the
         #: tenants its actors can read; other answers run in this process.
-        self.rollouts: Any = None
+        self.rollouts: Rollouts | None = None
         self.rollout_tenants: set[str] = set()
         # The controller sees only a MemoryReader, so the query limit travels as an argument.
         self._controller_kwargs: dict[str, Any] = {
-            "max_query_chars": memory.settings.max_query_chars}
+            "max_query_chars": memory.max_query_chars}
 
     # -- helpers ------------------------------------------------------------
     @staticmethod
     def _scope(user_id: str) -> Scope:
         return Scope(tenant_id=current_tenant(), user_id=check_id("user_id", user_id))
 
-    async def _read(self, context: Any, fn: Any) -> Any:
+    async def _read(self, context: Any, fn: Callable[[WorkToken], T]) -> T:
         return await self.pools.run(self.pools.read, context, fn,
                                     method=context_method(context))
 
-    def _user_exists(self, reader: Any, scope: Scope) -> None:
+    def _user_exists(self, reader: MemoryReader, scope: Scope) -> None:
         if not reader.sessions(scope):
             raise NotFound(f"user_id: no memory for user {scope.user_id!r}")
 
     # -- answers --------------------------------------------------------------
     def _prepare_answer(self, request: pb.AnswerRequest) -> tuple[
-            Scope, str, datetime | None, ControllerSettings, Any, bool]:
+            Scope, str, datetime | None, ControllerSettings, ChatClient | None, bool]:
         scope = self._scope(request.user_id)
         question = check_text("question", request.question, self.settings.max_question_chars)
         asked_on = _date("asked_on", request.asked_on)
@@ -149,8 +163,8 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         return scope, question, asked_on, s, chat, fallback
 
     def _answer_work(self, scope: Scope, question: str, asked_on: datetime | None,
-                     settings: ControllerSettings, chat: Any, token: WorkToken,
-                     on_step: Any = None) -> Answer:
+                     settings: ControllerSettings, chat: ChatClient | None, token: WorkToken,
+                     on_step: Callable[[TraceStep], None] | None = None) -> Answer:
         reader = GuardedReader(self.memory, token)
         self._user_exists(reader, scope)
 
@@ -167,7 +181,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
                     step(entry)
                 return remote
 
-        controller = Controller(reader, settings, chat, self.prices,  # type: ignore[arg-type]
+        controller = Controller(reader, settings, chat, self.prices,
                                 **self._controller_kwargs)
         return controller.answer(scope, question, asked_on, on_step=step)
 
@@ -176,10 +190,11 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         """The answer of a Ray rollout actor; None when Ray is lost (answer in-process)."""
         from memstrata.executor import ExecutorBusy, ExecutorUnavailable, RolloutRequest
 
+        if self.rollouts is None:
+            return None
         own = None if settings == self.controller_settings else settings  # call's options
         try:
-            return self.rollouts.answer_one(  # type: ignore[no-any-return]
-                RolloutRequest(scope, question, asked_on, own))
+            return self.rollouts.answer_one(RolloutRequest(scope, question, asked_on, own))
         except ExecutorBusy as exc:
             raise Exhausted(str(exc)) from None
         except ExecutorUnavailable as exc:
@@ -238,7 +253,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         scope = self._scope(request.user_id)
         queries = list(request.queries)
         for i, q in enumerate(queries):
-            check_text(f"queries[{i}]", q, self.memory.settings.max_query_chars)
+            check_text(f"queries[{i}]", q, self.memory.max_query_chars)
         top_k = (check_range("top_k", request.top_k, 1, self.settings.max_top_k)
                  if request.top_k else None)
 
@@ -259,16 +274,16 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
                            context: Any) -> pb.ListSessionsReply:
         scope = self._scope(request.user_id)
 
-        def work(token: WorkToken) -> list[Any]:
+        def work(token: WorkToken) -> list[SessionMeta]:
             metas = self.memory.sessions(scope)
             if not metas:
                 raise NotFound(f"user_id: no memory for user {scope.user_id!r}")
-            return metas  # type: ignore[no-any-return]
+            return metas
 
         metas = await self._read(context, work)
         return pb.ListSessionsReply(sessions=[meta_to_wire(m) for m in metas])
 
-    def _session_args(self, request: Any) -> tuple[Scope, str]:
+    def _session_args(self, request: pb.SessionRequest | pb.ReadRawRequest) -> tuple[Scope, str]:
         return (self._scope(request.user_id),
                 check_id("session_id", request.session_id))
 
@@ -390,8 +405,8 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         Closes and deletes act on the stores directly; a turn still in the topic
         would otherwise land after them (and bring a deleted session back).
         """
-        wait_stored = getattr(self.publisher, "wait_stored", None)
-        if wait_stored is not None and not await wait_stored(self.settings.delete_wait_s):
+        if self.publisher is not None and not await self.publisher.wait_stored(
+                self.settings.delete_wait_s):
             raise writes.DeleteIncomplete(
                 f"the stream worker has not stored the turns published before this {what} "
                 f"within {self.settings.delete_wait_s:g} s (MEMSTRATA_SERVICE_DELETE_WAIT_S); "
@@ -454,7 +469,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
                 f"user {scope.user_id!r} within {self.settings.delete_wait_s:g} s "
                 f"(MEMSTRATA_SERVICE_DELETE_WAIT_S); nothing was changed: retry")
 
-        def work(token: WorkToken) -> Any:
+        def work(token: WorkToken) -> DeleteReceipt:
             if sid is None:
                 self._user_exists(self.memory, scope)
             else:
@@ -463,9 +478,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
 
         receipt = await self.pools.run(self.pools.write, context, work, method="Delete")
         self.pending.forget(scope, sid)
-        return pb.DeleteReply(removed=[pb.StoreCount(store=k, removed=v)
-                                       for k, v in sorted(receipt.removed.items())],
-                              complete=receipt.complete)
+        return receipt_to_wire(receipt)
 
     @rpc_errors
     async def DeleteSession(self, request: pb.SessionRequest, context: Any) -> pb.DeleteReply:
@@ -480,8 +493,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
     async def GetStats(self, request: pb.GetStatsRequest, context: Any) -> pb.StatsReply:
         tenant = current_tenant()
         st = await self._read(context, lambda t: writes.stats(self.memory, tenant))
-        return pb.StatsReply(tenant_id=tenant, users=st.users, sessions=st.sessions,
-                             turns=st.turns, units=st.units, cached_layers=st.cached_layers)
+        return stats_to_wire(st)
 
 
 def context_method(context: Any) -> str:

@@ -27,6 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from memstrata.model import KeyFacts, L0Unit, Scope, SessionHit, SessionMeta, Turn, TurnNotes
+from memstrata.roles import MemoryReader, MemoryStats
 from query_service.calls import CALL
 from query_service.scheduler import AdaptiveLimit, FairScheduler, Shed
 
@@ -72,44 +73,41 @@ class WorkToken:
 class GuardedReader:
     """A MemoryReader that checks the call's token before every read."""
 
-    def __init__(self, memory: Any, token: WorkToken) -> None:
+    def __init__(self, memory: MemoryReader, token: WorkToken) -> None:
         self._memory = memory
         self._token = token
-
-    def __getattr__(self, name: str) -> Any:  # settings, meter... as the memory has them
-        return getattr(self._memory, name)
 
     def search(self, scope: Scope, queries: str | Sequence[str],
                top_k: int | None = None) -> list[SessionHit]:
         self._token.check()
-        return self._memory.search(scope, queries, top_k=top_k)  # type: ignore[no-any-return]
+        return self._memory.search(scope, queries, top_k=top_k)
 
     def sessions(self, scope: Scope) -> list[SessionMeta]:
         self._token.check()
-        return self._memory.sessions(scope)  # type: ignore[no-any-return]
+        return self._memory.sessions(scope)
 
     def session(self, scope: Scope, session_id: str) -> SessionMeta:
         self._token.check()
-        return self._memory.session(scope, session_id)  # type: ignore[no-any-return]
+        return self._memory.session(scope, session_id)
 
     def l0(self, scope: Scope, session_id: str) -> list[L0Unit]:
         self._token.check()
-        return self._memory.l0(scope, session_id)  # type: ignore[no-any-return]
+        return self._memory.l0(scope, session_id)
 
     def facts(self, scope: Scope, session_id: str) -> KeyFacts:
         self._token.check()
-        return self._memory.facts(scope, session_id)  # type: ignore[no-any-return]
+        return self._memory.facts(scope, session_id)
 
     def notes(self, scope: Scope, session_id: str) -> TurnNotes:
         self._token.check()
-        return self._memory.notes(scope, session_id)  # type: ignore[no-any-return]
+        return self._memory.notes(scope, session_id)
 
     def raw(self, scope: Scope, session_id: str,
             turns: Iterable[int] | None = None) -> list[Turn]:
         self._token.check()
-        return self._memory.raw(scope, session_id, turns)  # type: ignore[no-any-return]
+        return self._memory.raw(scope, session_id, turns)
 
-    def stats(self, tenant_id: str | None = None) -> Any:
+    def stats(self, tenant_id: str | None = None) -> MemoryStats:
         self._token.check()
         return self._memory.stats(tenant_id)
 

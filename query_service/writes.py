@@ -18,12 +18,18 @@ start publishing until it is done.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
 
-from memstrata.model import Message, Scope
-from memstrata.roles import DeleteReceipt, MemoryStats
+from memstrata.model import Message, Scope, SessionMeta
+from memstrata.roles import (
+    DeleteReceipt,
+    MemoryReader,
+    MemoryStats,
+    MemoryWriter,
+    ServedMemory,
+    SessionNotFound,
+)
 from memstrata.wire import TurnEvent
 
 
@@ -110,8 +116,10 @@ class PendingWrites:
         else:
             self._pending.get(scope, {}).pop(session_id, None)
 
-    async def wait(self, memory: Any, scope: Scope, timeout_s: float,
-                   run: Any, poll_s: float = 0.05) -> bool:
+    async def wait(self, memory: MemoryReader, scope: Scope, timeout_s: float,
+                   run: Callable[[Callable[[], dict[str, set[str]]]],
+                                 Awaitable[dict[str, set[str]]]],
+                   poll_s: float = 0.05) -> bool:
         """Until the stores hold every pending message of ``scope``; False on timeout.
 
         ``run(fn)`` runs a store read off the event loop (the service's read pool).
@@ -130,16 +138,20 @@ class PendingWrites:
             await asyncio.sleep(poll_s)
 
 
-def stored_ids(memory: Any, scope: Scope, wanted: dict[str, set[str]]) -> dict[str, set[str]]:
-    """Of ``wanted`` (session -> message ids), those the doc store holds."""
+def stored_ids(memory: MemoryReader, scope: Scope,
+               wanted: dict[str, set[str]]) -> dict[str, set[str]]:
+    """Of ``wanted`` (session -> message ids), those the stores hold (read as L3 turns)."""
     out: dict[str, set[str]] = {}
     for sid, ids in wanted.items():
-        have = {m for t in memory.docs.get_turns(scope, sid) for m in t.source_ids}
-        out[sid] = ids & have
+        try:
+            turns = memory.raw(scope, sid)
+        except SessionNotFound:  # none of its turns stored yet
+            turns = []
+        out[sid] = ids & {m for t in turns for m in t.source_ids}
     return out
 
 
-def append_direct(memory: Any, records: Sequence[TurnEvent]) -> int:
+def append_direct(memory: ServedMemory, records: Sequence[TurnEvent]) -> int:
     """Append every record in one write (``append_batch``); flush; return duplicates ignored."""
     items = []
     for group in group_by_session(records).values():
@@ -151,16 +163,12 @@ def append_direct(memory: Any, records: Sequence[TurnEvent]) -> int:
         messages = [Message(role=r.role, content=r.content, speaker=r.speaker,
                             source_id=r.message_id) for r in group]
         items.append((meta, messages))
-    batch = getattr(memory, "append_batch", None)
-    if batch is not None:  # one hold of the write lock for the whole batch
-        reports = list(batch(items))
-    else:
-        reports = [memory.append_messages(meta, messages) for meta, messages in items]
+    reports = memory.append_batch(items)  # one write: no delete falls between its sessions
     memory.flush()
     return sum(r.duplicates for r in reports)
 
 
-def close_session(memory: Any, scope: Scope, session_id: str) -> int:
+def close_session(memory: ServedMemory, scope: Scope, session_id: str) -> int:
     """Build the session's final windows; the number of units written."""
     memory.session(scope, session_id)  # SessionNotFound for an unknown session
     report = memory.close_session(scope, session_id)
@@ -172,15 +180,15 @@ class DeleteIncomplete(RuntimeError):
     """A store kept data after a delete and its retry; the message names the stores."""
 
 
-def delete(memory: Any, scope: Scope, session_id: str | None) -> DeleteReceipt:
+def delete(memory: MemoryWriter, scope: Scope, session_id: str | None) -> DeleteReceipt:
     """Delete in every store and flush, so that no later search sees the data.
 
     A delete that fails part way is retried once (the core finishes it on retry);
     if a store still fails, the call fails and says which store, never acknowledges.
     """
-    receipt: DeleteReceipt = memory.delete(scope, session_id)
+    receipt = memory.delete(scope, session_id)
     if not receipt.complete:
-        retry: DeleteReceipt = memory.delete(scope, session_id)
+        retry = memory.delete(scope, session_id)
         for store, n in retry.removed.items():
             receipt.removed[store] = receipt.removed.get(store, 0) + n
         receipt.errors, receipt.complete = retry.errors, retry.complete
@@ -191,5 +199,5 @@ def delete(memory: Any, scope: Scope, session_id: str | None) -> DeleteReceipt:
     return receipt
 
 
-def stats(memory: Any, tenant: str) -> MemoryStats:
-    return memory.stats(tenant)  # type: ignore[no-any-return]
+def stats(memory: MemoryReader, tenant: str) -> MemoryStats:
+    return memory.stats(tenant)

@@ -25,6 +25,7 @@ import faust
 
 from memstrata.kafka_security import faust_credentials, kafka_client_kwargs
 from memstrata.limits import TurnLimits
+from memstrata.offsets import committed_offsets
 from memstrata.roles import MemoryWriter
 from streams import topics
 from streams.faust_compat import ReadOffsets
@@ -104,23 +105,6 @@ async def read_range(brokers: str, topic: str, ranges: dict[int, tuple[int, int]
         return sorted(out, key=lambda r: (r.partition, r.offset))
     finally:
         await consumer.stop()
-
-
-async def committed_offsets(brokers: str, group: str, topic: str, partitions: list[int],
-                            kafka: KafkaSettings) -> dict[int, int]:
-    """The group's committed offsets (next offset to read) for some partitions of a topic."""
-    from aiokafka import TopicPartition
-    from aiokafka.admin import AIOKafkaAdminClient
-
-    admin = AIOKafkaAdminClient(bootstrap_servers=brokers, **kafka_client_kwargs(kafka))
-    await admin.start()
-    try:
-        got = await admin.list_consumer_group_offsets(
-            group, partitions=[TopicPartition(topic, p) for p in partitions])
-        return {tp.partition: meta.offset for tp, meta in got.items()
-                if meta is not None and meta.offset >= 0}
-    finally:
-        await admin.close()
 
 
 async def settle_outage(down: StoreUnavailable, events: Sequence[Any], *,
@@ -212,7 +196,7 @@ def build_app(
         return any(tp.topic == turns_name and tp.partition == partition for tp in assigned)
 
     async def committed(partitions: list[int]) -> dict[int, int]:
-        return await committed_offsets(brokers, kafka.group, turns_name, partitions, kafka)
+        return await committed_offsets(brokers, kafka.group, turns_name, partitions, kafka=kafka)
 
     async def replay(ranges: dict[int, tuple[int, int]]) -> list[Record]:
         return await read_range(brokers, turns_name, ranges, kafka)

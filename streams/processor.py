@@ -384,13 +384,9 @@ class Processor:
         return reports
 
     def _append_all(self, groups: list[tuple[SessionMeta, list[Message]]]) -> list[AppendReport]:
-        # One embedding call and one upsert per store for the whole batch where the
-        # writer offers it (Memory.append_batch); else session by session.
-        batch = getattr(self.writer, "append_batch", None)
-        if batch is not None:
-            reports = list(batch(groups))
-        else:
-            reports = [self.writer.append_messages(meta, msgs) for meta, msgs in groups]
+        # One write for the whole batch (Memory.append_batch: one embedding call and
+        # one upsert per store).
+        reports = self.writer.append_batch(groups)
         self.writer.flush()
         return reports
 
@@ -505,9 +501,9 @@ class Processor:
 
     def _delete(self, scope: Scope, session_id: str | None) -> None:
         receipt = self.writer.delete(scope, session_id)
-        if not getattr(receipt, "complete", True):
+        if not receipt.complete:
             raise OSError(f"delete of {scope} {session_id or '(all)'} incomplete: "
-                          f"{getattr(receipt, 'errors', {})}")
+                          f"{receipt.errors}")
 
     # -- idle sessions ------------------------------------------------------
     async def close_idle(self, now: float | None = None) -> list[L0Event]:

@@ -1,8 +1,9 @@
 """Running the stream worker: a Faust worker that drains before it stops, and lag checks.
 
 ``group_lag`` reads the consumer group's committed offsets and the topics' end
-offsets from the broker, so anyone (``memstrata up`` on Ctrl-C, a test, an
-operator) can tell whether everything produced so far is stored.
+offsets from the broker (:mod:`memstrata.offsets`, shared with the query
+service), so anyone (``memstrata up`` on Ctrl-C, a test, an operator) can tell
+whether everything produced so far is stored.
 """
 
 from __future__ import annotations
@@ -17,10 +18,9 @@ from collections.abc import Sequence
 
 import faust
 
+from memstrata import offsets
 from memstrata.config import defaults
 from memstrata.kafka import KafkaSettings
-from memstrata.kafka_ends import log_end_offsets
-from memstrata.kafka_security import kafka_client_kwargs
 from streams import topics
 from streams.app import StreamApp
 
@@ -39,51 +39,20 @@ async def group_lag(brokers: str, group: str, topic_names: Sequence[str] | None 
 
     ``kafka`` (TLS/SASL, the turns topic) defaults to the defaults, not the environment.
     """
-    from aiokafka import AIOKafkaConsumer, TopicPartition
-    from aiokafka.admin import AIOKafkaAdminClient
-
     kafka = kafka or defaults(KafkaSettings)
     topic_names = inputs(kafka) if topic_names is None else topic_names
-    admin = AIOKafkaAdminClient(bootstrap_servers=brokers, **kafka_client_kwargs(kafka))
-    consumer = AIOKafkaConsumer(bootstrap_servers=brokers, enable_auto_commit=False,
-                                **kafka_client_kwargs(kafka))
-    try:  # closed even when cancelled half-started (a second Ctrl-C during the drain)
-        await admin.start()
-        await consumer.start()
-        await consumer.topics()
-        tps = [TopicPartition(t, p) for t in topic_names
-               for p in sorted(consumer.partitions_for_topic(t) or ())]
-        ends = await log_end_offsets(consumer, tps)  # not end_offsets: see kafka_ends
-        try:
-            done = await admin.list_consumer_group_offsets(group, partitions=tps)
-        except Exception:  # noqa: BLE001 - no such group yet: nothing committed
-            done = {}
-        out = {}
-        for tp in tps:
-            meta = done.get(tp)
-            committed = meta.offset if meta is not None and meta.offset >= 0 else 0
-            out[(tp.topic, tp.partition)] = max(0, ends[tp] - committed)
-        return out
-    finally:
-        await consumer.stop()
-        await admin.close()
+    return await offsets.group_lag(brokers, group, topic_names, kafka=kafka)
 
 
 async def wait_drained(brokers: str, group: str, timeout_s: float,
                        topic_names: Sequence[str] | None = None, poll_s: float = 0.25, *,
                        kafka: KafkaSettings | None = None) -> bool:
-    """Wait until ``group`` has committed every record of ``topic_names``; False on timeout."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            lag = await group_lag(brokers, group, topic_names, kafka=kafka)
-            if not any(lag.values()):
-                return True
-        except Exception as exc:  # noqa: BLE001 - broker busy; try again
-            log.debug("lag check failed: %s", exc)
-        if time.monotonic() >= deadline:
-            return False
-        await asyncio.sleep(poll_s)
+    """Wait until ``group`` has committed every record of ``topic_names``, including
+    records produced meanwhile; False on timeout."""
+    kafka = kafka or defaults(KafkaSettings)
+    topic_names = inputs(kafka) if topic_names is None else topic_names
+    return await offsets.wait_committed(brokers, group, topic_names, timeout_s, poll_s=poll_s,
+                                        follow=True, kafka=kafka)
 
 
 #: After a second SIGINT/SIGTERM, the worker has this long to wind down before it exits hard.

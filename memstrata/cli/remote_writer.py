@@ -71,6 +71,11 @@ class RemoteWriter:
                                           for m in messages])
         return AppendReport(scope=meta.scope, session_id=meta.session_id, duplicates=duplicates)
 
+    def append_batch(self, items: Sequence[tuple[SessionMeta, Sequence[Message]]]
+                     ) -> list[AppendReport]:
+        """Each session's messages in turn (the service makes each IngestBatch one write)."""
+        return [self.append_messages(meta, messages) for meta, messages in items]
+
     def ingest(self, sessions: Iterable[Session], *,
                progress: Callable[[int], None] | None = None,
                report: IngestReport | None = None) -> IngestReport:

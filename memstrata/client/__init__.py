@@ -6,7 +6,10 @@ a remote memory exactly as over a local one; they also ask for answers,
 send turn events and delete. The API key comes from ``MEMSTRATA_API_KEY``.
 
 Names load on first use: ``memstrata.client.settings`` (read at every start-up
-to check ``MEMSTRATA_API_*`` variables) must not pull in grpc.
+to check ``MEMSTRATA_API_*`` variables) must not pull in grpc. The client speaks
+through :mod:`memstrata.rpc` and returns the types of :mod:`memstrata.contract`,
+so it loads no engine (no numpy, stores, encoder or controller), which an
+import-linter contract and ``tests/unit/test_client_imports.py`` hold it to.
 """
 
 from __future__ import annotations

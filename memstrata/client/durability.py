@@ -23,7 +23,7 @@ class Durability(StrEnum):
     @classmethod
     def of(cls, reply: Any) -> "Durability":
         """The guarantee an ``IngestReply`` (what ``client.ingest`` returns) gives."""
-        from memstrata.client._proto import memory_pb2 as pb
+        from memstrata.rpc import memory_pb2 as pb
 
         return {pb.DURABILITY_STORED: cls.STORED,
                 pb.DURABILITY_BROKER: cls.BROKER}.get(reply.durability, cls.UNSPECIFIED)

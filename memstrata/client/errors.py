@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import grpc
 
-from memstrata.layers.lazy import SessionNotFound
-from memstrata.retrieval.hybrid import QueryError
+from memstrata.contract import QueryError, SessionNotFound
 
 
 class RemoteError(RuntimeError):

@@ -12,18 +12,20 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
-from memstrata.client._proto import memory_pb2 as pb
-from memstrata.client.convert import (
+from memstrata.model import Scope
+from memstrata.roles import DeleteReceipt, MemoryStats
+from memstrata.rpc import memory_pb2 as pb
+from memstrata.rpc.convert import (
     date_to_wire,
     facts_from_wire,
     hit_from_wire,
     meta_from_wire,
     notes_from_wire,
+    receipt_from_wire,
+    stats_from_wire,
     turns_from_wire,
     unit_from_wire,
 )
-from memstrata.model import Scope
-from memstrata.roles import DeleteReceipt, MemoryStats
 
 T = TypeVar("T")
 _MISSING: Any = object()
@@ -85,13 +87,9 @@ def raw(scope: Scope, session_id: str, turns: Iterable[int] | None) -> Plan[Any]
     return Plan("ReadRaw", req, lambda r: turns_from_wire(r.turns), scope=scope)
 
 
-def stats(tenant_id: str | None) -> Plan[Any]:
-    def read(r: pb.StatsReply) -> MemoryStats:
-        return MemoryStats(tenant_id=r.tenant_id, users=r.users, sessions=r.sessions,
-                           turns=r.turns, units=r.units, cached_layers=dict(r.cached_layers))
-
+def stats(tenant_id: str | None) -> Plan[MemoryStats]:
     scope = Scope(tenant_id=tenant_id, user_id="_") if tenant_id else None
-    return Plan("GetStats", pb.GetStatsRequest(), read, scope=scope)
+    return Plan("GetStats", pb.GetStatsRequest(), stats_from_wire, scope=scope)
 
 
 def answer(scope: Scope, question: str, asked_on: datetime | None, *,
@@ -106,9 +104,7 @@ def answer(scope: Scope, question: str, asked_on: datetime | None, *,
 
 def delete(scope: Scope, session_id: str | None) -> Plan[DeleteReceipt]:
     def read(r: pb.DeleteReply) -> DeleteReceipt:
-        return DeleteReceipt(scope=scope, session_id=session_id,
-                             removed={c.store: c.removed for c in r.removed},
-                             complete=r.complete)
+        return receipt_from_wire(r, scope, session_id)
 
     if session_id is None:
         return Plan("DeleteUser", pb.UserRequest(user_id=scope.user_id), read, scope=scope)

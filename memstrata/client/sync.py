@@ -10,17 +10,17 @@ from typing import Any
 import grpc
 
 from memstrata.client import plan
-from memstrata.client._proto import memory_pb2 as pb
-from memstrata.client._proto import memory_pb2_grpc as pb_grpc
-from memstrata.client.answers import answer_from_wire
-from memstrata.client.convert import step_from_wire
 from memstrata.client.errors import from_rpc_error
 from memstrata.client.settings import ClientSettings
 from memstrata.config import defaults
-from memstrata.controller.result import Answer
+from memstrata.contract import Answer
 from memstrata.model import KeyFacts, L0Unit, Scope, SessionHit, SessionMeta, TraceStep, Turn
 from memstrata.model import TurnNotes
 from memstrata.roles import DeleteReceipt, MemoryStats
+from memstrata.rpc import memory_pb2 as pb
+from memstrata.rpc import memory_pb2_grpc as pb_grpc
+from memstrata.rpc.answers import answer_from_wire
+from memstrata.rpc.convert import step_from_wire
 
 
 def channel_for(address: str, settings: ClientSettings) -> grpc.Channel:

@@ -26,9 +26,8 @@ from memstrata.evidence import lines
 from memstrata.controller.state import ControllerState
 from memstrata.evidence.trace import Trace
 from memstrata.layers import markdown as md
-from memstrata.layers.lazy import SessionNotFound
+from memstrata.contract import QueryError, SessionNotFound
 from memstrata.model import Evidence, Layer, SessionHit, SessionMeta, Turn
-from memstrata.retrieval.hybrid import QueryError
 from memstrata.roles import MemoryReader
 from memstrata.text.dates import find_relative_dates
 

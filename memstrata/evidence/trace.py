@@ -17,67 +17,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, Field
-
+from memstrata.contract import RoleTokens, TraceSummary
 from memstrata.llm.usage import PriceTable
 from memstrata.model import Layer, TraceStep
 
+__all__ = ["MEMORY_ROLE", "LLMCall", "RoleTokens", "Trace", "TraceSummary"]
+
 #: The pseudo-role under which memory text read by the tools is counted.
 MEMORY_ROLE = "memory"
-
-
-class RoleTokens(BaseModel):
-    """Calls and tokens of one role; ``estimated`` when no tokenizer counted them."""
-
-    calls: int = 0
-    tokens_in: int = 0
-    tokens_out: int = 0
-    estimated: bool = False
-
-
-class TraceSummary(BaseModel):
-    """Per-question numbers for reports and metrics."""
-
-    policy: str
-    ablations: list[str] = Field(default_factory=list)
-    deepest_layer: Layer | None = None
-    #: Deepest layer reached in each drilled session (the depth distribution counts these).
-    drill_depths: dict[str, Layer] = Field(default_factory=dict)
-    sessions_drilled: int = 0
-    haystack_sessions: int = 0
-    #: sessions drilled / sessions of the user (APDMem's retrieval selectivity).
-    drilled_share: float = 0.0
-    steps: int = 0
-    llm_calls: int = 0
-    tool_calls: int = 0
-    tool_errors: int = 0
-    evidence_items: int = 0
-    reflections: int = 0
-    nudges: int = 0
-    stop_reason: str | None = None
-    tokens: dict[str, RoleTokens] = Field(default_factory=dict)
-    cost_usd: float = 0.0
-    #: Models that had tokens but no price (counted as free in ``cost_usd``).
-    unpriced_models: list[str] = Field(default_factory=list)
-    ms_total: float = 0.0
-    ms_llm: float = 0.0
-    ms_memory: float = 0.0
-    #: CPU time of the answering thread, in all and inside memory reads: unlike wall
-    #: time it does not grow when other processes (or other questions answered on
-    #: other threads) compete for the cores. Work the encoder hands to its own
-    #: thread pool is not counted.
-    cpu_ms_total: float = 0.0
-    cpu_ms_memory: float = 0.0
-
-    @property
-    def ms_overhead(self) -> float:
-        """Time spent in the controller itself: neither waiting on an LLM nor in memory reads."""
-        return max(0.0, self.ms_total - self.ms_llm - self.ms_memory)
-
-    @property
-    def cpu_ms_overhead(self) -> float:
-        """The controller's own CPU time (waiting on an LLM costs no CPU)."""
-        return max(0.0, self.cpu_ms_total - self.cpu_ms_memory)
 
 
 @dataclass(frozen=True, slots=True)

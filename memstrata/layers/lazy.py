@@ -24,6 +24,7 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from typing import Any, Iterator, TypeVar
 
+from memstrata.contract import SessionNotFound
 from memstrata.executor import LayerExecutor, LayerRequest, LocalLayerExecutor
 from memstrata.llm.types import LayerBuilder
 from memstrata.model import (
@@ -39,10 +40,6 @@ from memstrata.model import (
 from memstrata.store.types import DocStore
 
 T = TypeVar("T")
-
-
-class SessionNotFound(KeyError):
-    """The scope has no session with that id."""
 
 
 class LazyLayers:

@@ -45,16 +45,13 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from memstrata.config import Settings
+from memstrata.contract import QueryError
 from memstrata.embed.types import Embedder
 from memstrata.model import L0Unit, Scope, SessionHit
 from memstrata.retrieval import dates, fusion, indexing
 from memstrata.retrieval.sessions import session_text
 from memstrata.store.types import DocStore, Hit, LexicalStore, VectorStore
 from memstrata.text.terms import content_stems, stems
-
-
-class QueryError(ValueError):
-    """A search request breaks a limit; the message names the field and the limit."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -136,7 +136,7 @@ def _wait_serving(address: str, timeout: float, logs: "callable[[], str]") -> No
 
 def _ingest_and_search(address: str, key: str) -> None:
     from memstrata.client import MemoryClient
-    from memstrata.client._proto import memory_pb2 as pb
+    from memstrata.rpc import memory_pb2 as pb
     from memstrata.model import Scope
 
     maya = Scope(tenant_id="acme", user_id="maya")

@@ -30,7 +30,7 @@ QUESTIONS = ["When did I go to Porto?", "What is my cat called?", "Where is my s
 
 def drive(address: str, key: str, seconds: float) -> int:
     from memstrata.client import MemoryClient
-    from memstrata.client._proto import memory_pb2 as pb
+    from memstrata.rpc import memory_pb2 as pb
     from memstrata.client.errors import RemoteError
     from memstrata.model import Scope
 

@@ -97,7 +97,7 @@ def _traffic(s: Served) -> None:
     """A few answers (LLM controller, so tokens and cost), searches, an error, an ingest."""
     from memstrata.client import MemoryClient
     from memstrata.client.errors import RemoteError
-    from memstrata.client._proto import memory_pb2 as pb
+    from memstrata.rpc import memory_pb2 as pb
     from memstrata.model import Scope
 
     maya = Scope(tenant_id="acme", user_id="maya")

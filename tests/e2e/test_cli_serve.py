@@ -40,7 +40,7 @@ def _wait_serving(address: str, proc: subprocess.Popen, timeout: float = 60) -> 
 
 def _ingest_then_answer(address: str, key: str, data: Path) -> None:
     from memstrata.client import MemoryClient
-    from memstrata.client._proto import memory_pb2 as pb
+    from memstrata.rpc import memory_pb2 as pb
     from memstrata.model import Scope
 
     maya = Scope(tenant_id="acme", user_id="maya")

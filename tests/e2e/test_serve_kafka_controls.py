@@ -22,8 +22,8 @@ from pathlib import Path
 import grpc
 import pytest
 
-from memstrata.client._proto import memory_pb2 as pb
-from memstrata.client._proto import memory_pb2_grpc as pb_grpc
+from memstrata.rpc import memory_pb2 as pb
+from memstrata.rpc import memory_pb2_grpc as pb_grpc
 from memstrata.model import Scope
 from memstrata.wire import CONTROL_TOPIC
 from query_service.keys import add_key

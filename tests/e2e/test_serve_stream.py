@@ -168,7 +168,7 @@ OVER_TEXT = (f"content: {TURN_LIMITS.max_content_chars + 1} characters, limit is
 
 
 def _pb(ev: dict[str, Any], user: str) -> Any:
-    from memstrata.client._proto import memory_pb2 as pb
+    from memstrata.rpc import memory_pb2 as pb
 
     return pb.TurnEvent(user_id=user, **{k: v for k, v in ev.items() if k != "labels"},
                         labels=ev.get("labels", {}))
@@ -208,8 +208,8 @@ def _ingest(serve: Serve, events: list[dict[str, Any]], user: str) -> Any:
     """``Ingest`` (one event) or ``IngestBatch`` over real gRPC; raises grpc.RpcError."""
     import grpc
 
-    from memstrata.client._proto import memory_pb2 as pb
-    from memstrata.client._proto import memory_pb2_grpc as pb_grpc
+    from memstrata.rpc import memory_pb2 as pb
+    from memstrata.rpc import memory_pb2_grpc as pb_grpc
 
     with grpc.insecure_channel(serve.address) as channel:
         stub = pb_grpc.MemoryServiceStub(channel)

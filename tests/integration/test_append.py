@@ -14,7 +14,7 @@ from memstrata.layers.windowing import group_turns
 from memstrata.llm.extractive import ExtractiveBuilder
 from memstrata.memory import Memory
 from memstrata.model import Message, Session
-from memstrata.roles import MemoryReader, MemoryWriter
+from memstrata.roles import MemoryReader, MemoryWriter, ServedMemory
 from memstrata.store.factory import open_doc_store, open_lexical_store, open_vector_store
 from tests.support.counting import CountingEmbedder
 from tests.support.growing import ALICE, messages, meta
@@ -49,6 +49,7 @@ def records(m: Memory, session_id: str = "s1") -> dict:
 def test_memory_implements_both_roles(tmp_path: Path, embedder):
     with open_memory(tmp_path, embedder) as m:
         assert isinstance(m, MemoryReader) and isinstance(m, MemoryWriter)
+        assert isinstance(m, ServedMemory)  # what the query service runs on
 
 
 @pytest.mark.parametrize("seed", [1, 2])

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 
 import grpc
 
-from memstrata.client._proto import memory_pb2 as pb
-from memstrata.client._proto import memory_pb2_grpc as pb_grpc
+from memstrata.rpc import memory_pb2 as pb
+from memstrata.rpc import memory_pb2_grpc as pb_grpc
 
 SESSIONS_PER_BATCH = 3
 

@@ -171,7 +171,7 @@ def stored_message_ids(client: Any, scope: Any) -> set[str]:
 
 def batch(user: str, session: str, ids: Sequence[str], text: str = "") -> list[Any]:
     """Turn events for ``ids`` (alternating user / assistant) in one session."""
-    from memstrata.client._proto import memory_pb2 as pb
+    from memstrata.rpc import memory_pb2 as pb
 
     return [pb.TurnEvent(user_id=user, session_id=session, message_id=mid,
                          role="user" if i % 2 == 0 else "assistant",

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-COMMITTED = ROOT / "memstrata" / "client" / "_proto"
+COMMITTED = ROOT / "memstrata" / "rpc"
 
 pytest.importorskip("grpc_tools", reason="grpcio-tools (the grpc extra) generates the code")
 
@@ -22,16 +22,17 @@ def _generator():
 
 
 def test_generated_code_is_not_stale(tmp_path: Path):
-    fresh = _generator().generate(tmp_path / "out")
+    gen = _generator()
+    fresh = gen.generate(tmp_path / "out")
     names = sorted(p.name for p in fresh)
-    assert names == sorted(p.name for p in COMMITTED.iterdir() if p.is_file()), \
-        "memstrata/client/_proto has other files than proto/generate.py writes"
+    assert names == sorted(p.name for p in COMMITTED.glob(gen.GENERATED_GLOB) if p.is_file()), \
+        "memstrata/rpc has other generated files than proto/generate.py writes"
     stale = [p.name for p in fresh if p.read_text() != (COMMITTED / p.name).read_text()]
     assert not stale, f"regenerate with `python proto/generate.py`: {stale} are stale"
 
 
 def test_generated_code_imports_relatively():
-    from memstrata.client._proto import memory_pb2, memory_pb2_grpc
+    from memstrata.rpc import memory_pb2, memory_pb2_grpc
 
     assert memory_pb2.DESCRIPTOR.package == "memstrata.v1"
     assert memory_pb2_grpc.MemoryServiceStub is not None

@@ -6,8 +6,8 @@ import grpc
 import pytest
 
 from memstrata.client import MemoryClient, RemoteError, Unauthenticated
-from memstrata.client._proto import memory_pb2 as pb
-from memstrata.client._proto import memory_pb2_grpc as pb_grpc
+from memstrata.rpc import memory_pb2 as pb
+from memstrata.rpc import memory_pb2_grpc as pb_grpc
 from memstrata.model import Scope
 from query_service.keys import add_key, read_keys_file, revoke_key
 from tests.integration.query_service.conftest import GLOBEX_MAYA, Service

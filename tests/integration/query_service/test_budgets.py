@@ -14,8 +14,8 @@ import grpc
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from memstrata.client._proto import memory_pb2 as pb
-from memstrata.client._proto import memory_pb2_grpc as pb_grpc
+from memstrata.rpc import memory_pb2 as pb
+from memstrata.rpc import memory_pb2_grpc as pb_grpc
 from memstrata.controller.config import ControllerSettings
 from memstrata.limits import TurnLimits
 from memstrata.model import Scope, Session

@@ -17,8 +17,8 @@ import grpc
 import pytest
 from prometheus_client import generate_latest
 
-from memstrata.client._proto import memory_pb2 as pb
-from memstrata.client._proto import memory_pb2_grpc as pb_grpc
+from memstrata.rpc import memory_pb2 as pb
+from memstrata.rpc import memory_pb2_grpc as pb_grpc
 from memstrata.controller.config import ControllerSettings
 from memstrata.limits import TurnLimits
 from query_service.server import ServiceHandle, build_server

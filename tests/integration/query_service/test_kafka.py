@@ -136,8 +136,8 @@ def test_ingest_refuses_a_year_one_date_and_counts_repeated_ids_once(service: Se
     three copies of one message id were acknowledged as three new messages."""
     import grpc
 
-    from memstrata.client._proto import memory_pb2 as pb
-    from memstrata.client._proto import memory_pb2_grpc as pb_grpc
+    from memstrata.rpc import memory_pb2 as pb
+    from memstrata.rpc import memory_pb2_grpc as pb_grpc
 
     keys = tmp_path / "keys.json"
     _, key = add_key(keys, "acme")

@@ -9,8 +9,8 @@ import grpc
 import pytest
 
 from memstrata.client import MemoryClient, RateLimited
-from memstrata.client._proto import memory_pb2 as pb
-from memstrata.client._proto import memory_pb2_grpc as pb_grpc
+from memstrata.rpc import memory_pb2 as pb
+from memstrata.rpc import memory_pb2_grpc as pb_grpc
 from memstrata.model import Scope
 from tests.integration.query_service.conftest import Service
 from tests.support.conversation import ASKED_ON, MAYA

@@ -11,8 +11,8 @@ from __future__ import annotations
 import grpc
 import pytest
 
-from memstrata.client._proto import memory_pb2 as pb
-from memstrata.client._proto import memory_pb2_grpc as pb_grpc
+from memstrata.rpc import memory_pb2 as pb
+from memstrata.rpc import memory_pb2_grpc as pb_grpc
 from query_service.settings import ServiceSettings
 from query_service.transport import too_large, transport_limit
 from tests.integration.query_service.conftest import Service

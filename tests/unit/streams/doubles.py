@@ -59,6 +59,14 @@ class RecordingWriterDouble:
         rep.duplicates = dup
         return rep
 
+    def append_batch(self, items: Sequence[tuple[SessionMeta, Sequence[Message]]]
+                     ) -> list[AppendReport]:
+        # As Memory does: a batch that fails changes nothing (checked before any write).
+        for _, messages in items:
+            if self.fail_on and any(m.content == self.fail_on for m in messages):
+                raise ValueError(f"cannot index {self.fail_on!r}")
+        return [self.append_messages(meta, messages) for meta, messages in items]
+
     def close_session(self, scope: Scope, session_id: str) -> AppendReport:
         self.calls.append(("close", session_id))
         key = (scope, session_id)

@@ -1,12 +1,11 @@
-"""The controller's :class:`~memstrata.controller.result.Answer` on the wire and back."""
+"""The controller's :class:`~memstrata.contract.Answer` on the wire and back."""
 
 from __future__ import annotations
 
-from memstrata.client._proto import memory_pb2 as pb
-from memstrata.client.convert import date_from_wire, date_to_wire, step_from_wire, step_to_wire
-from memstrata.controller.result import Answer, SourceRef
-from memstrata.evidence.trace import RoleTokens, TraceSummary
+from memstrata.contract import Answer, RoleTokens, SourceRef, TraceSummary
 from memstrata.model import Layer
+from memstrata.rpc import memory_pb2 as pb
+from memstrata.rpc.convert import date_from_wire, date_to_wire, step_from_wire, step_to_wire
 
 
 def source_to_wire(source: SourceRef) -> pb.SourceRef:

@@ -13,7 +13,6 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from memstrata.client._proto import memory_pb2 as pb
 from memstrata.model import (
     KeyFact,
     KeyFacts,
@@ -28,12 +27,15 @@ from memstrata.model import (
     TurnNote,
     TurnNotes,
 )
+from memstrata.roles import DeleteReceipt, MemoryStats
+from memstrata.rpc import memory_pb2 as pb
 
 __all__ = [
     "date_from_wire", "date_to_wire", "facts_from_wire", "facts_to_wire", "hit_from_wire",
     "hit_to_wire", "meta_from_wire", "meta_to_wire", "notes_from_wire", "notes_to_wire",
-    "step_from_wire", "step_to_wire", "turn_from_wire", "turn_to_wire", "unit_from_wire",
-    "unit_to_wire",
+    "receipt_from_wire", "receipt_to_wire", "stats_from_wire", "stats_to_wire",
+    "step_from_wire", "step_to_wire", "turn_from_wire", "turn_to_wire", "turns_from_wire",
+    "unit_from_wire", "unit_to_wire",
 ]
 
 
@@ -136,3 +138,29 @@ def step_from_wire(step: pb.TraceStep) -> TraceStep:
 
 def turns_from_wire(turns: Iterable[pb.Turn]) -> list[Turn]:
     return [turn_from_wire(t) for t in turns]
+
+
+def stats_to_wire(stats: MemoryStats) -> pb.StatsReply:
+    return pb.StatsReply(tenant_id=stats.tenant_id or "", users=stats.users,
+                         sessions=stats.sessions, turns=stats.turns, units=stats.units,
+                         cached_layers=stats.cached_layers)
+
+
+def stats_from_wire(reply: pb.StatsReply) -> MemoryStats:
+    return MemoryStats(tenant_id=reply.tenant_id, users=reply.users, sessions=reply.sessions,
+                       turns=reply.turns, units=reply.units,
+                       cached_layers=dict(reply.cached_layers))
+
+
+def receipt_to_wire(receipt: DeleteReceipt) -> pb.DeleteReply:
+    return pb.DeleteReply(removed=[pb.StoreCount(store=k, removed=v)
+                                   for k, v in sorted(receipt.removed.items())],
+                          complete=receipt.complete)
+
+
+def receipt_from_wire(reply: pb.DeleteReply, scope: Scope,
+                      session_id: str | None) -> DeleteReceipt:
+    """The scope and session are the request's (the reply does not repeat them)."""
+    return DeleteReceipt(scope=scope, session_id=session_id,
+                         removed={c.store: c.removed for c in reply.removed},
+                         complete=reply.complete)
