@@ -106,17 +106,6 @@ class RolloutRequest:
     settings: "ControllerSettings | None" = None
 
 
-def controller_for(base: Any, settings: "ControllerSettings | None") -> Any:
-    """``base`` itself, or a controller like it (same reader, chat client, prices and
-    query limit) with ``settings``: how every backend honours a request's settings."""
-    if settings is None or settings == base.settings:
-        return base
-    from memstrata.controller.run import Controller
-
-    return Controller(base.memory, settings, base.chat, base.prices,
-                      max_query_chars=base.max_query_chars)
-
-
 #: ``progress(done, total)`` after each finished rollout.
 RolloutProgress = Callable[[int, int], None]
 
@@ -142,7 +131,7 @@ class LocalRolloutExecutor:
 
     def _one(self, r: RolloutRequest) -> "Answer | BaseException":
         try:
-            return controller_for(self.controller, r.settings).answer(  # type: ignore[no-any-return]
+            return self.controller.with_settings(r.settings).answer(  # type: ignore[no-any-return]
                 r.scope, r.question, r.asked_on)
         except Exception as exc:  # one failed question must not end a batch
             return exc

@@ -60,8 +60,6 @@ class RolloutWorker:
         self.variants: dict[str, Any] = {}
 
     def _controller(self, request: RolloutRequest) -> Any:
-        from memstrata.executor import controller_for
-
         if request.settings is None:
             return self.controller
         key = request.settings.model_dump_json()
@@ -69,7 +67,7 @@ class RolloutWorker:
         if found is None:
             if len(self.variants) >= 32:  # a few option sets recur; keep memory bounded
                 self.variants.clear()
-            found = self.variants[key] = controller_for(self.controller, request.settings)
+            found = self.variants[key] = self.controller.with_settings(request.settings)
         return found
 
     def answer(self, request: RolloutRequest) -> tuple[Answer, str, str]:

@@ -121,6 +121,14 @@ class Controller:
         chat = open_chat_client(app_settings, meter) if settings.policy != "rules" else None
         return cls(memory, settings, chat, max_query_chars=app_settings.max_query_chars)
 
+    def with_settings(self, settings: "ControllerSettings | None") -> "Controller":
+        """This controller, or one like it (same reader, chat client, prices and query
+        limit) with ``settings``: how every executor honours a request's own options."""
+        if settings is None or settings == self.settings:
+            return self
+        return Controller(self.memory, settings, self.chat, self.prices,
+                          max_query_chars=self.max_query_chars)
+
     @property
     def mode(self) -> str:
         return LLM_MODE if self.chat is not None else OFFLINE_MODE
