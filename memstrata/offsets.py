@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -27,7 +27,7 @@ from memstrata.kafka import KafkaSettings
 from memstrata.kafka_ends import log_end_offsets
 from memstrata.kafka_security import kafka_client_kwargs
 
-__all__ = ["committed_offsets", "group_lag", "wait_committed"]
+__all__ = ["committed_offsets", "group_lag", "wait_committed", "wait_committed_to"]
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +101,29 @@ async def group_lag(brokers: str, group: str, topic_names: Sequence[str], *,
     """Records not yet committed by ``group``, per (topic, partition)."""
     async with _clients(brokers, kafka) as (admin, consumer):
         return await _lag(admin, group, await _ends(consumer, topic_names))
+
+
+async def wait_committed_to(admin: Any, group: str, targets: Mapping[Any, int],
+                            timeout_s: float, *, poll_s: float = 0.05) -> bool:
+    """Wait until ``group`` has committed each ``TopicPartition`` up to its target offset
+    (the next offset to read is at least the target); False on timeout.
+
+    For a caller that holds a started aiokafka admin client for its lifetime (the
+    service waits for one control event at a time this way).
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while True:
+        try:
+            got = await admin.list_consumer_group_offsets(group, partitions=list(targets))
+            if all((meta := got.get(tp)) is not None and meta.offset >= target
+                   for tp, target in targets.items()):
+                return True
+        except Exception as exc:  # noqa: BLE001 - no such group yet, or the broker is busy
+            log.debug("committed offsets of %s: %s", group, exc)
+        if loop.time() >= deadline:
+            return False
+        await asyncio.sleep(poll_s)
 
 
 async def wait_committed(brokers: str, group: str, topic_names: Sequence[str],

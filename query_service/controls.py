@@ -24,10 +24,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, TypeVar
 
-from memstrata.kafka_ends import log_end_offsets
 from memstrata.kafka import KafkaSettings
+from memstrata.kafka_ends import log_end_offsets
 from memstrata.kafka_security import kafka_client_kwargs, start_checked
 from memstrata.model import Scope
+from memstrata.offsets import wait_committed_to
 from memstrata.roles import DeleteReceipt, MemoryReader
 from memstrata.wire import CONTROL_TOPIC, L0_TOPIC, TURNS_TOPIC, ControlEvent, event_key
 from query_service.writes import DeleteIncomplete
@@ -168,24 +169,13 @@ class TopicControls:
         from aiokafka import TopicPartition
 
         tp = TopicPartition(CONTROL_TOPIC, partition)
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout_s
-        while True:
-            try:
-                got = await self._admin.list_consumer_group_offsets(self.stream_group,
-                                                                    partitions=[tp])
-                meta = got.get(tp)
-                if meta is not None and meta.offset > offset:
-                    return
-            except Exception:  # noqa: BLE001 - no such group yet, or the broker is busy
-                pass
-            if loop.time() >= deadline:
-                raise NotApplied(
-                    f"the {CONTROL_TOPIC} event (partition {partition}, offset {offset}) was "
-                    f"not applied by stream group {self.stream_group!r} within {timeout_s:g} s "
-                    f"(MEMSTRATA_SERVICE_DELETE_WAIT_S); it stays queued and will be applied: "
-                    f"retry the call to confirm")
-            await asyncio.sleep(self.poll_s)
+        if not await wait_committed_to(self._admin, self.stream_group, {tp: offset + 1},
+                                       timeout_s, poll_s=self.poll_s):
+            raise NotApplied(
+                f"the {CONTROL_TOPIC} event (partition {partition}, offset {offset}) was "
+                f"not applied by stream group {self.stream_group!r} within {timeout_s:g} s "
+                f"(MEMSTRATA_SERVICE_DELETE_WAIT_S); it stays queued and will be applied: "
+                f"retry the call to confirm")
 
     async def close_notices(self, scope: Scope, session_id: str,
                             since: dict[int, int]) -> int:
