@@ -192,6 +192,8 @@ def main() -> None:
                         choices=["debug", "info", "warning", "error"])
     parser.add_argument("--skip-freshness", action="store_true",
                         help="Only the throughput comparison.")
+    parser.add_argument("--batch-max", type=int, default=None,
+                        help="The worker's MEMSTRATA_STREAM_BATCH_MAX (default: its own).")
     parser.add_argument("--copies", type=int, default=4,
                         help="Traffic shapes: the data this many times over (one tenant per "
                              "copy), produced session by session, then round-robin by "
@@ -220,6 +222,8 @@ def main() -> None:
             env = {**os.environ, "PYTHONPATH": str(ROOT), "MEMSTRATA_DATA_DIR": str(base / "kafka"),
                    "MEMSTRATA_KAFKA_BROKERS": broker.address, "MEMSTRATA_STREAM_APP_ID": GROUP,
                    "MEMSTRATA_STREAM_LOG_LEVEL": args.worker_log_level}
+            if args.batch_max:
+                env["MEMSTRATA_STREAM_BATCH_MAX"] = str(args.batch_max)
             log = (args.worker_log or base / "worker.log").open("wb")
             worker = subprocess.Popen([sys.executable, "-m", "streams", "worker"], cwd=ROOT,
                                       env=env, stdout=log, stderr=subprocess.STDOUT)
