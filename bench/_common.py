@@ -106,16 +106,18 @@ def timed(store: dict[str, float], key: str) -> Iterator[None]:
         store[key] = store.get(key, 0.0) + time.perf_counter() - t0
 
 
-def run_isolated(module: str, config: Result) -> Result:
+def run_isolated(module: str, config: Result, tree: Path | None = None) -> Result:
     """Run ``python -m module --worker`` on ``config`` in a fresh process; return its result.
 
     The result carries ``peak_rss_mb`` measured by the worker itself and
     ``exit_code``; a failed worker returns whatever it reported before failing.
+    ``tree``: run another checkout's code (a previous commit, as a baseline).
     """
     with tempfile.TemporaryDirectory(prefix="memstrata-bench-") as tmp:
         result_path = Path(tmp) / "result.json"
         cmd = [sys.executable, "-m", module, "--worker", json.dumps(config), str(result_path)]
-        proc = subprocess.Popen(cmd, cwd=ROOT)
+        env = None if tree is None else {**os.environ, "PYTHONPATH": str(tree)}
+        proc = subprocess.Popen(cmd, cwd=tree or ROOT, env=env)
         try:
             code = proc.wait()
         except KeyboardInterrupt:

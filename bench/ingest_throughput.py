@@ -8,7 +8,7 @@ texts/s on exactly the texts the pipeline encoded, in the same calls and
 batch size. One L0 unit per turn makes the two rates comparable. Target:
 pipeline >= 70% of encoder alone.
 
-    .venv/bin/python -m bench.ingest_throughput [DATASET] [--repeat N]
+    .venv/bin/python -m bench.ingest_throughput [DATASET] [--repeat N] [--baseline-tree PATH]
 
 Each run is a fresh process (so peak RSS is per run); timings start after the
 dataset is parsed, the stores are opened and the encoder (and the builder's
@@ -178,14 +178,25 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("dataset", nargs="?", type=Path, default=DEFAULT_DATASET)
     parser.add_argument("--repeat", type=int, default=1, help="runs of each (median reported)")
+    parser.add_argument("--baseline-tree", type=Path, default=None,
+                        help="A checkout of the previous commit: its pipeline runs too, and "
+                             "CPU per ingested turn is printed old vs new.")
     args = parser.parse_args()
     args.dataset = require_dataset(args.dataset)
     OUT_DIR.mkdir(parents=True, exist_ok=True)
     calls_path = OUT_DIR / "ingest_encoded_texts.json"
     pipe: list[Result] = []
     enc: list[Result] = []
+    old: list[Result] = []
     for r in range(args.repeat):
         console.rule(f"run {r + 1}/{args.repeat}")
+        if args.baseline_tree is not None:
+            b = run_isolated(MODULE, {"kind": "pipeline", "dataset": str(args.dataset),
+                                      "calls_out": str(OUT_DIR / "ingest_baseline_texts.json")},
+                             tree=args.baseline_tree)
+            if b["exit_code"] != 0:
+                raise SystemExit(f"baseline pipeline run failed (exit {b['exit_code']})")
+            old.append(b)
         p = run_isolated(MODULE, {"kind": "pipeline", "dataset": str(args.dataset),
                                   "calls_out": str(calls_path)})
         if p["exit_code"] != 0:
@@ -223,17 +234,26 @@ def main() -> None:
     total = _median(pipe, "seconds")
     print_table("Pipeline time by stage (median)", ["stage", "seconds", "% of pipeline"],
                 [[k, v, 100 * v / total] for k, v in parts.items()])
+    if old:
+        per_turn = [1000 * _median(runs, "cpu_s") / runs[0]["turns"] for runs in (old, pipe)]
+        print_table("CPU per ingested turn, previous commit vs this one (same data, same "
+                    "machine, alternating runs)",
+                    ["code", "turns", "CPU s", "CPU ms/turn", "vs old", "units encoded"],
+                    [["old (--baseline-tree)", old[0]["turns"], _median(old, "cpu_s"),
+                      per_turn[0], 1.0, old[0]["units"]],
+                     ["new", turns, _median(pipe, "cpu_s"), per_turn[1],
+                      per_turn[1] / per_turn[0], pipe[0]["units"]]])
     ratio = p_rate / e_rate
     console.print(f"pipeline / encoder alone = {ratio:.1%} (target >= {TARGET_RATIO:.0%}): "
                   f"{verdict(ratio >= TARGET_RATIO)}")
-    loads = ", ".join(f"{r['load_avg']:.2f}" for r in [*pipe, *enc])
+    loads = ", ".join(f"{r['load_avg']:.2f}" for r in [*old, *pipe, *enc])
     console.print("per run wall s: pipeline " + ", ".join(f"{r['seconds']:.1f}" for r in pipe)
                   + "; encoder alone " + ", ".join(f"{r['seconds']:.1f}" for r in enc))
     console.print(f"1-min load average at the start of each timed run: {loads}")
     png = OUT_DIR / "ingest_throughput.png"
     _plot(pipe, enc, png)
     (OUT_DIR / "ingest_throughput.json").write_text(
-        json.dumps({"pipeline": pipe, "encoder": enc, "ratio": ratio}, indent=1))
+        json.dumps({"pipeline": pipe, "encoder": enc, "baseline": old, "ratio": ratio}, indent=1))
     console.print(f"plot: {png}")
 
 

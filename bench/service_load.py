@@ -2,7 +2,8 @@
 
 ```bash
 .venv/bin/python -m bench.service_load [DATASET] [--limit N] [--callers 1,8,64] \
-    [--search-calls 400] [--answer-calls 120] [--read-threads N] [--pool-sweep 1,2,4,8]
+    [--search-calls 400] [--answer-calls 120] [--read-threads N] [--pool-sweep 1,2,4,8] \
+    [--baseline-tree PATH] [--cpu-calls 160]
 ```
 
 LoCoMo dev (the first ``--limit`` conversations) is ingested into a temporary
@@ -27,6 +28,12 @@ to ``bench/out/service_load.json``.
 
 ``--noisy`` runs the noisy-neighbour comparison instead (a quiet tenant beside
 another tenant's flood, FIFO vs fair scheduling; ``bench/noisy_neighbour.py``).
+
+Then the CPU phase: service-process CPU seconds per call (``/proc/<pid>/stat``)
+at 8 callers, for ``--baseline-tree`` (the previous commit's code, when given),
+this code with the query cache off, and this code as configured, side by side
+over the same questions. Target: Search CPU per call new/old <= 0.5, Answer
+not worse.
 """
 
 from __future__ import annotations
@@ -156,12 +163,19 @@ def _free_port() -> int:
 
 class ServiceProcess:
     def __init__(self, data_dir: Path, keys: Path, read_threads: int,
-                 answer_threads: int) -> None:
+                 answer_threads: int, *, tree: Path = ROOT,
+                 env: dict[str, str] | None = None) -> None:
+        """``tree``: the checkout whose code serves (another commit for a baseline)."""
         self.port = _free_port()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "bench.service_load", "--serve", str(data_dir),
              str(self.port), str(keys), str(read_threads), str(answer_threads)],
-            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+            cwd=tree, env={**os.environ, **(env or {}), "PYTHONPATH": str(tree)})
+
+    def cpu_s(self) -> float:
+        """CPU seconds (user + system, all threads) the service process has used so far."""
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     @property
     def address(self) -> str:
@@ -234,6 +248,8 @@ class ServicePath:
     def __init__(self, address: str, key: str, questions: Sequence[Any]) -> None:
         self.loop = asyncio.new_event_loop()
         self.questions = questions
+        #: Added to every call's index: the CPU phase asks each question once.
+        self.offset = 0
         from memstrata.client import AsyncMemoryClient
 
         async def make() -> Any:
@@ -242,11 +258,11 @@ class ServicePath:
         self.client = self.loop.run_until_complete(make())
 
     async def search(self, i: int) -> object:
-        q = self.questions[i % len(self.questions)]
+        q = self.questions[(self.offset + i) % len(self.questions)]
         return await self.client.search(q.scope, q.question)
 
     async def answer(self, i: int) -> object:
-        q = self.questions[i % len(self.questions)]
+        q = self.questions[(self.offset + i) % len(self.questions)]
         return await self.client.answer(q.scope, q.question, q.asked_on)
 
     def measure(self, op: str, calls: int, callers: int) -> dict[str, float]:
@@ -255,6 +271,98 @@ class ServicePath:
     def close(self) -> None:
         self.loop.run_until_complete(self.client.close())
         self.loop.close()
+
+
+#: The CPU phase's services: (name, code tree or None for this checkout, extra environment).
+def cpu_variants(baseline: Path | None) -> list[tuple[str, Path, dict[str, str]]]:
+    out = []
+    if baseline is not None:
+        out.append(("old (baseline tree)", baseline, {}))
+    out += [("new, query cache off", ROOT, {"MEMSTRATA_QUERY_CACHE_SIZE": "0"}),
+            ("new (default)", ROOT, {}),
+            # For comparison only: int8 queries cost LoCoMo session R@5 0.005.
+            ("new, int8 queries", ROOT, {"MEMSTRATA_EMBED_QUERY_ARITHMETIC": "int8"})]
+    return out
+
+
+def cpu_phase(service_dir: Path, keys: Path, key: str, questions: Sequence[Any],
+              args: argparse.Namespace) -> dict[str, Any]:
+    """Service-process CPU per call for each variant, same questions, same load.
+
+    Every variant serves its own copy of the data dir in its own process; they
+    are measured in alternation, round by round, so a change of the machine's
+    load touches all alike. Each question is asked once per variant (a query
+    cache starts cold: its hits come only from repeats inside one call, as in
+    the controller's Answer). CPU is read from ``/proc/<pid>/stat``.
+    """
+    variants = cpu_variants(args.baseline_tree)
+    procs: list[tuple[str, ServiceProcess, ServicePath]] = []
+    out: dict[str, Any] = {}
+    try:
+        for i, (name, tree, env) in enumerate(variants):
+            copy = service_dir.parent / f"data-cpu-{i}"
+            shutil.copytree(service_dir, copy)
+            svc = ServiceProcess(copy, keys, args.read_threads, args.answer_threads,
+                                 tree=tree, env=env)
+            procs.append((name, svc, None))  # type: ignore[arg-type]
+        for j, (name, svc, _) in enumerate(procs):
+            svc.wait_healthy()
+            path = ServicePath(svc.address, key, questions)
+            path.offset = len(questions) // 2  # warm-up questions, not measured below
+            path.measure("search", args.warmup, 1)
+            path.measure("answer", max(1, args.warmup // 2), 1)
+            procs[j] = (name, svc, path)
+        calls = {"search": args.cpu_calls, "answer": max(1, args.cpu_calls // 2)}
+        with progress() as bar:
+            task = bar.add_task("service CPU per call (8 callers)",
+                                total=args.rounds * len(procs) * 2)
+            for r in range(args.rounds):
+                order = procs if r % 2 == 0 else procs[::-1]
+                for op in ("search", "answer"):
+                    for name, svc, path in order:
+                        path.offset = r * calls[op]
+                        before = svc.cpu_s()
+                        stats = path.measure(op, calls[op], 8)
+                        used = svc.cpu_s() - before
+                        cell = out.setdefault(name, {}).setdefault(op, {"cpu_s": 0.0, "runs": []})
+                        cell["cpu_s"] += used
+                        cell["runs"].append(stats)
+                        bar.advance(task)
+    finally:
+        for _, svc, path in procs:
+            if path is not None:
+                path.close()
+            svc.stop()
+    for name, ops in out.items():
+        for op, cell in ops.items():
+            merged = merge(cell.pop("runs"))
+            cell.update({k: v for k, v in merged.items() if k != "latencies"})
+            cell["cpu_ms_per_call"] = 1000 * cell["cpu_s"] / max(1, merged["calls"])
+    return out
+
+
+def report_cpu(cpu: dict[str, Any], load: tuple[float, float]) -> list[tuple[str, bool, str]]:
+    names = list(cpu)
+    rows = []
+    for op in ("search", "answer"):
+        base = cpu[names[0]][op]["cpu_ms_per_call"]
+        for name in names:
+            c = cpu[name][op]
+            rows.append([op, name, c["calls"], c["cpu_ms_per_call"],
+                         c["cpu_ms_per_call"] / base, c["throughput"], c["p50_ms"],
+                         c["p99_ms"], c["errors"]])
+    print_table(f"service-process CPU per call at 8 callers (load {load[0]:.1f} -> "
+                f"{load[1]:.1f})",
+                ["op", "service", "calls", "CPU ms/call", f"vs {names[0]}", "calls/s",
+                 "p50 ms", "p99 ms", "errors"], rows)
+    checks = []
+    old = "old (baseline tree)"
+    if old in cpu:
+        for op, target in (("search", 0.5), ("answer", 1.0)):
+            ratio = cpu["new (default)"][op]["cpu_ms_per_call"] / cpu[old][op]["cpu_ms_per_call"]
+            checks.append((f"{op} CPU per call new/old <= {target:.1f}", ratio <= target,
+                           f"{ratio:.2f}"))
+    return checks
 
 
 def main() -> None:
@@ -282,6 +390,11 @@ def main() -> None:
     ap.add_argument("--answer-threads", type=int, default=None)
     ap.add_argument("--pool-sweep", default="",
                     help="Pool sizes to rerun the service at 8 callers with (1,2,4,8).")
+    ap.add_argument("--baseline-tree", type=Path, default=None,
+                    help="A checkout of the previous commit (git worktree add PATH 6aca85e):"
+                         " its service is measured beside this one for CPU per call.")
+    ap.add_argument("--cpu-calls", type=int, default=160,
+                    help="Search calls per variant and round in the CPU phase (0: skip it).")
     args = ap.parse_args()
     args.dataset = require_dataset(args.dataset)
     if args.read_threads is None or args.answer_threads is None:
@@ -356,6 +469,10 @@ def main() -> None:
                 service.close()
             svc.stop()
             library.close()
+        if args.cpu_calls:
+            results["cpu_load_start"] = load_average()
+            results["cpu"] = cpu_phase(service_dir, keys, key, questions, args)
+            results["cpu_load_end"] = load_average()
         sweep = [int(x) for x in args.pool_sweep.split(",") if x]
         results["pool_sweep"] = {}
         with progress() as bar:
@@ -412,6 +529,9 @@ def report(results: dict[str, Any]) -> None:
                        ratio >= 0.8, f"{ratio:.0%}"))
         p99 = svc["search/8"]["p99_ms"]
         checks.append(("service Search p99 < 50 ms at 8 callers", p99 < 50, f"{p99:.1f} ms"))
+    if results.get("cpu"):
+        checks += report_cpu(results["cpu"], (results["cpu_load_start"],
+                                              results["cpu_load_end"]))
     for name, ok, value in checks:
         console.print(f"{verdict(ok)} {name}: {value}")
     results["checks"] = [{"check": n, "ok": ok, "value": v} for n, ok, v in checks]

@@ -11,9 +11,15 @@
    turn's first L0 notice (after the flush: searchable) minus the send time of
    the turn's first message; p50 and p99.
 
-Targets: Kafka >= 70% of direct; freshness p99 < 5 s at 80% of the maximum rate.
+4. Traffic shapes (``--copies``, default 4): the data that many times over,
+   one tenant per copy, produced session by session, then round-robin by
+   message (what a platform with many open sessions sends); turns per CPU
+   second of each (worker + broker), and whether both stored the same turns.
 
-    python -m bench.stream_ingest [DATASET] [--sessions N]
+Targets: Kafka >= 70% of direct; freshness p99 < 5 s at 80% of the maximum rate;
+interleaved >= 0.9 of sequential per CPU second.
+
+    python -m bench.stream_ingest [DATASET] [--sessions N] [--copies 4]
 """
 
 from __future__ import annotations
@@ -74,29 +80,43 @@ def direct(sessions: list[Any], data_dir: Path) -> tuple[float, float]:
     return report.turns / seconds, report.turns / cpu
 
 
-async def _produce(brokers: str, sessions: list[Any], rate: float | None) -> dict[tuple, float]:
+def _ordered(sessions: list[Any], interleave: bool) -> list[tuple[Any, Any]]:
+    """(session, event) pairs: session after session, or round-robin by message."""
+    from streams.produce import session_events
+
+    per = [[(s, ev) for ev in session_events(s)] for s in sessions]
+    if not interleave:
+        return [pair for events in per for pair in events]
+    out = []
+    for i in range(max((len(e) for e in per), default=0)):
+        out += [events[i] for events in per if i < len(events)]
+    return out
+
+
+async def _produce(brokers: str, sessions: list[Any], rate: float | None,
+                   interleave: bool = False) -> dict[tuple, float]:
     """Send the sessions; {(tenant, user, session, turn index): send time of its first message}."""
     from streams.events import utcnow
-    from streams.produce import StreamProducer, session_events
+    from streams.produce import StreamProducer
 
     sent: dict[tuple, float] = {}
     start = time.monotonic()
     n = 0
+    firsts = {(s.scope, s.session_id, m.source_id or ""): t.index
+              for s in sessions for t in s.turns for m in t.messages[:1]}
     async with StreamProducer(brokers) as producer:
-        for s in sessions:
-            events = session_events(s)
-            firsts = {m.source_id or "": t.index for t in s.turns for m in t.messages[:1]}
-            for ev in events:
-                if rate:
-                    delay = start + n / rate - time.monotonic()
-                    if delay > 0:
-                        await asyncio.sleep(delay)
-                ev = ev.model_copy(update={"ts": utcnow()})
-                await producer.send_turn(ev)
-                n += 1
-                if ev.message_id in firsts:
-                    key = (s.scope.tenant_id, s.scope.user_id, s.session_id, firsts[ev.message_id])
-                    sent[key] = ev.ts.timestamp()
+        for s, ev in _ordered(sessions, interleave):
+            if rate:
+                delay = start + n / rate - time.monotonic()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+            ev = ev.model_copy(update={"ts": utcnow()})
+            await producer.send_turn(ev)
+            n += 1
+            first = firsts.get((s.scope, s.session_id, ev.message_id))
+            if first is not None:
+                key = (s.scope.tenant_id, s.scope.user_id, s.session_id, first)
+                sent[key] = ev.ts.timestamp()
         for s in sessions:
             await producer.control("close_session", s.scope, s.session_id)
     return sent
@@ -147,6 +167,22 @@ def _drain(brokers: str, timeout_s: float = 1800) -> None:
         raise SystemExit(f"the worker did not drain within {timeout_s:.0f}s")
 
 
+def _same_turns(data_dir: Path, sessions: list[Any], copies: int) -> bool:
+    """Whether each interleaved copy stored exactly the turns of its sequential twin."""
+    from memstrata.config import Settings
+    from memstrata.memory import Memory
+
+    with Memory.open(Settings(data_dir=data_dir), read_only=True) as memory:
+        for c in range(copies):
+            for a, b in zip(_retenant(sessions, f"bench-sequential-{c}"),
+                            _retenant(sessions, f"bench-interleaved-{c}")):
+                got_a = [t.model_dump() for t in memory.raw(a.scope, a.session_id)]
+                got_b = [t.model_dump() for t in memory.raw(b.scope, b.session_id)]
+                if got_a != got_b or len(got_a) != len(a.turns):
+                    return False
+    return True
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("dataset", nargs="?", type=Path, default=DEFAULT_DATASET)
@@ -156,6 +192,12 @@ def main() -> None:
                         choices=["debug", "info", "warning", "error"])
     parser.add_argument("--skip-freshness", action="store_true",
                         help="Only the throughput comparison.")
+    parser.add_argument("--batch-max", type=int, default=None,
+                        help="The worker's MEMSTRATA_STREAM_BATCH_MAX (default: its own).")
+    parser.add_argument("--copies", type=int, default=4,
+                        help="Traffic shapes: the data this many times over (one tenant per "
+                             "copy), produced session by session, then round-robin by "
+                             "message; 0 skips them.")
     args = parser.parse_args()
     args.dataset = require_dataset(args.dataset)
 
@@ -180,6 +222,8 @@ def main() -> None:
             env = {**os.environ, "PYTHONPATH": str(ROOT), "MEMSTRATA_DATA_DIR": str(base / "kafka"),
                    "MEMSTRATA_KAFKA_BROKERS": broker.address, "MEMSTRATA_STREAM_APP_ID": GROUP,
                    "MEMSTRATA_STREAM_LOG_LEVEL": args.worker_log_level}
+            if args.batch_max:
+                env["MEMSTRATA_STREAM_BATCH_MAX"] = str(args.batch_max)
             log = (args.worker_log or base / "worker.log").open("wb")
             worker = subprocess.Popen([sys.executable, "-m", "streams", "worker"], cwd=ROOT,
                                       env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -200,6 +244,22 @@ def main() -> None:
                 console.print(f"  {kafka_tps:.1f} turns/s ({max_rate:.1f} messages/s), "
                               f"{kafka_cpu:.1f} turns per CPU second (worker + broker)")
 
+                shapes: dict[str, tuple[float, float]] = {}
+                for shape in ("sequential", "interleaved") if args.copies else ():
+                    copies = [s for c in range(args.copies)
+                              for s in _retenant(sessions, f"bench-{shape}-{c}")]
+                    console.print(f"{shape}: {len(copies)} sessions, "
+                                  f"{_messages(copies)} messages ...")
+                    start, cpu = time.monotonic(), sum(cpu_seconds(p) for p in pids)
+                    asyncio.run(_produce(broker.address, copies, None,
+                                         interleave=shape == "interleaved"))
+                    _drain(broker.address)
+                    seconds = time.monotonic() - start
+                    cpu = sum(cpu_seconds(p) for p in pids) - cpu
+                    shapes[shape] = (_turns(copies) / seconds, _turns(copies) / cpu)
+                    console.print(f"  {shapes[shape][0]:.1f} turns/s, {shapes[shape][1]:.1f} "
+                                  f"turns per CPU second; load {load_average():.1f}")
+
                 rate = 0.8 * max_rate
                 fresh, sent = [float("nan")], {}
                 if not args.skip_freshness:
@@ -212,6 +272,7 @@ def main() -> None:
                 worker.terminate()
                 worker.wait(60)
                 log.close()
+        same = _same_turns(base / "kafka", sessions, args.copies) if shapes else None
     p50, p99 = (float(np.percentile(fresh, q)) for q in (50, 99))
     ratio, cpu_ratio = kafka_tps / direct_tps, kafka_cpu / direct_cpu
     print_table("stream ingest (extractive builder, embedded stores, one worker)",
@@ -226,6 +287,16 @@ def main() -> None:
     console.print(f"Kafka/direct = {ratio:.2f} wall, {cpu_ratio:.2f} CPU "
                   f"(target >= {TARGET_RATIO:.2f}): {verdict(ratio >= TARGET_RATIO)} wall, "
                   f"{verdict(cpu_ratio >= TARGET_RATIO)} CPU")
+    if shapes:
+        seq, rr = shapes["sequential"], shapes["interleaved"]
+        print_table(f"traffic shape: the data {args.copies} times over, one worker",
+                    ["produced", "turns/s", "turns/CPU s", "vs sequential (CPU)"],
+                    [["session by session", f"{seq[0]:.1f}", f"{seq[1]:.1f}", "1.00"],
+                     ["round-robin by message", f"{rr[0]:.1f}", f"{rr[1]:.1f}",
+                      f"{rr[1] / seq[1]:.2f}"]])
+        console.print(f"interleaved/sequential per CPU second = {rr[1] / seq[1]:.2f} (target "
+                      f">= 0.90): {verdict(rr[1] / seq[1] >= 0.9)}; stored turns identical: "
+                      f"{verdict(bool(same))} ({same})")
     if not args.skip_freshness:
         console.print(f"freshness at {rate:.0f} msg/s (80% of max) over {len(fresh)}/{len(sent)} turns: "
                           f"p50 {p50:.2f} s, p99 {p99:.2f} s (target p99 < {TARGET_P99_S:.0f} s): "

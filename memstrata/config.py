@@ -107,6 +107,9 @@ class Settings(BaseSettings):
     #: MiniLM only: let onnxruntime's idle threads spin. Off: 25% more Search
     #: calls/s with 8 concurrent callers, 0.4 ms slower alone (bench/README.md).
     embed_spin_wait: bool = False
+    #: Query vectors kept per (tenant, user, text), LRU; 0 turns the cache off
+    #: (:mod:`memstrata.embed.query_cache`). 4096 vectors take about 6 MiB.
+    query_cache_size: int = Field(4096, ge=0, le=1_000_000)
     embed_base_url: str | None = None
     embed_api_key: SecretStr | None = None
 

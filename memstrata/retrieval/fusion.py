@@ -234,6 +234,25 @@ def keyword_matches(query_tokens: Sequence[str], keywords: Iterable[str]) -> int
     return len(found)
 
 
+def phrase_matches(query_tokens: Sequence[str], phrase_lists: Iterable[Sequence[str]]) -> int:
+    """:func:`keyword_matches` over keywords already in phrase form (:func:`phrases`).
+
+    The retriever turns each unit's keywords into phrases once (cached by
+    content) and counts a session's matches from its units' lists, instead of
+    re-deriving every keyword's phrase for every session and query.
+    """
+    if not query_tokens:
+        return 0
+    joined = " " + " ".join(query_tokens) + " "
+    return len({p for ps in phrase_lists for p in ps if p in joined})
+
+
+@lru_cache(maxsize=65536)
+def phrases(keywords: tuple[str, ...]) -> tuple[str, ...]:
+    """The distinct non-empty `` tok tok `` forms of ``keywords`` (cached by content)."""
+    return tuple(dict.fromkeys(p for p in map(_phrase, keywords) if p))
+
+
 @lru_cache(maxsize=65536)
 def _phrase(keyword: str) -> str:
     """`` tok tok `` form of a keyword (cached: the same keywords recur across queries)."""

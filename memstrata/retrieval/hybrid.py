@@ -46,6 +46,7 @@ from typing import Literal
 
 from memstrata.config import Settings
 from memstrata.contract import QueryError
+from memstrata.embed.query_cache import QueryVectorCache
 from memstrata.embed.types import Embedder
 from memstrata.model import L0Unit, Scope, SessionHit
 from memstrata.retrieval import dates, fusion, indexing
@@ -74,6 +75,7 @@ class RetrievalParams:
     date_boost: float = 0.5
     max_query_chars: int = 2000
     max_queries: int = 8
+    query_cache_size: int = 4096
 
     @classmethod
     def from_settings(cls, s: Settings) -> "RetrievalParams":
@@ -95,6 +97,7 @@ class RetrievalParams:
             date_boost=s.date_boost,
             max_query_chars=s.max_query_chars,
             max_queries=s.max_queries,
+            query_cache_size=s.query_cache_size,
         )
 
     @property
@@ -121,6 +124,8 @@ class HybridRetriever:
         self.params = params or RetrievalParams()
         #: BM25 over whole sessions (:mod:`memstrata.retrieval.sessions`); None: not used.
         self.session_lexical = session_lexical
+        #: Query vectors by scope and text (size 0: every query encoded).
+        self.query_vectors = QueryVectorCache(embedder, self.params.query_cache_size)
 
     def validate(self, queries: Sequence[str], top_k: int | None) -> list[str]:
         """Reject requests over the limits, naming the field (never truncate silently)."""
@@ -155,7 +160,7 @@ class HybridRetriever:
         self, scope: Scope, qs: list[str], session_ids: Collection[str] | None
     ) -> "Ranking":
         p = self.params
-        qvecs = self.embedder.embed_queries(qs)
+        qvecs = self.query_vectors.embed(scope, qs)
         hits: list[tuple[list[Hit], list[Hit], list[Hit]]] = []
         unit_session: dict[str, str] = {}
         use_sessions = self.session_lexical is not None and p.session_lexical_weight > 0
@@ -171,6 +176,7 @@ class HybridRetriever:
         units = {u.id: u for u in self.docs.get_units(scope, list(unit_session))}
         # Each unit's keyword field once, whatever the number of queries.
         unit_keywords = {uid: indexing.lexical_keywords(u) for uid, u in units.items()}
+        unit_phrases = {uid: fusion.phrases(tuple(kws)) for uid, kws in unit_keywords.items()}
         session_dates = {u.session_id: u.session_date for u in units.values()
                          if u.session_date is not None}
         unit_best: dict[str, float] = {}
@@ -188,9 +194,7 @@ class HybridRetriever:
             sessions, members = fusion.best_per_session(unit_scores, unit_session)
             qt = fusion.tokens(q)
             matches = {
-                sid: fusion.keyword_matches(
-                    qt, (kw for uid in uids for kw in unit_keywords.get(uid, ()))
-                )
+                sid: fusion.phrase_matches(qt, (unit_phrases.get(uid, ()) for uid in uids))
                 for sid, uids in members.items()
             }
             scores = fusion.keyword_boost(sessions, matches, p.keyword_alpha,

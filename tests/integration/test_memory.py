@@ -223,3 +223,22 @@ def test_a_data_dir_without_the_session_index_still_opens_read_only(tmp_path: Pa
     with Memory.open(settings, read_only=True) as m:
         assert m.session_lexical is None
         assert m.search(MAYA, "Lisbon trip sister seafood")
+
+
+def test_search_is_the_same_with_and_without_the_query_cache(memory: Memory):
+    # The same retriever settings, one with cached query vectors (twice: miss, then hit).
+    questions = ["Which restaurant did my sister like in Lisbon?",
+                 "knee pain after running", "bees honey hives farmers market"]
+    cold = [memory.search(MAYA, q) for q in questions]
+    memory.retriever.query_vectors.size = 0
+    try:
+        uncached = [memory.search(MAYA, q) for q in questions]
+    finally:
+        memory.retriever.query_vectors.size = 4096
+    warm = [memory.search(MAYA, q) for q in questions]
+    assert memory.retriever.query_vectors.hits >= len(questions)
+    for a, b, c in zip(cold, uncached, warm):
+        assert [(h.session_id, [u.id for u in h.units]) for h in a] == \
+               [(h.session_id, [u.id for u in h.units]) for h in b] == \
+               [(h.session_id, [u.id for u in h.units]) for h in c]
+        assert [h.score for h in a] == pytest.approx([h.score for h in b], abs=1e-5)
