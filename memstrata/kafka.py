@@ -164,13 +164,14 @@ def read_broker_file(data_dir: Path) -> str | None:
     if not isinstance(info, dict):
         return None
     pid = info.get("pid")
-    if isinstance(pid, int) and not _alive(pid):
+    if isinstance(pid, int) and not pid_alive(pid):
         return None  # left behind by a `memstrata up` that did not stop cleanly
     brokers = info.get("brokers")
     return brokers if isinstance(brokers, str) and brokers else None
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists (one owned by another user counts as alive)."""
     import os
 
     try:

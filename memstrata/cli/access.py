@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
@@ -53,26 +52,17 @@ TenantOrKey = Annotated[Optional[str], typer.Option(
     help="Tenant id (default: 'default'; through a service: the API key's tenant).")]
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def serving_address(data_dir: Path | None) -> str | None:
     """The address of a live ``memstrata serve`` holding this data dir, if any."""
     from memstrata.cli import _settings
+    from memstrata.kafka import pid_alive
 
     path = _settings(data_dir).data_dir
     try:
         info = json.loads((path / SERVE_FILE).read_text())
     except (OSError, ValueError):
         return None
-    if not isinstance(info, dict) or not _alive(int(info.get("pid", 0))):
+    if not isinstance(info, dict) or not pid_alive(int(info.get("pid", 0))):
         return None
     return str(info.get("address")) or None
 
