@@ -126,6 +126,25 @@ def overview() -> Dashboard:
         "In flight", "short", q("sum by (method) (memstrata_rpc_in_flight)", "{{method}}"),
         desc="Calls being served now."))
 
+    d = d.with_row(Row("Scheduling: fair shares and load shedding"))
+    d = d.with_panel(quantiles(
+        "memstrata_queue_wait_seconds", "method", "s", "Queue wait by method",
+        "From asking for a read or answer thread to the work starting (the fair scheduler's "
+        "per-tenant queues).").span(8))
+    d = d.with_panel(ts(
+        "Shed calls by reason", "reqps",
+        q(f"sum by (method, reason) (rate(memstrata_shed_calls_total[{RI}]))",
+          "{{method}} {{reason}}"),
+        desc="Calls refused with RESOURCE_EXHAUSTED and retry-after-ms: the wait would pass "
+             "the deadline or MEMSTRATA_SERVICE_QUEUE_MAX_WAIT_S, or the queue was full.",
+        w=8))
+    d = d.with_panel(ts(
+        "Concurrency limit and queued calls", "short",
+        q("sum by (pool) (memstrata_concurrency_limit)", "limit: {{pool}}"),
+        q("sum by (pool) (memstrata_queued_calls)", "queued: {{pool}}", "B"),
+        desc="The adaptive limit of each pool (cut when latency rises) and the calls waiting.",
+        w=8))
+
     d = d.with_row(Row("Stream ingestion"))
     d = d.with_panel(ts(
         "Ingest rate", "ops",
