@@ -534,6 +534,8 @@ class Memory:
                 except Exception as exc:  # reported; a retry finishes the job
                     receipt.errors[name] = f"{type(exc).__name__}: {exc}"
             receipt.complete = not receipt.errors
+            if session_id is None:  # nothing of a forgotten user stays, its queries included
+                self.retriever.query_vectors.forget(scope)
         return receipt
 
     def _delete(self, scope: Scope, session_id: str | None) -> None:

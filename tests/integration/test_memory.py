@@ -242,3 +242,7 @@ def test_search_is_the_same_with_and_without_the_query_cache(memory: Memory):
                [(h.session_id, [u.id for u in h.units]) for h in b] == \
                [(h.session_id, [u.id for u in h.units]) for h in c]
         assert [h.score for h in a] == pytest.approx([h.score for h in b], abs=1e-5)
+    # Deleting the user drops its cached query vectors too.
+    assert len(memory.retriever.query_vectors) > 0
+    memory.delete(MAYA)
+    assert len(memory.retriever.query_vectors) == 0
