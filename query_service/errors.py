@@ -18,7 +18,6 @@ from memstrata.executor import ExecutorBusy
 from memstrata.layers.lazy import SessionNotFound
 from memstrata.model import MAX_ID_LEN, is_identifier
 from memstrata.retrieval.hybrid import QueryError
-from memstrata.wire import is_message_id
 from query_service.scheduler import Shed
 from query_service.work import WorkCancelled
 from query_service.writes import DeleteIncomplete
@@ -49,16 +48,6 @@ def check_id(field: str, value: str, *, required: bool = True) -> str:
     if not is_identifier(value):
         raise InvalidArgument(f"{field}: only letters, digits and . _ : @ / + - are allowed "
                               f"(no spaces), limit {MAX_ID_LEN} characters")
-    return value
-
-
-def check_message_id(field: str, value: str) -> str:
-    if not value:
-        raise InvalidArgument(f"{field}: required")
-    # The turns topic's own rule, so a message id the service accepts never goes to the DLQ.
-    if len(value) > MAX_ID_LEN or not is_message_id(value):
-        raise InvalidArgument(f"{field}: printable text without whitespace, limit "
-                              f"{MAX_ID_LEN} characters")
     return value
 
 

@@ -145,14 +145,20 @@ def test_the_time_range_is_one_rule_in_the_core() -> None:
 
 def test_ids_ending_in_a_newline_are_refused_everywhere() -> None:
     from memstrata.model import is_identifier
+    from memstrata.limits import TurnLimits, TurnRefused, validate_turn
     from memstrata.wire import is_message_id
-    from query_service.errors import InvalidArgument, check_id, check_message_id
+    from query_service.errors import InvalidArgument, check_id
 
     assert is_identifier("maya") and not is_identifier("maya\n")
     assert is_message_id("chat#1") and not is_message_id("chat#1\n")
-    for check in (check_id, check_message_id):
-        with pytest.raises(InvalidArgument, match="user_id"):
-            check("user_id", "maya\n")
+    with pytest.raises(InvalidArgument, match="user_id"):
+        check_id("user_id", "maya\n")
+    # Ingest's check (the one the worker's decoder runs too).
+    good = json.loads(raw())
+    for field, value in (("user_id", "maya\n"), ("message_id", "s1#1\n")):
+        with pytest.raises(TurnRefused, match=field) as refused:
+            validate_turn({**good, field: value}, TurnLimits())
+        assert refused.value.reason == "bad_id"
     assert reason(raw(user_id="maya\n")) == "bad_id"
     assert reason(raw(message_id="s1#1\n")) == "bad_id"
 
