@@ -549,11 +549,10 @@ def load_settings(**overrides: Any) -> Settings:
     which builds every namespace; this is for tools that need the core only.
     """
     arguments = {k: v for k, v in overrides.items() if v is not None}
-    _, failed = settings_namespaces()
+    classes, failed = settings_namespaces()
     _raise(_stray_lines(failed))
     path = _file_path(arguments)
     doc = _read_file(path) if path is not None else {}
-    classes, _ = settings_namespaces()
     tables = {table_of(p) for p in classes}
     core_table = {k: v for k, v in doc.items() if not (isinstance(v, dict) and k in tables)}
     got = _build(Settings, core_table, file=path, file_label="{key}", arguments=arguments,

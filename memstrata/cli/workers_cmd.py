@@ -110,11 +110,12 @@ def check() -> None:
 
 
 def _workers_settings(**given: Any) -> Any:  # -> WorkersSettings (lazy: no ray import for --help)
-    """``MEMSTRATA_WORKERS_*`` from the command's one configuration load."""
-    from memstrata.config import load_config
+    """``MEMSTRATA_WORKERS_*`` from the command's one configuration load (a bad value
+    exits 2 naming the variable, as in every command)."""
+    from memstrata.cli import _config
     from workers.settings import WorkersSettings
 
-    return load_config(namespaces={"workers": given}).get(WorkersSettings)
+    return _config(workers=given).get(WorkersSettings)
 
 
 def register() -> None:
