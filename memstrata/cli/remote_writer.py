@@ -30,7 +30,6 @@ class RemoteWriter:
     def __init__(self, client: MemoryClient, batch_events: int = BATCH_EVENTS) -> None:
         self.client = client
         self.batch_events = batch_events
-        self._key_tenant: str | None = None
 
     def _check_tenant(self, scope: Scope) -> None:
         """A session of another tenant than the key's is refused, as the service refuses reads."""
@@ -38,9 +37,7 @@ class RemoteWriter:
 
         from memstrata.client import RemoteError
 
-        if self._key_tenant is None:
-            self._key_tenant = self.client.key_tenant()
-        if scope.tenant_id != self._key_tenant:
+        if scope.tenant_id != self.client.key_tenant():  # asked once per client
             raise RemoteError(grpc.StatusCode.PERMISSION_DENIED,
                               f"tenant {scope.tenant_id!r}: this API key does not belong to it; "
                               f"leave --tenant out to write as the key's tenant")

@@ -42,6 +42,7 @@ class AsyncMemoryClient:
         self.address = address
         self._key = api_key or (self.config.key.get_secret_value()
                                 if self.config.key else None)
+        self._key_tenant: str | None = None  # a key's tenant never changes: asked once
         self.timeout_s = timeout_s or self.config.timeout_s
         self._channel = aio_channel_for(address, self.config)
         self._stub = pb_grpc.MemoryServiceStub(self._channel)
@@ -94,8 +95,10 @@ class AsyncMemoryClient:
         return await self._call(plan.stats(tenant_id))  # type: ignore[no-any-return]
 
     async def key_tenant(self) -> str:
-        """The tenant of this client's API key, as the service resolves it."""
-        return (await self.stats()).tenant_id or ""
+        """The tenant of this client's API key, as the service resolves it (asked once)."""
+        if self._key_tenant is None:
+            self._key_tenant = (await self.stats()).tenant_id or ""
+        return self._key_tenant
 
     async def answer(self, scope: Scope, question: str, asked_on: datetime | None = None, *,
                      timeout_s: float | None = None, **options: Any) -> Answer:

@@ -49,6 +49,7 @@ class MemoryClient:
         key = api_key or (self.config.key.get_secret_value()
                           if self.config.key else None)
         self._key = key
+        self._key_tenant: str | None = None  # a key's tenant never changes: asked once
         self.timeout_s = timeout_s or self.config.timeout_s
         self._channel = channel_for(address, self.config)
         self._stub = pb_grpc.MemoryServiceStub(self._channel)
@@ -108,7 +109,9 @@ class MemoryClient:
         A ``Scope`` built with it is never refused for naming another tenant; the
         command line uses it when ``--tenant`` is not given.
         """
-        return self.stats().tenant_id or ""
+        if self._key_tenant is None:
+            self._key_tenant = self.stats().tenant_id or ""
+        return self._key_tenant
 
     # -- answers ---------------------------------------------------------------
     def answer(self, scope: Scope, question: str, asked_on: datetime | None = None, *,
