@@ -9,6 +9,11 @@ batch size. One L0 unit per turn makes the two rates comparable. Target:
 pipeline >= 70% of encoder alone.
 
     .venv/bin/python -m bench.ingest_throughput [DATASET] [--repeat N] [--baseline-tree PATH]
+        [--encoder NAME] [--old-encoder NAME]
+
+``--encoder`` picks this run's encoder (``MEMSTRATA_EMBED_BACKEND``: minilm,
+wordllama, minilm-static); ``--old-encoder`` adds pipeline runs with another
+one, so CPU per ingested turn of two encoders is compared in one run.
 
 Each run is a fresh process (so peak RSS is per run); timings start after the
 dataset is parsed, the stores are opened and the encoder (and the builder's
@@ -80,14 +85,16 @@ def _pipeline(cfg: Result, report: Reporter) -> Result:
     sessions = read_file(Path(cfg["dataset"])).sessions
     turns = sum(len(s.turns) for s in sessions)
     with tempfile.TemporaryDirectory(prefix="memstrata-ingest-") as tmp:
-        memory = Memory.open(load_settings(data_dir=Path(tmp)))
+        memory = Memory.open(load_settings(data_dir=Path(tmp),
+                                           embed_backend=cfg.get("embed_backend")))
         with memory:
             memory.embedder.embed_documents(_warm_texts(sessions))
             build_l0(sessions[0].meta, sessions[0].turns, memory.builder)  # lazy dateparser etc.
             times: dict[str, float] = {}
             calls: list[list[str]] = []
             _wrap(memory.builder, "summarize_window", times, "L0 build (extractive)")
-            _wrap(memory.embedder, "embed_documents", times, "encode (MiniLM)", calls)
+            _wrap(memory.embedder, "embed_documents", times,
+                  f"encode ({memory.embedder.name})", calls)
             for name in ("put_session", "put_turns", "put_units"):
                 _wrap(memory.docs, name, times, "SQLite writes")
             _wrap(memory.lexical, "upsert", times, "tantivy upsert")
@@ -102,22 +109,23 @@ def _pipeline(cfg: Result, report: Reporter) -> Result:
             units = sum(len(c) for c in calls)
     Path(cfg["calls_out"]).write_text(json.dumps(calls))
     times["other"] = seconds - sum(times.values())
-    return {"kind": "pipeline", "turns": ing.turns, "sessions": ing.sessions, "units": units,
+    return {"kind": "pipeline", "encoder": memory.embedder.name, "turns": ing.turns, "sessions": ing.sessions, "units": units,
             "seconds": seconds, "cpu_s": cpu, "flush_s": times["flush (index optimisation)"],
             "breakdown": times, "load_avg": load}
 
 
 def _encoder(cfg: Result, report: Reporter) -> Result:
-    """Replay the pipeline's encode calls on a bare MiniLMEmbedder, then all texts in one call."""
+    """Replay the pipeline's encode calls on a bare encoder, then all texts in one call."""
     from memstrata.config import load_settings
-    from memstrata.embed.minilm import MiniLMEmbedder
+    from memstrata.embed.factory import open_embedder
     from memstrata.ingest.formats import read_file
 
     sessions = read_file(Path(cfg["dataset"])).sessions
     calls: list[list[str]] = json.loads(Path(cfg["calls_in"]).read_text())
     texts = [t for c in calls for t in c]
     with tempfile.TemporaryDirectory(prefix="memstrata-ingest-") as tmp:
-        embedder = MiniLMEmbedder(load_settings(data_dir=Path(tmp)))
+        embedder = open_embedder(load_settings(data_dir=Path(tmp),
+                                               embed_backend=cfg.get("embed_backend")))
     embedder.embed_documents(_warm_texts(sessions))
     load = load_average()
     with progress() as bar:
@@ -181,6 +189,11 @@ def main() -> None:
     parser.add_argument("--baseline-tree", type=Path, default=None,
                         help="A checkout of the previous commit: its pipeline runs too, and "
                              "CPU per ingested turn is printed old vs new.")
+    parser.add_argument("--encoder", default=None,
+                        help="MEMSTRATA_EMBED_BACKEND of this run (default: the setting's)")
+    parser.add_argument("--old-encoder", default=None,
+                        help="Also run the pipeline with this encoder and print CPU per "
+                             "ingested turn old vs new (a --baseline-tree of bf4c00e ignores it).")
     args = parser.parse_args()
     args.dataset = require_dataset(args.dataset)
     OUT_DIR.mkdir(parents=True, exist_ok=True)
@@ -190,18 +203,21 @@ def main() -> None:
     old: list[Result] = []
     for r in range(args.repeat):
         console.rule(f"run {r + 1}/{args.repeat}")
-        if args.baseline_tree is not None:
+        if args.baseline_tree is not None or args.old_encoder is not None:
             b = run_isolated(MODULE, {"kind": "pipeline", "dataset": str(args.dataset),
+                                      "embed_backend": args.old_encoder,
                                       "calls_out": str(OUT_DIR / "ingest_baseline_texts.json")},
                              tree=args.baseline_tree)
             if b["exit_code"] != 0:
                 raise SystemExit(f"baseline pipeline run failed (exit {b['exit_code']})")
             old.append(b)
         p = run_isolated(MODULE, {"kind": "pipeline", "dataset": str(args.dataset),
+                                  "embed_backend": args.encoder,
                                   "calls_out": str(calls_path)})
         if p["exit_code"] != 0:
             raise SystemExit(f"pipeline run failed (exit {p['exit_code']})")
         e = run_isolated(MODULE, {"kind": "encoder", "dataset": str(args.dataset),
+                                  "embed_backend": args.encoder,
                                   "calls_in": str(calls_path)})
         if e["exit_code"] != 0:
             raise SystemExit(f"encoder run failed (exit {e['exit_code']})")
@@ -236,12 +252,14 @@ def main() -> None:
                 [[k, v, 100 * v / total] for k, v in parts.items()])
     if old:
         per_turn = [1000 * _median(runs, "cpu_s") / runs[0]["turns"] for runs in (old, pipe)]
-        print_table("CPU per ingested turn, previous commit vs this one (same data, same "
+        what = "previous commit" if args.baseline_tree is not None else "another encoder"
+        print_table(f"CPU per ingested turn, {what} vs this run (same data, same "
                     "machine, alternating runs)",
                     ["code", "turns", "CPU s", "CPU ms/turn", "vs old", "units encoded"],
-                    [["old (--baseline-tree)", old[0]["turns"], _median(old, "cpu_s"),
-                      per_turn[0], 1.0, old[0]["units"]],
-                     ["new", turns, _median(pipe, "cpu_s"), per_turn[1],
+                    [[f"old ({old[0].get('encoder', 'minilm')}"
+                      f"{', --baseline-tree' if args.baseline_tree is not None else ''})",
+                      old[0]["turns"], _median(old, "cpu_s"), per_turn[0], 1.0, old[0]["units"]],
+                     [f"new ({pipe[0]['encoder']})", turns, _median(pipe, "cpu_s"), per_turn[1],
                       per_turn[1] / per_turn[0], pipe[0]["units"]]])
     ratio = p_rate / e_rate
     console.print(f"pipeline / encoder alone = {ratio:.1%} (target >= {TARGET_RATIO:.0%}): "

@@ -19,7 +19,10 @@
 Targets: Kafka >= 70% of direct; freshness p99 < 5 s at 80% of the maximum rate;
 interleaved >= 0.9 of sequential per CPU second.
 
-    python -m bench.stream_ingest [DATASET] [--sessions N] [--copies 4]
+    python -m bench.stream_ingest [DATASET] [--sessions N] [--copies 4] [--encoder NAME]
+
+``--encoder`` sets ``MEMSTRATA_EMBED_BACKEND`` for every phase (direct and the
+worker): run it once per encoder to compare them.
 """
 
 from __future__ import annotations
@@ -198,8 +201,13 @@ def main() -> None:
                         help="Traffic shapes: the data this many times over (one tenant per "
                              "copy), produced session by session, then round-robin by "
                              "message; 0 skips them.")
+    parser.add_argument("--encoder", default=None,
+                        help="MEMSTRATA_EMBED_BACKEND for every phase (minilm, wordllama, "
+                             "minilm-static); default: the setting's.")
     args = parser.parse_args()
     args.dataset = require_dataset(args.dataset)
+    if args.encoder:
+        os.environ["MEMSTRATA_EMBED_BACKEND"] = args.encoder
 
     from memstrata.ingest.formats import read_file
     from streams.broker import EmbeddedBroker
@@ -210,7 +218,9 @@ def main() -> None:
         sessions = sessions[: args.sessions]
     turns, messages = _turns(sessions), _messages(sessions)
     console.print(f"{args.dataset.name}: {len(sessions)} sessions, {turns} turns, "
-                  f"{messages} messages; load average {load_average():.1f}")
+                  f"{messages} messages; encoder "
+                  f"{os.environ.get('MEMSTRATA_EMBED_BACKEND', 'minilm (default)')}; "
+                  f"load average {load_average():.1f}")
     with tempfile.TemporaryDirectory(prefix="memstrata-bench-") as tmp:
         base = Path(tmp)
         console.print("direct: Memory.ingest ...")

@@ -94,7 +94,11 @@ class Settings(BaseSettings):
     llm_temperature: float = Field(0.0, ge=0.0, le=2.0)
 
     # -- embeddings -------------------------------------------------------
-    embed_backend: Literal["minilm", "openai"] = "minilm"
+    #: ``minilm`` (default), ``openai``, or a static token-table encoder
+    #: (:mod:`memstrata.embed.static`): ``wordllama`` (the table the wordllama
+    #: wheel ships) or ``minilm-static`` (distilled once from the shipped MiniLM).
+    #: Each names its own index fingerprint: a data dir indexed by another is refused.
+    embed_backend: Literal["minilm", "openai", "wordllama", "minilm-static"] = "minilm"
     embed_model: str = "text-embedding-3-small"
     embed_dim: int | None = Field(None, ge=8, le=8192)
     embed_model_path: Path | None = None
@@ -107,6 +111,10 @@ class Settings(BaseSettings):
     #: MiniLM only: let onnxruntime's idle threads spin. Off: 25% more Search
     #: calls/s with 8 concurrent callers, 0.4 ms slower alone (bench/README.md).
     embed_spin_wait: bool = False
+    #: ``minilm-static`` only: where the distilled token table is cached (about
+    #: 45 MB, built once in ~30 s of CPU; the name carries the model's hash).
+    #: Unset: ``$XDG_CACHE_HOME/memstrata`` or ``~/.cache/memstrata``.
+    embed_static_cache_dir: Path | None = None
     #: Query vectors kept per (tenant, user, text), LRU; 0 turns the cache off
     #: (:mod:`memstrata.embed.query_cache`). 4096 vectors take about 6 MiB.
     query_cache_size: int = Field(4096, ge=0, le=1_000_000)

@@ -20,10 +20,11 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from memstrata.config import Settings
 from memstrata.embed.types import Embedder
-from memstrata.fingerprint import IndexFingerprint, IndexMismatch
+from memstrata.fingerprint import SETTING_OF, IndexFingerprint, IndexMismatch
 from memstrata.layers.l0 import build_window
 from memstrata.layers.lazy import LazyLayers, SessionNotFound
 from memstrata.layers.plan import PLAN_KEY, PLAN_LAYER, SessionPlan, plan_session
@@ -82,6 +83,23 @@ def embedder_id(embedder: Embedder) -> str:
     """The encoder's name plus its model, when it names one."""
     model = getattr(embedder, "model_id", None) or getattr(embedder, "_model", None)
     return f"{embedder.name}:{model}" if model else embedder.name
+
+
+def _refuse_other_encoder(settings: Settings, docs: DocStore, embedder: str,
+                          dim: int) -> dict[str, Any] | None:
+    """The stored fingerprint; :class:`IndexMismatch` if another encoder wrote the data dir."""
+    stored = docs.get_layer(_META_SCOPE, _META_SESSION, _FINGERPRINT, "1")
+    if stored is not None and (stored.get("embedder"), stored.get("dim")) != (embedder, dim):
+        changes = "; ".join(
+            f"{k}: {stored.get(k)!r} -> {v!r} ({SETTING_OF[k]})"
+            for k, v in (("embedder", embedder), ("dim", dim)) if stored.get(k) != v)
+        raise IndexMismatch(
+            f"the data dir {settings.data_dir} was indexed with another encoder "
+            f"({changes}). Vectors of two encoders cannot share an index: restore the old "
+            f"setting, or re-index into a new data dir: "
+            f"MEMSTRATA_DATA_DIR=<new dir> memstrata ingest <your files>"
+        )
+    return stored
 
 
 class Memory:
@@ -160,6 +178,9 @@ class Memory:
             builder = open_builder(settings, meter=meter)
             docs = open_doc_store(settings, read_only=read_only)
             opened.append(docs)
+            # Before the vector store: it would refuse another encoder's dimension
+            # with an error that names neither the encoder nor the way out.
+            _refuse_other_encoder(settings, docs, embedder_id(embedder), embedder.dim)
             lexical = open_lexical_store(settings, read_only=read_only)
             opened.append(lexical)
             vectors = open_vector_store(settings, embedder.dim, read_only=read_only)
@@ -193,16 +214,7 @@ class Memory:
         carries the fingerprint, so ingesting a session again rebuilds it.
         """
         now = self.fingerprint
-        stored = self.docs.get_layer(_META_SCOPE, _META_SESSION, _FINGERPRINT, "1")
-        if stored is not None and (stored.get("embedder"), stored.get("dim")) != now.encoder:
-            changes = "; ".join(c for c in now.changes(stored) if c.startswith(("embedder",
-                                                                                 "dim")))
-            raise IndexMismatch(
-                f"the data dir {self.settings.data_dir} was indexed with another encoder "
-                f"({changes}). Vectors of two encoders cannot share an index: restore the old "
-                f"setting, or re-index into a new data dir: "
-                f"MEMSTRATA_DATA_DIR=<new dir> memstrata ingest <your files>"
-            )
+        stored = _refuse_other_encoder(self.settings, self.docs, now.embedder, now.dim)
         #: What changed since the data dir was last written (builder or window
         #: settings): sessions indexed before are rebuilt when ingested again.
         self.changed_settings = now.changes(stored) if stored is not None else []
