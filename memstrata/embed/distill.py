@@ -7,10 +7,11 @@ disk under a name made of the model's and tokenizer's hashes, so a changed
 model file gets a new table and a stale one is never read.
 
 The recipe on top (cheap, applied at every load, part of ``model_id``):
-centre the rows and rotate them onto their principal axes (the common
-direction every MiniLM output shares would otherwise dominate a mean), and
-weight each token down by how common it is (SIF, ``a / (a + p)``, with ``p``
-a Zipf estimate from the token's rank in the vocabulary).
+centre the rows (the common direction every MiniLM output shares would
+otherwise dominate a mean; model2vec's PCA does this too, and its rotation
+alone changes no cosine, so none is done), and weight each token down by how
+common it is (SIF, ``a / (a + p)``, with ``p`` a Zipf estimate from the
+token's rank in the vocabulary).
 """
 
 from __future__ import annotations
@@ -122,25 +123,22 @@ def zipf_weights(vocab: int, sif: float) -> np.ndarray:
     return (sif / (sif + p)).astype(np.float32)
 
 
-def apply_recipe(raw: np.ndarray, *, pca: bool, sif: float | None) -> np.ndarray:
+def apply_recipe(raw: np.ndarray, *, centre: bool, sif: float | None) -> np.ndarray:
     rows = raw.astype(np.float32, copy=True)
-    if pca:
-        mean = rows.mean(axis=0)
-        centred = rows - mean
-        _, _, vt = np.linalg.svd(centred[FIRST_WORD_ID:], full_matrices=False)
-        rows = (centred @ vt.T).astype(np.float32)
+    if centre:
+        rows -= rows.mean(axis=0)
     if sif is not None:
         rows *= zipf_weights(rows.shape[0], sif)[:, None]
     return np.ascontiguousarray(rows)
 
 
-def recipe_id(pca: bool, sif: float | None) -> str:
-    return f"pca{int(pca)}-sif{sif:g}" if sif is not None else f"pca{int(pca)}-sif0"
+def recipe_id(centre: bool, sif: float | None) -> str:
+    return f"c{int(centre)}-sif{sif:g}" if sif is not None else f"c{int(centre)}-sif0"
 
 
 def minilm_static_embedder(*, model_path: Path | None = None,
                            tokenizer_path: Path | None = None,
-                           cache_dir: Path | None = None, pca: bool = True,
+                           cache_dir: Path | None = None, centre: bool = True,
                            sif: float | None = 1e-3,
                            progress: Progress | None = None) -> StaticEmbedder:
     """The distilled encoder; its ``model_id`` names the model hash and the recipe."""
@@ -148,7 +146,7 @@ def minilm_static_embedder(*, model_path: Path | None = None,
 
     model, tok_path = model_file(model_path), tokenizer_file(tokenizer_path)
     cache = cache_dir or default_cache_dir()
-    recipe = recipe_id(pca, sif)
+    recipe = recipe_id(centre, sif)
     model_id = (f"minilm-static-v{RAW_VERSION}-{file_digest(model)}-"
                 f"{file_digest(tok_path, 8)}-{recipe}")
 
@@ -157,7 +155,7 @@ def minilm_static_embedder(*, model_path: Path | None = None,
 
         raw, _ = raw_table(model, tok_path, cache,
                            progress or stderr_progress("distilling the MiniLM token table"))
-        rows = apply_recipe(raw, pca=pca, sif=sif)
+        rows = apply_recipe(raw, centre=centre, sif=sif)
         tokenizer = Tokenizer.from_file(str(tok_path))
         tokenizer.no_padding()
         tokenizer.no_truncation()
