@@ -3,7 +3,7 @@
 ```bash
 .venv/bin/python -m bench.service_load [DATASET] [--limit N] [--callers 1,8,64] \
     [--search-calls 400] [--answer-calls 120] [--read-threads N] [--pool-sweep 1,2,4,8] \
-    [--baseline-tree PATH] [--cpu-calls 160]
+    [--baseline-tree PATH] [--cpu-calls 160] [--cpu-variants old,new,old-cached,new-cached]
 ```
 
 LoCoMo dev (the first ``--limit`` conversations) is ingested into a temporary
@@ -30,10 +30,13 @@ to ``bench/out/service_load.json``.
 another tenant's flood, FIFO vs fair scheduling; ``bench/noisy_neighbour.py``).
 
 Then the CPU phase: service-process CPU seconds per call (``/proc/<pid>/stat``)
-at 8 callers, for ``--baseline-tree`` (the previous commit's code, when given),
-this code with the query cache off, and this code as configured, side by side
-over the same questions. Target: Search CPU per call new/old <= 0.5, Answer
-not worse.
+at 8 callers, for each of ``--cpu-variants`` side by side over the same
+questions: ``old`` (``--baseline-tree``, the previous commit's code) and ``new``
+(this code as configured), and the same two with every measured question asked
+once before (``old-cached``, ``new-cached``: the query vectors come from the
+cache, so the encoder is skipped and the rest of a Search is compared on its
+own); ``cache-off`` and ``int8`` are there on request. Target: Search CPU per
+call new/old <= 0.5, Answer not worse.
 """
 
 from __future__ import annotations
@@ -273,15 +276,31 @@ class ServicePath:
         self.loop.close()
 
 
-#: The CPU phase's services: (name, code tree or None for this checkout, extra environment).
-def cpu_variants(baseline: Path | None) -> list[tuple[str, Path, dict[str, str]]]:
+#: The CPU phase's services by short name: (label, baseline tree?, extra environment,
+#: query vectors cached first?). ``*-cached`` variants ask every measured question once
+#: before measuring, so the query encoder is skipped (its cost belongs elsewhere) and
+#: what is left is retrieval, stores, the gRPC layer and scheduling.
+CPU_VARIANTS: dict[str, tuple[str, bool, dict[str, str], bool]] = {
+    "old": ("old (baseline tree)", True, {}, False),
+    "new": ("new (default)", False, {}, False),
+    "old-cached": ("old, query vectors cached", True, {}, True),
+    "new-cached": ("new, query vectors cached", False, {}, True),
+    "cache-off": ("new, query cache off", False, {"MEMSTRATA_QUERY_CACHE_SIZE": "0"}, False),
+    # For comparison only: int8 queries cost LoCoMo session R@5 0.005.
+    "int8": ("new, int8 queries", False, {"MEMSTRATA_EMBED_QUERY_ARITHMETIC": "int8"}, False),
+}
+
+
+def cpu_variants(baseline: Path | None, names: Sequence[str] = ("old", "new", "old-cached",
+                                                                "new-cached")
+                 ) -> list[tuple[str, Path, dict[str, str], bool]]:
+    """The chosen variants (the baseline's only when a baseline tree is given)."""
     out = []
-    if baseline is not None:
-        out.append(("old (baseline tree)", baseline, {}))
-    out += [("new, query cache off", ROOT, {"MEMSTRATA_QUERY_CACHE_SIZE": "0"}),
-            ("new (default)", ROOT, {}),
-            # For comparison only: int8 queries cost LoCoMo session R@5 0.005.
-            ("new, int8 queries", ROOT, {"MEMSTRATA_EMBED_QUERY_ARITHMETIC": "int8"})]
+    for name in names:
+        label, old, env, cached = CPU_VARIANTS[name]
+        if old and baseline is None:
+            continue
+        out.append((label, baseline if old and baseline is not None else ROOT, env, cached))
     return out
 
 
@@ -295,11 +314,12 @@ def cpu_phase(service_dir: Path, keys: Path, key: str, questions: Sequence[Any],
     cache starts cold: its hits come only from repeats inside one call, as in
     the controller's Answer). CPU is read from ``/proc/<pid>/stat``.
     """
-    variants = cpu_variants(args.baseline_tree)
+    variants = cpu_variants(args.baseline_tree, args.cpu_variants.split(","))
     procs: list[tuple[str, ServiceProcess, ServicePath]] = []
     out: dict[str, Any] = {}
+    calls = {"search": args.cpu_calls, "answer": max(1, args.cpu_calls // 2)}
     try:
-        for i, (name, tree, env) in enumerate(variants):
+        for i, (name, tree, env, _) in enumerate(variants):
             copy = service_dir.parent / f"data-cpu-{i}"
             shutil.copytree(service_dir, copy)
             svc = ServiceProcess(copy, keys, args.read_threads, args.answer_threads,
@@ -311,8 +331,12 @@ def cpu_phase(service_dir: Path, keys: Path, key: str, questions: Sequence[Any],
             path.offset = len(questions) // 2  # warm-up questions, not measured below
             path.measure("search", args.warmup, 1)
             path.measure("answer", max(1, args.warmup // 2), 1)
+            if variants[j][3]:  # every measured question once: its query vectors cached
+                for r in range(args.rounds):
+                    for op in ("search", "answer"):
+                        path.offset = r * calls[op]
+                        path.measure(op, calls[op], 8)
             procs[j] = (name, svc, path)
-        calls = {"search": args.cpu_calls, "answer": max(1, args.cpu_calls // 2)}
         with progress() as bar:
             task = bar.add_task("service CPU per call (8 callers)",
                                 total=args.rounds * len(procs) * 2)
@@ -356,12 +380,17 @@ def report_cpu(cpu: dict[str, Any], load: tuple[float, float]) -> list[tuple[str
                 ["op", "service", "calls", "CPU ms/call", f"vs {names[0]}", "calls/s",
                  "p50 ms", "p99 ms", "errors"], rows)
     checks = []
-    old = "old (baseline tree)"
-    if old in cpu:
+    old, new = CPU_VARIANTS["old"][0], CPU_VARIANTS["new"][0]
+    if old in cpu and new in cpu:
         for op, target in (("search", 0.5), ("answer", 1.0)):
-            ratio = cpu["new (default)"][op]["cpu_ms_per_call"] / cpu[old][op]["cpu_ms_per_call"]
+            ratio = cpu[new][op]["cpu_ms_per_call"] / cpu[old][op]["cpu_ms_per_call"]
             checks.append((f"{op} CPU per call new/old <= {target:.1f}", ratio <= target,
                            f"{ratio:.2f}"))
+    old, new = CPU_VARIANTS["old-cached"][0], CPU_VARIANTS["new-cached"][0]
+    if old in cpu and new in cpu:  # reported, not a target: the encoder's share is elsewhere
+        ratio = cpu[new]["search"]["cpu_ms_per_call"] / cpu[old]["search"]["cpu_ms_per_call"]
+        console.print(f"Search CPU per call with query vectors cached (encoder skipped), "
+                      f"new/old: {ratio:.2f}")
     return checks
 
 
@@ -395,6 +424,9 @@ def main() -> None:
                          " its service is measured beside this one for CPU per call.")
     ap.add_argument("--cpu-calls", type=int, default=160,
                     help="Search calls per variant and round in the CPU phase (0: skip it).")
+    ap.add_argument("--cpu-variants", default="old,new,old-cached,new-cached",
+                    help="Services of the CPU phase, of: " + ", ".join(CPU_VARIANTS)
+                         + " (old*: only with --baseline-tree; *-cached: encoder skipped).")
     args = ap.parse_args()
     args.dataset = require_dataset(args.dataset)
     if args.read_threads is None or args.answer_threads is None:
