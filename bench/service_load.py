@@ -137,9 +137,80 @@ async def run_tasks(fn: Callable[[int], Any], calls: int, callers: int) -> dict[
 
 # -- the service in its own process ------------------------------------------------
 
+def serve_bare(data_dir: str, port: int, threads: int, kind: str) -> None:
+    """A Search-only server without interceptors, scheduler or metrics (``BENCH_SERVER``).
+
+    ``aio-bare``: ``grpc.aio`` with the work in a thread pool, as the service
+    runs it; ``sync-bare``: grpc's synchronous server, the work in its own
+    handler thread (no hand-off between an event loop and a pool). Only for
+    comparing the two servers' own cost per call (``--server-kinds``).
+    """
+    import grpc
+
+    from memstrata.config import load_settings
+    from memstrata.memory import Memory
+    from memstrata.model import Scope
+    from memstrata.rpc import memory_pb2 as pb
+    from memstrata.rpc import memory_pb2_grpc as pb_grpc
+    from memstrata.rpc.convert import hit_to_wire
+    from grpc_health.v1 import health, health_pb2_grpc
+
+    memory = Memory.open(load_settings(data_dir=Path(data_dir)))
+
+    def work(request: Any) -> Any:
+        scope = Scope(tenant_id=TENANT, user_id=request.user_id)
+        hits = memory.search(scope, list(request.queries))
+        return pb.SearchReply(tenant_id=TENANT, user_id=request.user_id,
+                              hits=[hit_to_wire(h) for h in hits])
+
+    try:
+        if kind == "sync-bare":
+            class SyncSearch(pb_grpc.MemoryServiceServicer):
+                def Search(self, request: Any, context: Any) -> Any:  # noqa: N802
+                    return work(request)
+
+            server = grpc.server(ThreadPoolExecutor(threads))
+            pb_grpc.add_MemoryServiceServicer_to_server(SyncSearch(), server)
+            health_pb2_grpc.add_HealthServicer_to_server(health.HealthServicer(), server)
+            server.add_insecure_port(f"127.0.0.1:{port}")
+            server.start()
+            done = threading.Event()
+            signal.signal(signal.SIGTERM, lambda *_: done.set())
+            done.wait()
+            server.stop(1)
+            return
+
+        async def run() -> None:
+            from grpc_health.v1._async import HealthServicer
+
+            pool = ThreadPoolExecutor(threads)
+
+            class AioSearch(pb_grpc.MemoryServiceServicer):
+                async def Search(self, request: Any, context: Any) -> Any:  # noqa: N802
+                    return await asyncio.get_running_loop().run_in_executor(pool, work, request)
+
+            server = grpc.aio.server()
+            pb_grpc.add_MemoryServiceServicer_to_server(AioSearch(), server)
+            health_pb2_grpc.add_HealthServicer_to_server(HealthServicer(), server)
+            server.add_insecure_port(f"127.0.0.1:{port}")
+            await server.start()
+            stop = asyncio.Event()
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+            await stop.wait()
+            await server.stop(1)
+
+        asyncio.run(run())
+    finally:
+        memory.close()
+
+
 def serve_main(data_dir: str, port: int, keys: str, read_threads: int,
                answer_threads: int) -> None:
     """``--serve``: the query service over ``data_dir`` until SIGTERM."""
+    kind = os.environ.get("BENCH_SERVER", "service")
+    if kind != "service":
+        serve_bare(data_dir, port, read_threads, kind)
+        return
     from memstrata.config import load_settings
     from memstrata.controller.config import ControllerSettings
     from memstrata.limits import TurnLimits
@@ -288,7 +359,18 @@ CPU_VARIANTS: dict[str, tuple[str, bool, dict[str, str], bool]] = {
     "cache-off": ("new, query cache off", False, {"MEMSTRATA_QUERY_CACHE_SIZE": "0"}, False),
     # For comparison only: int8 queries cost LoCoMo session R@5 0.005.
     "int8": ("new, int8 queries", False, {"MEMSTRATA_EMBED_QUERY_ARITHMETIC": "int8"}, False),
+    # Search-only servers without interceptors, scheduler or metrics (serve_bare): what
+    # grpc.aio with a pool costs against grpc's synchronous server, the same work inside.
+    "aio-bare-cached": ("bare grpc.aio + pool, cached", False, {"BENCH_SERVER": "aio-bare"},
+                        True),
+    "sync-bare-cached": ("bare grpc sync server, cached", False, {"BENCH_SERVER": "sync-bare"},
+                         True),
 }
+
+
+def _ops(env: dict[str, str]) -> tuple[str, ...]:
+    """The calls a variant serves (a bare server serves Search only)."""
+    return ("search",) if "BENCH_SERVER" in env else ("search", "answer")
 
 
 def cpu_variants(baseline: Path | None, names: Sequence[str] = ("old", "new", "old-cached",
@@ -318,6 +400,7 @@ def cpu_phase(service_dir: Path, keys: Path, key: str, questions: Sequence[Any],
     procs: list[tuple[str, ServiceProcess, ServicePath]] = []
     out: dict[str, Any] = {}
     calls = {"search": args.cpu_calls, "answer": max(1, args.cpu_calls // 2)}
+    ops = {label: _ops(env) for label, _, env, _ in variants}
     try:
         for i, (name, tree, env, _) in enumerate(variants):
             copy = service_dir.parent / f"data-cpu-{i}"
@@ -330,10 +413,11 @@ def cpu_phase(service_dir: Path, keys: Path, key: str, questions: Sequence[Any],
             path = ServicePath(svc.address, key, questions)
             path.offset = len(questions) // 2  # warm-up questions, not measured below
             path.measure("search", args.warmup, 1)
-            path.measure("answer", max(1, args.warmup // 2), 1)
+            if "answer" in ops[name]:
+                path.measure("answer", max(1, args.warmup // 2), 1)
             if variants[j][3]:  # every measured question once: its query vectors cached
                 for r in range(args.rounds):
-                    for op in ("search", "answer"):
+                    for op in ops[name]:
                         path.offset = r * calls[op]
                         path.measure(op, calls[op], 8)
             procs[j] = (name, svc, path)
@@ -344,6 +428,9 @@ def cpu_phase(service_dir: Path, keys: Path, key: str, questions: Sequence[Any],
                 order = procs if r % 2 == 0 else procs[::-1]
                 for op in ("search", "answer"):
                     for name, svc, path in order:
+                        if op not in ops[name]:
+                            bar.advance(task)
+                            continue
                         path.offset = r * calls[op]
                         before = svc.cpu_s()
                         stats = path.measure(op, calls[op], 8)
@@ -369,15 +456,20 @@ def report_cpu(cpu: dict[str, Any], load: tuple[float, float]) -> list[tuple[str
     names = list(cpu)
     rows = []
     for op in ("search", "answer"):
-        base = cpu[names[0]][op]["cpu_ms_per_call"]
-        for name in names:
+        serving = [n for n in names if op in cpu[n]]
+        if not serving:
+            continue
+        base = cpu[serving[0]][op]["cpu_ms_per_call"]
+        for name in serving:
+            if op not in cpu[name]:
+                continue
             c = cpu[name][op]
             rows.append([op, name, c["calls"], c["cpu_ms_per_call"],
                          c["cpu_ms_per_call"] / base, c["throughput"], c["p50_ms"],
                          c["p99_ms"], c["errors"]])
     print_table(f"service-process CPU per call at 8 callers (load {load[0]:.1f} -> "
                 f"{load[1]:.1f})",
-                ["op", "service", "calls", "CPU ms/call", f"vs {names[0]}", "calls/s",
+                ["op", "service", "calls", "CPU ms/call", "vs first", "calls/s",
                  "p50 ms", "p99 ms", "errors"], rows)
     checks = []
     old, new = CPU_VARIANTS["old"][0], CPU_VARIANTS["new"][0]
