@@ -208,6 +208,8 @@ def serve_main(data_dir: str, port: int, keys: str, read_threads: int,
                answer_threads: int) -> None:
     """``--serve``: the query service over ``data_dir`` until SIGTERM."""
     kind = os.environ.get("BENCH_SERVER", "service")
+    # A variant's own pool size (BENCH_THREADS), e.g. one thread: fewer threads contend for the GIL.
+    read_threads = answer_threads = int(os.environ.get("BENCH_THREADS", read_threads))
     if kind != "service":
         serve_bare(data_dir, port, read_threads, kind)
         return
@@ -361,6 +363,8 @@ CPU_VARIANTS: dict[str, tuple[str, bool, dict[str, str], bool]] = {
     "int8": ("new, int8 queries", False, {"MEMSTRATA_EMBED_QUERY_ARITHMETIC": "int8"}, False),
     # Search-only servers without interceptors, scheduler or metrics (serve_bare): what
     # grpc.aio with a pool costs against grpc's synchronous server, the same work inside.
+    "new-cached-1t": ("new, cached, pools of 1 thread", False, {"BENCH_THREADS": "1"}, True),
+    "new-cached-4t": ("new, cached, pools of 4 threads", False, {"BENCH_THREADS": "4"}, True),
     "aio-bare-cached": ("bare grpc.aio + pool, cached", False, {"BENCH_SERVER": "aio-bare"},
                         True),
     "sync-bare-cached": ("bare grpc sync server, cached", False, {"BENCH_SERVER": "sync-bare"},
