@@ -209,7 +209,8 @@ def serve_main(data_dir: str, port: int, keys: str, read_threads: int,
     """``--serve``: the query service over ``data_dir`` until SIGTERM."""
     kind = os.environ.get("BENCH_SERVER", "service")
     # A variant's own pool size (BENCH_THREADS), e.g. one thread: fewer threads contend for the GIL.
-    read_threads = answer_threads = int(os.environ.get("BENCH_THREADS", read_threads))
+    if os.environ.get("BENCH_THREADS"):
+        read_threads = answer_threads = int(os.environ["BENCH_THREADS"])
     if kind != "service":
         serve_bare(data_dir, port, read_threads, kind)
         return
