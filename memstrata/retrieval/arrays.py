@@ -64,7 +64,7 @@ class UnitFacts:
     parsed into a new object and gets new facts.
     """
 
-    def __init__(self, size: int = 16384) -> None:
+    def __init__(self, size: int = 8192) -> None:
         self.size = size
         self._facts: dict[int, Facts] = {}
         self._lock = threading.Lock()

@@ -85,7 +85,7 @@ class _WireUnits:
     given, so the cached one is never changed.
     """
 
-    def __init__(self, size: int = 16384) -> None:
+    def __init__(self, size: int = 8192) -> None:
         self.size = size
         self._wire: dict[int, tuple[L0Unit, pb.Unit]] = {}
         self._lock = threading.Lock()
