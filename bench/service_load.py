@@ -232,6 +232,99 @@ def serve_main(data_dir: str, port: int, keys: str, read_threads: int,
         memory.close()
 
 
+def split_main(data_dir: str, dataset: str, calls: int) -> None:
+    """``--split``: one thread's CPU per Search in-process, by part, as JSON on stdout.
+
+    Every question is asked once first, so the query vectors come from the
+    cache and the encoder is left out (it is measured on its own elsewhere).
+    Store calls are timed by wrapping them; what is left of ``Memory.search``
+    is the retriever's Python; ``wire`` is building and serializing the
+    ``SearchReply`` (the service's work on the same hits). Run with another
+    tree on ``PYTHONPATH`` to measure that tree's code.
+    """
+    from collections import defaultdict
+
+    from memstrata.config import load_settings
+    from memstrata.eval.datasets import load_dataset
+    from memstrata.memory import Memory
+    from memstrata.rpc import memory_pb2 as pb
+    from memstrata.rpc.convert import hit_to_wire
+
+    qs = load_dataset(Path(dataset), "locomo", tenant_id=TENANT).questions[:calls]
+    memory = Memory.open(load_settings(data_dir=Path(data_dir)), read_only=True)
+    parts: defaultdict[str, float] = defaultdict(float)
+
+    def timed(obj: Any, name: str, label: str) -> None:
+        fn = getattr(obj, name)
+
+        def wrapper(*a: Any, **k: Any) -> Any:
+            t = time.thread_time()
+            try:
+                return fn(*a, **k)
+            finally:
+                parts[label] += time.thread_time() - t
+
+        setattr(obj, name, wrapper)
+
+    r = memory.retriever
+    timed(r.vectors, "search", "Qdrant Edge")
+    timed(r.lexical, "search", "tantivy L0")
+    if r.session_lexical is not None:
+        timed(r.session_lexical, "search", "tantivy sessions")
+    timed(r.docs, "get_units", "SQLite units")
+    timed(r.docs, "get_turns", "SQLite turns")
+    try:
+        for q in qs:
+            memory.search(q.scope, q.question)
+        best: dict[str, float] | None = None
+        for _ in range(3):  # the least of three rounds: the machine is shared
+            parts.clear()
+            search = wire = 0.0
+            for q in qs:
+                t = time.thread_time()
+                hits = memory.search(q.scope, q.question)
+                t1 = time.thread_time()
+                pb.SearchReply(tenant_id=q.scope.tenant_id, user_id=q.scope.user_id,
+                               hits=[hit_to_wire(h) for h in hits]).SerializeToString()
+                search += t1 - t
+                wire += time.thread_time() - t1
+            row = {k: 1000 * v / len(qs) for k, v in parts.items()}
+            row["retrieval Python"] = 1000 * (search - sum(parts.values())) / len(qs)
+            row["wire (build + serialize)"] = 1000 * wire / len(qs)
+            row["total"] = 1000 * (search + wire) / len(qs)
+            if best is None or row["total"] < best["total"]:
+                best = row
+        print(json.dumps(best))
+    finally:
+        memory.close()
+
+
+def split_phase(data_dir: Path, dataset: Path, calls: int,
+                baseline: Path | None) -> dict[str, dict[str, float]]:
+    """:func:`split_main` for the baseline tree and this one, each in its own process."""
+    out = {}
+    for name, tree in ((CPU_VARIANTS["old"][0], baseline), (CPU_VARIANTS["new"][0], ROOT)):
+        if tree is None:
+            continue
+        # This file's code over the other tree's packages (that tree's bench has no --split).
+        argv = [str(ROOT / "bench" / "service_load.py"), "--split", str(data_dir),
+                str(dataset), str(calls)]
+        done = subprocess.run(
+            [sys.executable, "-c", "import runpy, sys; sys.argv = sys.argv[1:]; "
+             "runpy.run_path(sys.argv[0], run_name='__main__')", *argv],
+            cwd=tree, capture_output=True, text=True,
+            env={**os.environ, "PYTHONPATH": str(tree)}, check=True)
+        out[name] = json.loads(done.stdout.strip().splitlines()[-1])
+    return out
+
+
+def report_split(split: dict[str, dict[str, float]]) -> None:
+    names = list(split)
+    parts = list(dict.fromkeys(k for row in split.values() for k in row))
+    print_table("one thread's CPU per Search in-process, query vectors cached (ms)",
+                ["part", *names], [[p, *(split[n].get(p, 0.0) for n in names)] for p in parts])
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -497,6 +590,9 @@ def main() -> None:
 
         noisy([a for a in sys.argv[1:] if a != "--noisy"])
         return
+    if len(sys.argv) == 5 and sys.argv[1] == "--split":
+        split_main(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+        return
     if len(sys.argv) == 7 and sys.argv[1] == "--serve":
         a = sys.argv[2:]
         serve_main(a[0], int(a[1]), a[2], int(a[3]), int(a[4]))
@@ -521,6 +617,9 @@ def main() -> None:
                          " its service is measured beside this one for CPU per call.")
     ap.add_argument("--cpu-calls", type=int, default=160,
                     help="Search calls per variant and round in the CPU phase (0: skip it).")
+    ap.add_argument("--split-calls", type=int, default=300,
+                    help="Questions for the in-process split of a Search's CPU by part, old "
+                         "and new (0: skip it).")
     ap.add_argument("--cpu-variants", default="old,new,old-cached,new-cached",
                     help="Services of the CPU phase, of: " + ", ".join(CPU_VARIANTS)
                          + " (old*: only with --baseline-tree; *-cached: encoder skipped).")
@@ -598,6 +697,9 @@ def main() -> None:
                 service.close()
             svc.stop()
             library.close()
+        if args.split_calls:
+            results["split"] = split_phase(data_dir, args.dataset, args.split_calls,
+                                           args.baseline_tree)
         if args.cpu_calls:
             results["cpu_load_start"] = load_average()
             results["cpu"] = cpu_phase(service_dir, keys, key, questions, args)
@@ -658,6 +760,8 @@ def report(results: dict[str, Any]) -> None:
                        ratio >= 0.8, f"{ratio:.0%}"))
         p99 = svc["search/8"]["p99_ms"]
         checks.append(("service Search p99 < 50 ms at 8 callers", p99 < 50, f"{p99:.1f} ms"))
+    if results.get("split"):
+        report_split(results["split"])
     if results.get("cpu"):
         checks += report_cpu(results["cpu"], (results["cpu_load_start"],
                                               results["cpu_load_end"]))
