@@ -252,7 +252,15 @@ def date_boost(scores: FloatArray, has: np.ndarray, fitting: np.ndarray,
 
 
 def ranked_positions(order: Sequence[int], best: Sequence[float],
-                     keys: Sequence[tuple[str, int] | None]) -> list[int]:
-    """The positions in ``order`` that have a unit, by (-best, session id, turn index), stably."""
-    have = [i for i in order if keys[i] is not None]
-    return sorted(have, key=lambda i: (-best[i], *keys[i]))  # type: ignore[misc]
+                     facts: Sequence[Facts | None]) -> list[int]:
+    """The positions in ``order`` that have a unit, by (-best, session id, turn index), stably.
+
+    The rank in ``order`` closes each key, so sorting the tuples is the stable sort.
+    """
+    keyed = []
+    for rank, i in enumerate(order):
+        f = facts[i]
+        if f is not None:
+            keyed.append((-best[i], f.unit.session_id, f.unit.turn_index, rank, i))
+    keyed.sort()
+    return [k[4] for k in keyed]
