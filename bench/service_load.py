@@ -301,20 +301,32 @@ def split_main(data_dir: str, dataset: str, calls: int) -> None:
 
 def split_phase(data_dir: Path, dataset: Path, calls: int,
                 baseline: Path | None) -> dict[str, dict[str, float]]:
-    """:func:`split_main` for the baseline tree and this one, each in its own process."""
-    out = {}
-    for name, tree in ((CPU_VARIANTS["old"][0], baseline), (CPU_VARIANTS["new"][0], ROOT)):
-        if tree is None:
-            continue
+    """:func:`split_main` for the baseline tree and this one, side by side.
+
+    Both run at the same time, each in its own process over its own copy of the
+    data dir (Qdrant Edge locks its files), so both meet the same load on a
+    shared machine.
+    """
+    trees = [(n, t) for n, t in ((CPU_VARIANTS["old"][0], baseline),
+                                 (CPU_VARIANTS["new"][0], ROOT)) if t is not None]
+    procs = []
+    for i, (name, tree) in enumerate(trees):
+        copy = data_dir.parent / f"data-split-{i}"
+        shutil.copytree(data_dir, copy)
         # This file's code over the other tree's packages (that tree's bench has no --split).
-        argv = [str(ROOT / "bench" / "service_load.py"), "--split", str(data_dir),
-                str(dataset), str(calls)]
-        done = subprocess.run(
+        argv = [str(ROOT / "bench" / "service_load.py"), "--split", str(copy), str(dataset),
+                str(calls)]
+        procs.append((name, subprocess.Popen(
             [sys.executable, "-c", "import runpy, sys; sys.argv = sys.argv[1:]; "
              "runpy.run_path(sys.argv[0], run_name='__main__')", *argv],
-            cwd=tree, capture_output=True, text=True,
-            env={**os.environ, "PYTHONPATH": str(tree)}, check=True)
-        out[name] = json.loads(done.stdout.strip().splitlines()[-1])
+            cwd=tree, stdout=subprocess.PIPE, text=True,
+            env={**os.environ, "PYTHONPATH": str(tree)})))
+    out = {}
+    for name, proc in procs:
+        stdout, _ = proc.communicate()
+        if proc.returncode != 0:
+            raise RuntimeError(f"the split of {name} failed ({proc.returncode})")
+        out[name] = json.loads(stdout.strip().splitlines()[-1])
     return out
 
 
