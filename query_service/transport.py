@@ -4,8 +4,9 @@ gRPC refuses a message over its receive limit before any handler runs, with
 RESOURCE_EXHAUSTED and a core message ("Received message larger than max
 (N vs. M)") that names no field. So the transport limit sits a little above
 the service's own (``MEMSTRATA_SERVICE_MAX_MESSAGE_BYTES``): a request between
-the two reaches :class:`~query_service.interceptors.call.CallInterceptor`, which answers INVALID_ARGUMENT naming
-the request's largest field and the limit; only a request beyond the
+the two reaches the service's interceptor
+(:class:`~query_service.interceptors.call.CallInterceptor`), which answers
+INVALID_ARGUMENT naming the request's largest field and the limit; only a request beyond the
 transport limit gets gRPC's own answer.
 """
 
@@ -13,7 +14,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import grpc
 
 #: Headroom of the transport over the service limit: an eighth, at least 64 KiB.
 MIN_HEADROOM = 64 * 1024

@@ -1,4 +1,4 @@
-"""A call's status code for the metrics (:class:`~query_service.interceptors.call.CallInterceptor`)."""
+"""A call's status code, for the latency and error metrics of every call."""
 
 from __future__ import annotations
 
