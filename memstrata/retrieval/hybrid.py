@@ -33,6 +33,10 @@ Two additions, both measured with ``memstrata eval retrieval`` (the README and
   a calendar period ("in October 2023") lifts the candidate sessions dated in
   or just after it (:mod:`~memstrata.retrieval.dates`).
 
+The rules are those of :mod:`~memstrata.retrieval.fusion`; a search applies
+them over numpy arrays of its candidates (:mod:`~memstrata.retrieval.arrays`),
+with the same arithmetic, so rankings are identical and cost less Python.
+
 The appendix's retriever exactly: ``MEMSTRATA_FUSION=rrf MEMSTRATA_DENSE_WEIGHT=0.5
 MEMSTRATA_COVERAGE_WEIGHTING=false MEMSTRATA_SESSION_LEXICAL_WEIGHT=0
 MEMSTRATA_DATE_BOOST=0``.
