@@ -3,7 +3,7 @@
 ```bash
 .venv/bin/python -m bench.service_load [DATASET] [--limit N] [--callers 1,8,64] \
     [--search-calls 400] [--answer-calls 120] [--read-threads N] [--pool-sweep 1,2,4,8] \
-    [--baseline-tree PATH] [--cpu-calls 160]
+    [--baseline-tree PATH] [--cpu-calls 160] [--cpu-variants old,new,old-cached,new-cached]
 ```
 
 LoCoMo dev (the first ``--limit`` conversations) is ingested into a temporary
@@ -30,10 +30,13 @@ to ``bench/out/service_load.json``.
 another tenant's flood, FIFO vs fair scheduling; ``bench/noisy_neighbour.py``).
 
 Then the CPU phase: service-process CPU seconds per call (``/proc/<pid>/stat``)
-at 8 callers, for ``--baseline-tree`` (the previous commit's code, when given),
-this code with the query cache off, and this code as configured, side by side
-over the same questions. Target: Search CPU per call new/old <= 0.5, Answer
-not worse.
+at 8 callers, for each of ``--cpu-variants`` side by side over the same
+questions: ``old`` (``--baseline-tree``, the previous commit's code) and ``new``
+(this code as configured), and the same two with every measured question asked
+once before (``old-cached``, ``new-cached``: the query vectors come from the
+cache, so the encoder is skipped and the rest of a Search is compared on its
+own); ``cache-off`` and ``int8`` are there on request. Target: Search CPU per
+call new/old <= 0.5, Answer not worse.
 """
 
 from __future__ import annotations
@@ -134,9 +137,83 @@ async def run_tasks(fn: Callable[[int], Any], calls: int, callers: int) -> dict[
 
 # -- the service in its own process ------------------------------------------------
 
+def serve_bare(data_dir: str, port: int, threads: int, kind: str) -> None:
+    """A Search-only server without interceptors, scheduler or metrics (``BENCH_SERVER``).
+
+    ``aio-bare``: ``grpc.aio`` with the work in a thread pool, as the service
+    runs it; ``sync-bare``: grpc's synchronous server, the work in its own
+    handler thread (no hand-off between an event loop and a pool). Only for
+    comparing the two servers' own cost per call (``--server-kinds``).
+    """
+    import grpc
+
+    from memstrata.config import load_settings
+    from memstrata.memory import Memory
+    from memstrata.model import Scope
+    from memstrata.rpc import memory_pb2 as pb
+    from memstrata.rpc import memory_pb2_grpc as pb_grpc
+    from memstrata.rpc.convert import hit_to_wire
+    from grpc_health.v1 import health, health_pb2_grpc
+
+    memory = Memory.open(load_settings(data_dir=Path(data_dir)))
+
+    def work(request: Any) -> Any:
+        scope = Scope(tenant_id=TENANT, user_id=request.user_id)
+        hits = memory.search(scope, list(request.queries))
+        return pb.SearchReply(tenant_id=TENANT, user_id=request.user_id,
+                              hits=[hit_to_wire(h) for h in hits])
+
+    try:
+        if kind == "sync-bare":
+            class SyncSearch(pb_grpc.MemoryServiceServicer):
+                def Search(self, request: Any, context: Any) -> Any:  # noqa: N802
+                    return work(request)
+
+            server = grpc.server(ThreadPoolExecutor(threads))
+            pb_grpc.add_MemoryServiceServicer_to_server(SyncSearch(), server)
+            health_pb2_grpc.add_HealthServicer_to_server(health.HealthServicer(), server)
+            server.add_insecure_port(f"127.0.0.1:{port}")
+            server.start()
+            done = threading.Event()
+            signal.signal(signal.SIGTERM, lambda *_: done.set())
+            done.wait()
+            server.stop(1)
+            return
+
+        async def run() -> None:
+            from grpc_health.v1._async import HealthServicer
+
+            pool = ThreadPoolExecutor(threads)
+
+            class AioSearch(pb_grpc.MemoryServiceServicer):
+                async def Search(self, request: Any, context: Any) -> Any:  # noqa: N802
+                    return await asyncio.get_running_loop().run_in_executor(pool, work, request)
+
+            server = grpc.aio.server()
+            pb_grpc.add_MemoryServiceServicer_to_server(AioSearch(), server)
+            health_pb2_grpc.add_HealthServicer_to_server(HealthServicer(), server)
+            server.add_insecure_port(f"127.0.0.1:{port}")
+            await server.start()
+            stop = asyncio.Event()
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+            await stop.wait()
+            await server.stop(1)
+
+        asyncio.run(run())
+    finally:
+        memory.close()
+
+
 def serve_main(data_dir: str, port: int, keys: str, read_threads: int,
                answer_threads: int) -> None:
     """``--serve``: the query service over ``data_dir`` until SIGTERM."""
+    kind = os.environ.get("BENCH_SERVER", "service")
+    # A variant's own pool size (BENCH_THREADS), e.g. one thread: fewer threads contend for the GIL.
+    if os.environ.get("BENCH_THREADS"):
+        read_threads = answer_threads = int(os.environ["BENCH_THREADS"])
+    if kind != "service":
+        serve_bare(data_dir, port, read_threads, kind)
+        return
     from memstrata.config import load_settings
     from memstrata.controller.config import ControllerSettings
     from memstrata.limits import TurnLimits
@@ -153,6 +230,111 @@ def serve_main(data_dir: str, port: int, keys: str, read_threads: int,
                                turn_limits=TurnLimits()))
     finally:
         memory.close()
+
+
+def split_main(data_dir: str, dataset: str, calls: int) -> None:
+    """``--split``: one thread's CPU per Search in-process, by part, as JSON on stdout.
+
+    Every question is asked once first, so the query vectors come from the
+    cache and the encoder is left out (it is measured on its own elsewhere).
+    Store calls are timed by wrapping them; what is left of ``Memory.search``
+    is the retriever's Python; ``wire`` is building and serializing the
+    ``SearchReply`` (the service's work on the same hits). Run with another
+    tree on ``PYTHONPATH`` to measure that tree's code.
+    """
+    from collections import defaultdict
+
+    from memstrata.config import load_settings
+    from memstrata.eval.datasets import load_dataset
+    from memstrata.memory import Memory
+    from memstrata.rpc import memory_pb2 as pb
+    from memstrata.rpc.convert import hit_to_wire
+
+    qs = load_dataset(Path(dataset), "locomo", tenant_id=TENANT).questions[:calls]
+    memory = Memory.open(load_settings(data_dir=Path(data_dir)), read_only=True)
+    parts: defaultdict[str, float] = defaultdict(float)
+
+    def timed(obj: Any, name: str, label: str) -> None:
+        fn = getattr(obj, name)
+
+        def wrapper(*a: Any, **k: Any) -> Any:
+            t = time.thread_time()
+            try:
+                return fn(*a, **k)
+            finally:
+                parts[label] += time.thread_time() - t
+
+        setattr(obj, name, wrapper)
+
+    r = memory.retriever
+    timed(r.vectors, "search", "Qdrant Edge")
+    timed(r.lexical, "search", "tantivy L0")
+    if r.session_lexical is not None:
+        timed(r.session_lexical, "search", "tantivy sessions")
+    timed(r.docs, "get_units", "SQLite units")
+    timed(r.docs, "get_turns", "SQLite turns")
+    try:
+        for q in qs:
+            memory.search(q.scope, q.question)
+        best: dict[str, float] | None = None
+        for _ in range(3):  # the least of three rounds: the machine is shared
+            parts.clear()
+            search = wire = 0.0
+            for q in qs:
+                t = time.thread_time()
+                hits = memory.search(q.scope, q.question)
+                t1 = time.thread_time()
+                pb.SearchReply(tenant_id=q.scope.tenant_id, user_id=q.scope.user_id,
+                               hits=[hit_to_wire(h) for h in hits]).SerializeToString()
+                search += t1 - t
+                wire += time.thread_time() - t1
+            row = {k: 1000 * v / len(qs) for k, v in parts.items()}
+            row["retrieval Python"] = 1000 * (search - sum(parts.values())) / len(qs)
+            row["wire (build + serialize)"] = 1000 * wire / len(qs)
+            row["total"] = 1000 * (search + wire) / len(qs)
+            if best is None or row["total"] < best["total"]:
+                best = row
+        print(json.dumps(best))
+    finally:
+        memory.close()
+
+
+def split_phase(data_dir: Path, dataset: Path, calls: int,
+                baseline: Path | None) -> dict[str, dict[str, float]]:
+    """:func:`split_main` for the baseline tree and this one, side by side.
+
+    Both run at the same time, each in its own process over its own copy of the
+    data dir (Qdrant Edge locks its files), so both meet the same load on a
+    shared machine.
+    """
+    trees = [(n, t) for n, t in ((CPU_VARIANTS["old"][0], baseline),
+                                 (CPU_VARIANTS["new"][0], ROOT)) if t is not None]
+    procs = []
+    for i, (name, tree) in enumerate(trees):
+        copy = data_dir.parent / f"data-split-{i}"
+        shutil.copytree(data_dir, copy)
+        # This file's code over the other tree's packages (that tree's bench has no --split).
+        argv = [str(ROOT / "bench" / "service_load.py"), "--split", str(copy), str(dataset),
+                str(calls)]
+        procs.append((name, subprocess.Popen(
+            [sys.executable, "-c", "import runpy, sys; sys.argv = sys.argv[1:]; "
+             "runpy.run_path(sys.argv[0], run_name='__main__')", *argv],
+            cwd=tree, stdout=subprocess.PIPE, text=True,
+            env={**os.environ, "PYTHONPATH": str(tree)})))
+    out = {}
+    for name, proc in procs:
+        stdout, _ = proc.communicate()
+        if proc.returncode != 0:
+            raise RuntimeError(f"the split of {name} failed ({proc.returncode})")
+        out[name] = json.loads(stdout.strip().splitlines()[-1])
+    return out
+
+
+def report_split(split: dict[str, dict[str, float]]) -> None:
+    names = list(split)
+    parts = list(dict.fromkeys(k for row in split.values() for k in row))
+    print_table("one thread's CPU per Search in-process, query vectors cached (ms)",
+                ["part", *names], [[p, *(split[n].get(p, 0.0) for n in names)] for p in parts])
 
 
 def _free_port() -> int:
@@ -273,15 +455,44 @@ class ServicePath:
         self.loop.close()
 
 
-#: The CPU phase's services: (name, code tree or None for this checkout, extra environment).
-def cpu_variants(baseline: Path | None) -> list[tuple[str, Path, dict[str, str]]]:
+#: The CPU phase's services by short name: (label, baseline tree?, extra environment,
+#: query vectors cached first?). ``*-cached`` variants ask every measured question once
+#: before measuring, so the query encoder is skipped (its cost belongs elsewhere) and
+#: what is left is retrieval, stores, the gRPC layer and scheduling.
+CPU_VARIANTS: dict[str, tuple[str, bool, dict[str, str], bool]] = {
+    "old": ("old (baseline tree)", True, {}, False),
+    "new": ("new (default)", False, {}, False),
+    "old-cached": ("old, query vectors cached", True, {}, True),
+    "new-cached": ("new, query vectors cached", False, {}, True),
+    "cache-off": ("new, query cache off", False, {"MEMSTRATA_QUERY_CACHE_SIZE": "0"}, False),
+    # For comparison only: int8 queries cost LoCoMo session R@5 0.005.
+    "int8": ("new, int8 queries", False, {"MEMSTRATA_EMBED_QUERY_ARITHMETIC": "int8"}, False),
+    # Search-only servers without interceptors, scheduler or metrics (serve_bare): what
+    # grpc.aio with a pool costs against grpc's synchronous server, the same work inside.
+    "new-cached-1t": ("new, cached, pools of 1 thread", False, {"BENCH_THREADS": "1"}, True),
+    "new-cached-4t": ("new, cached, pools of 4 threads", False, {"BENCH_THREADS": "4"}, True),
+    "aio-bare-cached": ("bare grpc.aio + pool, cached", False, {"BENCH_SERVER": "aio-bare"},
+                        True),
+    "sync-bare-cached": ("bare grpc sync server, cached", False, {"BENCH_SERVER": "sync-bare"},
+                         True),
+}
+
+
+def _ops(env: dict[str, str]) -> tuple[str, ...]:
+    """The calls a variant serves (a bare server serves Search only)."""
+    return ("search",) if "BENCH_SERVER" in env else ("search", "answer")
+
+
+def cpu_variants(baseline: Path | None, names: Sequence[str] = ("old", "new", "old-cached",
+                                                                "new-cached")
+                 ) -> list[tuple[str, Path, dict[str, str], bool]]:
+    """The chosen variants (the baseline's only when a baseline tree is given)."""
     out = []
-    if baseline is not None:
-        out.append(("old (baseline tree)", baseline, {}))
-    out += [("new, query cache off", ROOT, {"MEMSTRATA_QUERY_CACHE_SIZE": "0"}),
-            ("new (default)", ROOT, {}),
-            # For comparison only: int8 queries cost LoCoMo session R@5 0.005.
-            ("new, int8 queries", ROOT, {"MEMSTRATA_EMBED_QUERY_ARITHMETIC": "int8"})]
+    for name in names:
+        label, old, env, cached = CPU_VARIANTS[name]
+        if old and baseline is None:
+            continue
+        out.append((label, baseline if old and baseline is not None else ROOT, env, cached))
     return out
 
 
@@ -295,11 +506,13 @@ def cpu_phase(service_dir: Path, keys: Path, key: str, questions: Sequence[Any],
     cache starts cold: its hits come only from repeats inside one call, as in
     the controller's Answer). CPU is read from ``/proc/<pid>/stat``.
     """
-    variants = cpu_variants(args.baseline_tree)
+    variants = cpu_variants(args.baseline_tree, args.cpu_variants.split(","))
     procs: list[tuple[str, ServiceProcess, ServicePath]] = []
     out: dict[str, Any] = {}
+    calls = {"search": args.cpu_calls, "answer": max(1, args.cpu_calls // 2)}
+    ops = {label: _ops(env) for label, _, env, _ in variants}
     try:
-        for i, (name, tree, env) in enumerate(variants):
+        for i, (name, tree, env, _) in enumerate(variants):
             copy = service_dir.parent / f"data-cpu-{i}"
             shutil.copytree(service_dir, copy)
             svc = ServiceProcess(copy, keys, args.read_threads, args.answer_threads,
@@ -310,9 +523,14 @@ def cpu_phase(service_dir: Path, keys: Path, key: str, questions: Sequence[Any],
             path = ServicePath(svc.address, key, questions)
             path.offset = len(questions) // 2  # warm-up questions, not measured below
             path.measure("search", args.warmup, 1)
-            path.measure("answer", max(1, args.warmup // 2), 1)
+            if "answer" in ops[name]:
+                path.measure("answer", max(1, args.warmup // 2), 1)
+            if variants[j][3]:  # every measured question once: its query vectors cached
+                for r in range(args.rounds):
+                    for op in ops[name]:
+                        path.offset = r * calls[op]
+                        path.measure(op, calls[op], 8)
             procs[j] = (name, svc, path)
-        calls = {"search": args.cpu_calls, "answer": max(1, args.cpu_calls // 2)}
         with progress() as bar:
             task = bar.add_task("service CPU per call (8 callers)",
                                 total=args.rounds * len(procs) * 2)
@@ -320,6 +538,9 @@ def cpu_phase(service_dir: Path, keys: Path, key: str, questions: Sequence[Any],
                 order = procs if r % 2 == 0 else procs[::-1]
                 for op in ("search", "answer"):
                     for name, svc, path in order:
+                        if op not in ops[name]:
+                            bar.advance(task)
+                            continue
                         path.offset = r * calls[op]
                         before = svc.cpu_s()
                         stats = path.measure(op, calls[op], 8)
@@ -345,23 +566,33 @@ def report_cpu(cpu: dict[str, Any], load: tuple[float, float]) -> list[tuple[str
     names = list(cpu)
     rows = []
     for op in ("search", "answer"):
-        base = cpu[names[0]][op]["cpu_ms_per_call"]
-        for name in names:
+        serving = [n for n in names if op in cpu[n]]
+        if not serving:
+            continue
+        base = cpu[serving[0]][op]["cpu_ms_per_call"]
+        for name in serving:
+            if op not in cpu[name]:
+                continue
             c = cpu[name][op]
             rows.append([op, name, c["calls"], c["cpu_ms_per_call"],
                          c["cpu_ms_per_call"] / base, c["throughput"], c["p50_ms"],
                          c["p99_ms"], c["errors"]])
     print_table(f"service-process CPU per call at 8 callers (load {load[0]:.1f} -> "
                 f"{load[1]:.1f})",
-                ["op", "service", "calls", "CPU ms/call", f"vs {names[0]}", "calls/s",
+                ["op", "service", "calls", "CPU ms/call", "vs first", "calls/s",
                  "p50 ms", "p99 ms", "errors"], rows)
     checks = []
-    old = "old (baseline tree)"
-    if old in cpu:
+    old, new = CPU_VARIANTS["old"][0], CPU_VARIANTS["new"][0]
+    if old in cpu and new in cpu:
         for op, target in (("search", 0.5), ("answer", 1.0)):
-            ratio = cpu["new (default)"][op]["cpu_ms_per_call"] / cpu[old][op]["cpu_ms_per_call"]
+            ratio = cpu[new][op]["cpu_ms_per_call"] / cpu[old][op]["cpu_ms_per_call"]
             checks.append((f"{op} CPU per call new/old <= {target:.1f}", ratio <= target,
                            f"{ratio:.2f}"))
+    old, new = CPU_VARIANTS["old-cached"][0], CPU_VARIANTS["new-cached"][0]
+    if old in cpu and new in cpu:  # reported, not a target: the encoder's share is elsewhere
+        ratio = cpu[new]["search"]["cpu_ms_per_call"] / cpu[old]["search"]["cpu_ms_per_call"]
+        console.print(f"Search CPU per call with query vectors cached (encoder skipped), "
+                      f"new/old: {ratio:.2f}")
     return checks
 
 
@@ -370,6 +601,9 @@ def main() -> None:
         from bench.noisy_neighbour import main as noisy
 
         noisy([a for a in sys.argv[1:] if a != "--noisy"])
+        return
+    if len(sys.argv) == 5 and sys.argv[1] == "--split":
+        split_main(sys.argv[2], sys.argv[3], int(sys.argv[4]))
         return
     if len(sys.argv) == 7 and sys.argv[1] == "--serve":
         a = sys.argv[2:]
@@ -395,6 +629,12 @@ def main() -> None:
                          " its service is measured beside this one for CPU per call.")
     ap.add_argument("--cpu-calls", type=int, default=160,
                     help="Search calls per variant and round in the CPU phase (0: skip it).")
+    ap.add_argument("--split-calls", type=int, default=300,
+                    help="Questions for the in-process split of a Search's CPU by part, old "
+                         "and new (0: skip it).")
+    ap.add_argument("--cpu-variants", default="old,new,old-cached,new-cached",
+                    help="Services of the CPU phase, of: " + ", ".join(CPU_VARIANTS)
+                         + " (old*: only with --baseline-tree; *-cached: encoder skipped).")
     args = ap.parse_args()
     args.dataset = require_dataset(args.dataset)
     if args.read_threads is None or args.answer_threads is None:
@@ -469,6 +709,9 @@ def main() -> None:
                 service.close()
             svc.stop()
             library.close()
+        if args.split_calls:
+            results["split"] = split_phase(data_dir, args.dataset, args.split_calls,
+                                           args.baseline_tree)
         if args.cpu_calls:
             results["cpu_load_start"] = load_average()
             results["cpu"] = cpu_phase(service_dir, keys, key, questions, args)
@@ -529,6 +772,8 @@ def report(results: dict[str, Any]) -> None:
                        ratio >= 0.8, f"{ratio:.0%}"))
         p99 = svc["search/8"]["p99_ms"]
         checks.append(("service Search p99 < 50 ms at 8 callers", p99 < 50, f"{p99:.1f} ms"))
+    if results.get("split"):
+        report_split(results["split"])
     if results.get("cpu"):
         checks += report_cpu(results["cpu"], (results["cpu_load_start"],
                                               results["cpu_load_end"]))

@@ -33,7 +33,7 @@ from memstrata.roles import ServedMemory
 from memstrata.rpc import memory_pb2 as pb
 from memstrata.rpc import memory_pb2_grpc as pb_grpc
 from query_service.controls import TopicControls
-from query_service.interceptors import AuthInterceptor, LimitsInterceptor, MetricsInterceptor
+from query_service.interceptors import CallInterceptor
 from query_service.keys import KeyRing
 from query_service.limits import SpendLedger, TenantGate
 from query_service.metrics import ServiceMetrics
@@ -47,7 +47,7 @@ from query_service.publish import (
 )
 from query_service.servicer import MemoryServicer
 from query_service.settings import ServiceSettings
-from query_service.transport import SizeInterceptor, channel_options
+from query_service.transport import channel_options
 from query_service.work import Pools, build_pools
 
 log = logging.getLogger(__name__)
@@ -205,9 +205,8 @@ async def build_server(
     servicer = MemoryServicer(memory, settings, controller_settings, chat, pools, metrics,
                               gate, SpendLedger(spend_path(memory, settings)), publisher,
                               prices, turn_limits=turn_limits)
-    server = grpc.aio.server(interceptors=[MetricsInterceptor(metrics), AuthInterceptor(keys),
-                                           LimitsInterceptor(gate, metrics),
-                                           SizeInterceptor(settings.max_message_bytes)],
+    server = grpc.aio.server(interceptors=[CallInterceptor(metrics, keys, gate,
+                                                           settings.max_message_bytes)],
                              options=[("grpc.so_reuseport", 0),
                                       *channel_options(settings.max_message_bytes)])
     pb_grpc.add_MemoryServiceServicer_to_server(servicer, server)

@@ -32,6 +32,9 @@ _MONTH_YEAR = re.compile(rf"\b{_M},?\s+(\d{{4}})\b", re.I)
 # A bare month needs a preposition before it, so "may" the verb is not read as May.
 _MONTH_ALONE = re.compile(rf"\b(?:in|during|of|since|early|late|mid|last)\s+{_M}\b", re.I)
 _YEAR = re.compile(r"\b(?:in|during)\s+((?:19|20)\d{2})\b", re.I)
+# Every pattern above needs a digit or a month name (each starts with one of these):
+# a question with neither names no period, and most questions have neither.
+_MAYBE = re.compile(r"\d|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec", re.I)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +67,8 @@ def _month(word: str) -> int:
 
 def named_periods(text: str) -> list[Period]:
     """The calendar periods ``text`` names, most specific readings first."""
+    if _MAYBE.search(text) is None:
+        return []
     out: list[Period] = []
     rest = text
     for pattern, day_group, month_group, year_group in (

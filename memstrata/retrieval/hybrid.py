@@ -33,6 +33,10 @@ Two additions, both measured with ``memstrata eval retrieval`` (the README and
   a calendar period ("in October 2023") lifts the candidate sessions dated in
   or just after it (:mod:`~memstrata.retrieval.dates`).
 
+The rules are those of :mod:`~memstrata.retrieval.fusion`; a search applies
+them over numpy arrays of its candidates (:mod:`~memstrata.retrieval.arrays`),
+with the same arithmetic, so rankings are identical and cost less Python.
+
 The appendix's retriever exactly: ``MEMSTRATA_FUSION=rrf MEMSTRATA_DENSE_WEIGHT=0.5
 MEMSTRATA_COVERAGE_WEIGHTING=false MEMSTRATA_SESSION_LEXICAL_WEIGHT=0
 MEMSTRATA_DATE_BOOST=0``.
@@ -42,14 +46,17 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Literal
+
+import numpy as np
 
 from memstrata.config import Settings
 from memstrata.contract import QueryError
 from memstrata.embed.query_cache import QueryVectorCache
 from memstrata.embed.types import Embedder
 from memstrata.model import L0Unit, Scope, SessionHit
-from memstrata.retrieval import dates, fusion, indexing
+from memstrata.retrieval import arrays, dates, fusion
 from memstrata.retrieval.sessions import session_text
 from memstrata.store.types import DocStore, Hit, LexicalStore, VectorStore
 from memstrata.text.terms import content_stems, stems
@@ -126,6 +133,8 @@ class HybridRetriever:
         self.session_lexical = session_lexical
         #: Query vectors by scope and text (size 0: every query encoded).
         self.query_vectors = QueryVectorCache(embedder, self.params.query_cache_size)
+        #: What each candidate unit brings besides its scores, derived once per unit.
+        self.facts = arrays.UnitFacts()
 
     def validate(self, queries: Sequence[str], top_k: int | None) -> list[str]:
         """Reject requests over the limits, naming the field (never truncate silently)."""
@@ -162,79 +171,94 @@ class HybridRetriever:
         p = self.params
         qvecs = self.query_vectors.embed(scope, qs)
         hits: list[tuple[list[Hit], list[Hit], list[Hit]]] = []
-        unit_session: dict[str, str] = {}
+        cands = arrays.Candidates()
         use_sessions = self.session_lexical is not None and p.session_lexical_weight > 0
         for q, qv in zip(qs, qvecs):
             lex = self.lexical.search(scope, q, p.candidate_units, session_ids)
             dense = self.vectors.search(scope, qv, p.candidate_units, session_ids)
             whole = (self.session_lexical.search(scope, q, p.session_candidates, session_ids)
                      if use_sessions and self.session_lexical is not None else [])
-            for h in (*lex, *dense):
-                unit_session[h.unit_id] = h.session_id
+            cands.add_units(lex)
+            cands.add_units(dense)
             hits.append((lex, dense, whole))
 
-        units = {u.id: u for u in self.docs.get_units(scope, list(unit_session))}
-        # Each unit's keyword field once, whatever the number of queries.
-        unit_keywords = {uid: indexing.lexical_keywords(u) for uid, u in units.items()}
-        unit_phrases = {uid: fusion.phrases(tuple(kws)) for uid, kws in unit_keywords.items()}
-        session_dates = {u.session_id: u.session_date for u in units.values()
-                         if u.session_date is not None}
-        unit_best: dict[str, float] = {}
-        boosted = []
+        n = len(cands.ids)
+        found = {u.id: u for u in self.docs.get_units(scope, cands.ids)}
+        facts = [None if u is None else self.facts(u) for u in map(found.get, cands.ids)]
+        for sid in cands.unit_session:
+            cands.add_session(sid)
+        for _, _, whole in hits:
+            for h in whole:
+                cands.add_session(h.session_id)
+        unit_sess = np.fromiter((cands.session_pos[sid] for sid in cands.unit_session),
+                                dtype=np.intp, count=n)
+        n_sessions = len(cands.session_ids)
+        longest = max((f.longest for f in facts if f is not None), default=0)
+
+        unit_best = np.full(n, -np.inf)
+        first_seen = np.zeros(n, dtype=bool)
+        order: list[int] = []
+        final = np.full(n_sessions, -np.inf)
+        final_has = np.zeros(n_sessions, dtype=bool)
         weights_used = []
         for q, (lex, dense, whole) in zip(qs, hits):
             wanted = content_stems(q)
-            cov = self._coverage(wanted, lex, units, unit_keywords)
+            top = facts[cands.pos[lex[0].unit_id]] if lex else None
+            # No BM25 hit holds nothing (coverage 0), unless the query has no content words.
+            cov = fusion.coverage(wanted, top.held if top is not None else ())
             weights = (fusion.coverage_weights(p.dense_weight, cov) if p.coverage_weighting
                        else p.weights)
-            unit_scores = self._fuse(lex, dense, weights)
-            for u, sc in unit_scores.items():
-                if sc > unit_best.get(u, float("-inf")):
-                    unit_best[u] = sc
-            sessions, members = fusion.best_per_session(unit_scores, unit_session)
-            qt = fusion.tokens(q)
-            matches = {
-                sid: fusion.phrase_matches(qt, (unit_phrases.get(uid, ()) for uid in uids))
-                for sid, uids in members.items()
-            }
-            scores = fusion.keyword_boost(sessions, matches, p.keyword_alpha,
-                                          p.keyword_max_matches)
+            scores, present, seen = arrays.fuse_units(cands, lex, dense, weights, p.fusion,
+                                                      p.rrf_k)
+            unit_best = np.where(present & (scores > unit_best), scores, unit_best)
+            order.extend(i for i in seen if not first_seen[i])
+            first_seen |= present
+            sessions, has = arrays.session_best(cands, unit_sess, scores, present)
+            counts = arrays.keyword_counts(facts, unit_sess, present, n_sessions,
+                                           fusion.tokens(q), longest)
+            sessions = arrays.keyword_boost(sessions, has, counts, p.keyword_alpha,
+                                            p.keyword_max_matches)
             w_sessions = self._session_weight(scope, wanted, cov, whole)
             if w_sessions > 0.0:
-                scores = fusion.blend_sessions(
-                    scores, fusion.dbsf([(h.session_id, h.score) for h in whole]), w_sessions
-                )
+                idx = np.fromiter((cands.session_pos[h.session_id] for h in whole),
+                                  dtype=np.intp, count=len(whole))
+                listed = np.zeros(n_sessions)
+                in_list = np.zeros(n_sessions, dtype=bool)
+                in_list[idx] = True
+                np.maximum.at(listed, idx, arrays.dbsf_values([h.score for h in whole]))
+                sessions, has = arrays.blend_sessions(sessions, has, listed, in_list,
+                                                      w_sessions)
             periods = dates.named_periods(q) if p.date_boost > 0 else []
             if periods:
-                fitting = {sid for sid, d in session_dates.items()
-                           if dates.fits_any(periods, d.date())}
-                scores = fusion.date_boost(scores, fitting, p.date_boost)
+                sessions = arrays.date_boost(sessions, has, self._fitting(cands, found, periods),
+                                             p.date_boost)
             weights_used.append({**weights, "sessions": w_sessions})
-            boosted.append(scores)
-        final = fusion.max_fuse(boosted)
-        ranked_units = sorted(
-            (units[u] for u in unit_best if u in units),
-            key=lambda u: (-unit_best[u.id], u.session_id, u.turn_index),
-        )
+            final = np.where(has & (sessions > final), sessions, final)
+            final_has |= has
+        best = unit_best.tolist()
+        ranked = arrays.ranked_positions(order, best, facts)
+        final_list = final.tolist()
+        session_scores = [(cands.session_ids[i], final_list[i])
+                          for i in np.flatnonzero(final_has).tolist()]
         return Ranking(
-            sessions=fusion.top_k(final, len(final)),
-            units=ranked_units,
-            unit_scores=unit_best,
+            sessions=fusion.top_k(dict(session_scores), len(session_scores)),
+            units=[facts[i].unit for i in ranked],  # type: ignore[union-attr]
+            unit_scores={cands.ids[i]: best[i] for i in order},
             weights=weights_used,
         )
 
     @staticmethod
-    def _coverage(
-        wanted: set[str],
-        lex: Sequence[Hit],
-        units: dict[str, L0Unit],
-        unit_keywords: dict[str, list[str]],
-    ) -> float:
-        """Share of the query's content terms that BM25's best L0 hit holds."""
-        top = units.get(lex[0].unit_id) if lex else None
-        held = stems(" ".join([top.summary, *unit_keywords.get(top.id, ())])) if top else ()
-        # No BM25 hit holds nothing (coverage 0), unless the query has no content words.
-        return fusion.coverage(wanted, held)
+    def _fitting(cands: arrays.Candidates, units: dict[str, L0Unit],
+                 periods: list[dates.Period]) -> np.ndarray:
+        """Sessions whose date (as their units give it) fits one of ``periods``."""
+        session_dates = {u.session_id: u.session_date for u in units.values()
+                         if u.session_date is not None}
+        fitting = np.zeros(len(cands.session_ids), dtype=bool)
+        for sid, d in session_dates.items():
+            at = cands.session_pos.get(sid)  # a session no hit named gets no score to lift
+            if at is not None and dates.fits_any(periods, d.date()):
+                fitting[at] = True
+        return fitting
 
     def _session_weight(
         self, scope: Scope, wanted: set[str], unit_coverage: float, whole: Sequence[Hit]
@@ -250,28 +274,10 @@ class HybridRetriever:
         if unit_coverage >= p.session_min_unit_coverage:
             return p.session_lexical_weight
         turns = self.docs.get_turns(scope, whole[0].session_id)
-        session_coverage = fusion.coverage(wanted, stems(session_text(turns)))
+        session_coverage = fusion.coverage(wanted, _session_stems(session_text(turns)))
         if session_coverage >= p.session_min_session_coverage:
             return p.session_lexical_weight
         return 0.0
-
-    def _fuse(
-        self, lex: Sequence[Hit], dense: Sequence[Hit], weights: dict[str, float]
-    ) -> dict[str, float]:
-        """One query's unit scores from its two hit lists."""
-        if self.params.fusion == "rrf":
-            return fusion.rrf(
-                {"lexical": [h.unit_id for h in lex], "dense": [h.unit_id for h in dense]},
-                k=self.params.rrf_k,
-                weights=weights,
-            )
-        return fusion.weighted_sum(
-            {
-                "lexical": fusion.dbsf([(h.unit_id, h.score) for h in lex]),
-                "dense": fusion.dbsf([(h.unit_id, h.score) for h in dense]),
-            },
-            weights,
-        )
 
     def search(
         self,
@@ -288,6 +294,8 @@ class HybridRetriever:
         hits: list[SessionHit] = []
         for sid, score in ranking.sessions[: top_k or self.params.top_k]:
             best = by_session.get(sid, [])
+            # Validated construction: pydantic's model_construct (pure Python) measured
+            # 2.2x slower than this for SessionHit.
             hits.append(SessionHit(
                 session_id=sid,
                 score=score,
@@ -295,6 +303,12 @@ class HybridRetriever:
                 units=best[: self.params.units_per_hit],
             ))
         return hits
+
+
+@lru_cache(maxsize=256)
+def _session_stems(text: str) -> frozenset[str]:
+    """Stems of a whole session's text (cached by the text: the same best sessions recur)."""
+    return frozenset(stems(text))
 
 
 @dataclass(frozen=True, slots=True)

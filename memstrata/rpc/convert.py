@@ -9,6 +9,7 @@ field by field). Dates travel as ISO 8601 strings: ``datetime.isoformat`` and
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
@@ -73,10 +74,41 @@ def unit_from_wire(unit: pb.Unit, scope: Scope) -> L0Unit:
                   source_ids=list(unit.source_ids))
 
 
+class _WireUnits:
+    """``pb.Unit`` per unit object, bounded (oldest out first), thread-safe.
+
+    A Search reply holds up to 100 units, mostly the same ones search after
+    search (the doc store hands out one parsed object per stored text), and
+    building a ``pb.Unit`` field by field is most of the reply's cost. Keyed
+    by the object's identity while the entry holds the object, so a key is
+    never reused by another unit; a repeated field copies the message it is
+    given, so the cached one is never changed.
+    """
+
+    def __init__(self, size: int = 8192) -> None:
+        self.size = size
+        self._wire: dict[int, tuple[L0Unit, pb.Unit]] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, unit: L0Unit) -> pb.Unit:
+        entry = self._wire.get(id(unit))
+        if entry is not None and entry[0] is unit:
+            return entry[1]
+        msg = unit_to_wire(unit)
+        with self._lock:
+            self._wire[id(unit)] = (unit, msg)
+            while len(self._wire) > self.size:
+                del self._wire[next(iter(self._wire))]
+        return msg
+
+
+_wire_unit = _WireUnits()
+
+
 def hit_to_wire(hit: SessionHit) -> pb.SessionHit:
     return pb.SessionHit(session_id=hit.session_id, score=hit.score,
                          session_date=date_to_wire(hit.session_date),
-                         units=[unit_to_wire(u) for u in hit.units])
+                         units=[_wire_unit(u) for u in hit.units])
 
 
 def hit_from_wire(hit: pb.SessionHit, scope: Scope) -> SessionHit:

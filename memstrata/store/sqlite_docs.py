@@ -61,6 +61,10 @@ def date_key(value: datetime | None) -> float | None:
     return (value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp()
 
 
+#: Units a reader thread keeps between searches while the database is unchanged.
+_KNOWN_UNITS = 50_000
+
+
 @lru_cache(maxsize=8192)
 def _unit(data: str) -> L0Unit:
     """A stored unit parsed once per distinct JSON text.
@@ -241,10 +245,25 @@ class SqliteDocStore(DocStore):
             c.executemany("INSERT OR REPLACE INTO units VALUES (?,?,?,?,?,?)", rows)
 
     def get_units(self, scope: Scope, unit_ids: Collection[str]) -> list[L0Unit]:
-        """Units in the order their ids were given (duplicates once)."""
+        """Units in the order their ids were given (duplicates once).
+
+        Units read before are served from this thread's memory while the
+        database is unchanged since (``PRAGMA data_version`` moves with every
+        commit of any connection, this process's writer included), so a search
+        whose candidates were seen before reads only the ones it has not.
+        """
         order = list(dict.fromkeys(unit_ids))
+        known = self._known_units()
+        t, u = scope.tenant_id, scope.user_id
         found: dict[str, L0Unit] = {}
-        for chunk in _chunks(order):
+        missing = []
+        for i in order:
+            unit = known.get((t, u, i))
+            if unit is None:
+                missing.append(i)
+            else:
+                found[i] = unit
+        for chunk in _chunks(missing):
             marks = ",".join("?" * len(chunk))
             for uid, data in self._rows(
                 f"get {len(chunk)} units {scope}",
@@ -252,10 +271,22 @@ class SqliteDocStore(DocStore):
                 # index here, which would scan the whole scope; the primary key
                 # finds each id directly and the scope still filters the rows.
                 f"SELECT id, data FROM units WHERE +tenant_id=? AND +user_id=? AND id IN ({marks})",
-                [scope.tenant_id, scope.user_id, *chunk],
+                [t, u, *chunk],
             ):
-                found[uid] = _unit(data)
+                found[uid] = known[(t, u, uid)] = _unit(data)
+        if len(known) > _KNOWN_UNITS:
+            known.clear()
         return [found[i] for i in order if i in found]
+
+    def _known_units(self) -> dict[tuple[str, str, str], L0Unit]:
+        """This thread's units read since the database last changed (emptied on a change)."""
+        version = self._rows("data version", "PRAGMA data_version", ())[0][0]
+        local = self._local
+        if getattr(local, "units_version", None) != version:
+            local.units = {}
+            local.units_version = version
+        known: dict[tuple[str, str, str], L0Unit] = local.units
+        return known
 
     def session_units(self, scope: Scope, session_id: str) -> list[L0Unit]:
         rows = self._rows(

@@ -1,7 +1,5 @@
-"""Server interceptors, outermost first: metrics, auth, limits."""
+"""The server's interceptor: metrics, auth, limits and size of every call, in one wrapper."""
 
-from query_service.interceptors.auth import AuthInterceptor
-from query_service.interceptors.limits import LimitsInterceptor
-from query_service.interceptors.metrics import MetricsInterceptor
+from query_service.interceptors.call import CallInterceptor
 
-__all__ = ["AuthInterceptor", "LimitsInterceptor", "MetricsInterceptor"]
+__all__ = ["CallInterceptor"]
