@@ -179,3 +179,16 @@ def test_pool_threads_sleep_unless_spinning_is_asked_for(tmp_path: Path) -> None
 
     assert spinning(Settings(data_dir=tmp_path)) == "0"
     assert spinning(Settings(data_dir=tmp_path, embed_spin_wait=True)) is None
+
+
+def test_a_data_dir_indexed_with_float_products_is_refused_under_integer_ones(
+        tmp_path: Path) -> None:
+    from memstrata.fingerprint import IndexMismatch
+    from memstrata.memory import Memory
+
+    with Memory.open(Settings(data_dir=tmp_path, embed_arithmetic="float")):
+        pass  # the previous default wrote this data dir
+    with pytest.raises(IndexMismatch, match="MEMSTRATA_EMBED_ARITHMETIC"):
+        Memory.open(Settings(data_dir=tmp_path))
+    with Memory.open(Settings(data_dir=tmp_path, embed_arithmetic="float")):
+        pass  # and the old setting opens it again
