@@ -10,7 +10,10 @@ pool threads included). Encoders are run in alternation, round by round, so a
 change of the machine's load touches all alike. Recall is not measured here:
 ``memstrata eval retrieval --previous`` does that.
 
-    .venv/bin/python -m bench.encoder_cost [DATASET] [--encoders minilm,wordllama] [--rounds 1]
+    .venv/bin/python -m bench.encoder_cost [DATASET] [--encoders minilm:float,minilm,wordllama]
+
+An encoder is a backend name, optionally with MiniLM's arithmetic after a colon
+(``minilm:float`` is the previous default, ``minilm`` today's integer products).
 """
 
 from __future__ import annotations
@@ -62,8 +65,10 @@ def _work(cfg: Result, report: Reporter) -> Result:
     data = load_dataset(Path(cfg["dataset"]), cfg["format"])
     questions = [q for q in data.questions if not q.adversarial][: cfg["questions"] or None]
     with tempfile.TemporaryDirectory(prefix="memstrata-enc-") as tmp:
-        settings = load_settings(data_dir=Path(tmp), embed_backend=cfg["encoder"],
-                                 query_cache_size=0)
+        backend, _, arithmetic = cfg["encoder"].partition(":")
+        extra = {"embed_arithmetic": arithmetic} if arithmetic else {}
+        settings = load_settings(data_dir=Path(tmp), embed_backend=backend,
+                                 query_cache_size=0, **extra)
         with Memory.open(settings) as memory:
             t0 = time.process_time()
             memory.embedder.embed_documents(["warm up the encoder"] * 8)
@@ -94,9 +99,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("dataset", nargs="?", type=Path, default=locomo_default())
     parser.add_argument("--format", default="locomo", choices=["locomo", "longmemeval"])
-    parser.add_argument("--encoders", default="minilm,wordllama",
-                        help="comma-separated MEMSTRATA_EMBED_BACKEND values; the first is "
-                             "the reference")
+    parser.add_argument("--encoders", default="minilm:float,minilm",
+                        help="comma-separated MEMSTRATA_EMBED_BACKEND values, minilm with an "
+                             "optional :float or :int8; the first is the reference")
     parser.add_argument("--rounds", type=int, default=1, help="runs of each (median reported)")
     parser.add_argument("--questions", type=int, default=0, help="only the first N questions")
     args = parser.parse_args()

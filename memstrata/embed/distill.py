@@ -94,9 +94,10 @@ def build_raw_table(model: Path, tokenizer_path: Path, progress: Progress | None
 
     from memstrata.embed.minilm import MiniLMEmbedder
 
-    encoder = MiniLMEmbedder(model_path=model, tokenizer_path=tokenizer_path, threads=threads)
-    encoder._load()  # noqa: SLF001 -- the same session the default encoder runs
-    session = encoder._session  # noqa: SLF001
+    # The table is distilled from the float products (its fingerprint names that recipe).
+    encoder = MiniLMEmbedder(model_path=model, tokenizer_path=tokenizer_path, threads=threads,
+                             arithmetic="float")
+    session = encoder.session("float")
     tok = Tokenizer.from_file(str(tokenizer_path))
     todo = np.asarray(ids if ids is not None else range(tok.get_vocab_size()), dtype=np.int64)
     cls_id, sep_id = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")

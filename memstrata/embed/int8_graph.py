@@ -57,7 +57,7 @@ def integer_matmul_model(path: Path) -> bytes:
         rewritten += 1
     if rewritten == 0:
         raise EmbedError(f"{path}: no int8-weight MatMul to rewrite; "
-                         "set MEMSTRATA_EMBED_QUERY_ARITHMETIC=float for this model")
+                         "set MEMSTRATA_EMBED_ARITHMETIC=float for this model")
     del graph.node[:]
     graph.node.extend(_live(nodes, {out.name for out in graph.output}))
     if not any(op.domain == _CONTRIB for op in model.opset_import):

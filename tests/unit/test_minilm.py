@@ -96,24 +96,40 @@ def test_concurrent_first_use_loads_once_and_agrees(embedder: MiniLMEmbedder) ->
         np.testing.assert_allclose(r, embedder.embed_documents(TEXTS[:4]), atol=1e-6)
 
 
-# -- integer query arithmetic ----------------------------------------------------
+# -- integer and float arithmetic --------------------------------------------------
 
-def test_int8_queries_stay_close_to_float_and_documents_stay_float(
-        embedder: MiniLMEmbedder) -> None:
-    int8 = MiniLMEmbedder(batch_size=4, threads=1, query_arithmetic="int8")
-    floats = embedder.embed_queries(TEXTS)
-    ints = int8.embed_queries(TEXTS)
-    assert ints.shape == floats.shape and ints.dtype == np.float32
-    np.testing.assert_allclose(np.linalg.norm(ints, axis=1), 1.0, atol=1e-5)
-    cosines = (floats * ints).sum(axis=1)
+def test_integer_products_are_the_default_on_both_sides_and_float_stays_reachable(
+        embedder: MiniLMEmbedder, tmp_path: Path) -> None:
+    floats = MiniLMEmbedder(batch_size=4, threads=1, arithmetic="float")
+    assert embedder.model_id != floats.model_id  # another index fingerprint
+    assert open_embedder(Settings(data_dir=tmp_path)).model_id == embedder.model_id
+    ints, flts = embedder.embed_documents(TEXTS), floats.embed_documents(TEXTS)
+    # One space on both sides: a query is the document vector of the same text.
+    np.testing.assert_array_equal(embedder.embed_queries(TEXTS), ints)
+    np.testing.assert_array_equal(floats.embed_queries(TEXTS), flts)
+    cosines = (ints * flts).sum(axis=1)
     assert cosines.min() > 0.95 and np.median(cosines) > 0.99, cosines
-    # Not the same graph: integer products round differently.
-    assert not np.array_equal(floats, ints)
-    # Stored vectors never come from the integer graph.
-    np.testing.assert_array_equal(int8.embed_documents(TEXTS), embedder.embed_documents(TEXTS))
-    puppy, dog, market = int8.embed_queries(TEXTS[:3])
+    assert not np.array_equal(ints, flts)  # integer products round differently
+
+
+def test_integer_vectors_do_not_depend_on_batch_neighbours(embedder: MiniLMEmbedder) -> None:
+    """Activations are quantised per call, so each text is encoded alone: exact equality."""
+    texts = TEXTS + [f"short {i}" for i in range(7)]
+    together = embedder.embed_documents(texts)
+    alone = np.stack([embedder.embed_documents([t])[0] for t in texts])
+    np.testing.assert_array_equal(together, alone)
+
+
+def test_the_query_side_can_be_set_apart(embedder: MiniLMEmbedder, tmp_path: Path) -> None:
+    mixed = MiniLMEmbedder(Settings(data_dir=tmp_path, embed_arithmetic="float",
+                                    embed_query_arithmetic="int8"), threads=1)
+    np.testing.assert_array_equal(mixed.embed_queries(TEXTS[:3]),
+                                  embedder.embed_queries(TEXTS[:3]))
+    assert not np.array_equal(mixed.embed_documents(TEXTS[:3]),
+                              embedder.embed_documents(TEXTS[:3]))
+    puppy, dog, market = mixed.embed_queries(TEXTS[:3])
     assert float(puppy @ dog) > float(puppy @ market) + 0.2
-    assert int8.embed_queries([]).shape == (0, DIM)
+    assert mixed.embed_queries([]).shape == (0, DIM)
 
 
 def test_int8_rewrite_replaces_every_weight_product() -> None:
@@ -144,7 +160,7 @@ def test_int8_rewrite_refuses_a_model_without_int8_weights(tmp_path: Path) -> No
     graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "g", [x], [y], [w])
     path = tmp_path / "float.onnx"
     onnx.save(helper.make_model(graph), str(path))
-    with pytest.raises(EmbedError, match="MEMSTRATA_EMBED_QUERY_ARITHMETIC=float"):
+    with pytest.raises(EmbedError, match="MEMSTRATA_EMBED_ARITHMETIC=float"):
         integer_matmul_model(path)
 
 
@@ -163,3 +179,16 @@ def test_pool_threads_sleep_unless_spinning_is_asked_for(tmp_path: Path) -> None
 
     assert spinning(Settings(data_dir=tmp_path)) == "0"
     assert spinning(Settings(data_dir=tmp_path, embed_spin_wait=True)) is None
+
+
+def test_a_data_dir_indexed_with_float_products_is_refused_under_integer_ones(
+        tmp_path: Path) -> None:
+    from memstrata.fingerprint import IndexMismatch
+    from memstrata.memory import Memory
+
+    with Memory.open(Settings(data_dir=tmp_path, embed_arithmetic="float")):
+        pass  # the previous default wrote this data dir
+    with pytest.raises(IndexMismatch, match="MEMSTRATA_EMBED_ARITHMETIC"):
+        Memory.open(Settings(data_dir=tmp_path))
+    with Memory.open(Settings(data_dir=tmp_path, embed_arithmetic="float")):
+        pass  # and the old setting opens it again

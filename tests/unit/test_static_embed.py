@@ -70,15 +70,14 @@ def test_another_encoder_is_refused_on_an_existing_data_dir(tmp_path: Path):
             Memory.open(Settings(data_dir=tmp_path, embed_backend=backend))  # type: ignore[arg-type]
 
 
-def test_distilled_rows_are_minilm_on_each_token_alone(embedder: MiniLMEmbedder):
+def test_distilled_rows_are_minilm_on_each_token_alone():
     ids = [2000, 3899, 7592]  # "to", "dog", "hello"
     rows = distill.build_raw_table(model_file(), tokenizer_file(), ids=ids)
-    tok = embedder._tokenizer  # noqa: SLF001 -- loaded by the fixture's first call
-    if tok is None:
-        embedder.embed_documents(["x"])
-        tok = embedder._tokenizer  # noqa: SLF001
-    words = [tok.id_to_token(i) for i in ids]
-    want = embedder.embed_documents(words)  # "[CLS] word [SEP]", mean-pooled, unit length
+    # The table is distilled from the float products, whatever the default arithmetic.
+    floats = MiniLMEmbedder(arithmetic="float", threads=1)
+    floats.embed_documents(["x"])  # loads the tokenizer
+    words = [floats._tokenizer.id_to_token(i) for i in ids]  # noqa: SLF001
+    want = floats.embed_documents(words)  # "[CLS] word [SEP]", mean-pooled, unit length
     got = rows / np.linalg.norm(rows, axis=1, keepdims=True)
     np.testing.assert_allclose(got, want, atol=2e-3)
 
