@@ -35,8 +35,11 @@ questions: ``old`` (``--baseline-tree``, the previous commit's code) and ``new``
 (this code as configured), and the same two with every measured question asked
 once before (``old-cached``, ``new-cached``: the query vectors come from the
 cache, so the encoder is skipped and the rest of a Search is compared on its
-own); ``cache-off`` and ``int8`` are there on request. Target: Search CPU per
-call new/old <= 0.5, Answer not worse.
+own); ``cache-off``, ``float`` (this code with the previous float encoder) and
+``int8-queries`` (float documents, integer queries) are there on request. The
+baseline and the float variants read a data dir indexed with float products
+(ingested once more for them). Target: Search CPU per call new/old <= 0.5,
+Answer not worse.
 """
 
 from __future__ import annotations
@@ -300,7 +303,8 @@ def split_main(data_dir: str, dataset: str, calls: int) -> None:
 
 
 def split_phase(data_dir: Path, dataset: Path, calls: int,
-                baseline: Path | None) -> dict[str, dict[str, float]]:
+                baseline: Path | None, float_dir: Path | None = None
+                ) -> dict[str, dict[str, float]]:
     """:func:`split_main` for the baseline tree and this one, side by side.
 
     Both run at the same time, each in its own process over its own copy of the
@@ -312,7 +316,9 @@ def split_phase(data_dir: Path, dataset: Path, calls: int,
     procs = []
     for i, (name, tree) in enumerate(trees):
         copy = data_dir.parent / f"data-split-{i}"
-        shutil.copytree(data_dir, copy)
+        # The baseline indexed with float products (its default): its own data dir.
+        source = float_dir if tree is baseline and float_dir is not None else data_dir
+        shutil.copytree(source, copy)
         # This file's code over the other tree's packages (that tree's bench has no --split).
         argv = [str(ROOT / "bench" / "service_load.py"), "--split", str(copy), str(dataset),
                 str(calls)]
@@ -465,8 +471,12 @@ CPU_VARIANTS: dict[str, tuple[str, bool, dict[str, str], bool]] = {
     "old-cached": ("old, query vectors cached", True, {}, True),
     "new-cached": ("new, query vectors cached", False, {}, True),
     "cache-off": ("new, query cache off", False, {"MEMSTRATA_QUERY_CACHE_SIZE": "0"}, False),
-    # For comparison only: int8 queries cost LoCoMo session R@5 0.005.
-    "int8": ("new, int8 queries", False, {"MEMSTRATA_EMBED_QUERY_ARITHMETIC": "int8"}, False),
+    # The previous encoder arithmetic through today's code (float products on both sides),
+    # and the old opt-in (float documents, integer queries: LoCoMo session R@5 -0.005).
+    "float": ("new, float encoder", False, {"MEMSTRATA_EMBED_ARITHMETIC": "float"}, False),
+    "int8-queries": ("new, float documents, int8 queries", False,
+                     {"MEMSTRATA_EMBED_ARITHMETIC": "float",
+                      "MEMSTRATA_EMBED_QUERY_ARITHMETIC": "int8"}, False),
     # Search-only servers without interceptors, scheduler or metrics (serve_bare): what
     # grpc.aio with a pool costs against grpc's synchronous server, the same work inside.
     "new-cached-1t": ("new, cached, pools of 1 thread", False, {"BENCH_THREADS": "1"}, True),
@@ -496,8 +506,13 @@ def cpu_variants(baseline: Path | None, names: Sequence[str] = ("old", "new", "o
     return out
 
 
+def _float_indexed(tree: Path, env: dict[str, str]) -> bool:
+    """Whether a variant reads a data dir indexed with float products (the baseline's)."""
+    return tree != ROOT or env.get("MEMSTRATA_EMBED_ARITHMETIC") == "float"
+
+
 def cpu_phase(service_dir: Path, keys: Path, key: str, questions: Sequence[Any],
-              args: argparse.Namespace) -> dict[str, Any]:
+              args: argparse.Namespace, float_dir: Path | None = None) -> dict[str, Any]:
     """Service-process CPU per call for each variant, same questions, same load.
 
     Every variant serves its own copy of the data dir in its own process; they
@@ -514,7 +529,12 @@ def cpu_phase(service_dir: Path, keys: Path, key: str, questions: Sequence[Any],
     try:
         for i, (name, tree, env, _) in enumerate(variants):
             copy = service_dir.parent / f"data-cpu-{i}"
-            shutil.copytree(service_dir, copy)
+            source = service_dir
+            if _float_indexed(tree, env):
+                if float_dir is None:
+                    raise SystemExit(f"{name}: needs the float-indexed data dir")
+                source = float_dir
+            shutil.copytree(source, copy)
             svc = ServiceProcess(copy, keys, args.read_threads, args.answer_threads,
                                  tree=tree, env=env)
             procs.append((name, svc, None))  # type: ignore[arg-type]
@@ -663,13 +683,25 @@ def main() -> None:
                                "read_threads": args.read_threads,
                                "answer_threads": args.answer_threads,
                                # Both paths read the same MEMSTRATA_* environment.
-                               "query_arithmetic": env.embed_query_arithmetic,
+                               "query_arithmetic": (env.embed_query_arithmetic
+                                                    or env.embed_arithmetic),
                                "spin_wait": env.embed_spin_wait}
     with tempfile.TemporaryDirectory(prefix="memstrata-bench-svc-") as tmp:
         data_dir = Path(tmp) / "data"
         with Memory.open(load_settings(data_dir=data_dir)) as memory, progress() as bar:
             task = bar.add_task("ingest (turns)", total=sum(len(s.turns) for s in sessions))
             memory.ingest(sessions, progress=lambda n: bar.advance(task, n))
+        float_dir: Path | None = None
+        if args.baseline_tree is not None or any(
+                _float_indexed(ROOT, CPU_VARIANTS[n][2]) for n in args.cpu_variants.split(",")):
+            # The baseline (and the float variants) index with float products: the
+            # same sessions into a data dir of their own.
+            float_dir = Path(tmp) / "data-float"
+            with Memory.open(load_settings(data_dir=float_dir, embed_arithmetic="float")
+                             ) as memory, progress() as bar:
+                task = bar.add_task("ingest, float encoder (turns)",
+                                    total=sum(len(s.turns) for s in sessions))
+                memory.ingest(sessions, progress=lambda n: bar.advance(task, n))
         keys = Path(tmp) / "keys.json"
         key = add_key(keys, TENANT)[1]
         set_tenant_policy(keys, TENANT, TenantPolicy(rate_per_s=1e9, burst=10**9,
@@ -711,10 +743,10 @@ def main() -> None:
             library.close()
         if args.split_calls:
             results["split"] = split_phase(data_dir, args.dataset, args.split_calls,
-                                           args.baseline_tree)
+                                           args.baseline_tree, float_dir)
         if args.cpu_calls:
             results["cpu_load_start"] = load_average()
-            results["cpu"] = cpu_phase(service_dir, keys, key, questions, args)
+            results["cpu"] = cpu_phase(service_dir, keys, key, questions, args, float_dir)
             results["cpu_load_end"] = load_average()
         sweep = [int(x) for x in args.pool_sweep.split(",") if x]
         results["pool_sweep"] = {}
