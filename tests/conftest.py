@@ -13,10 +13,19 @@ from tests.support import early
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Start mypy in the background when its test is selected (see tests/support/early.py)."""
-    if any(item.nodeid == early.MYPY_TEST for item in session.items) and \
-            not session.config.getoption("collectonly"):
+    """Start mypy, and the processes of modules that define ``EARLY_START``, in the
+    background when their tests are selected (see tests/support/early.py)."""
+    if session.config.getoption("collectonly"):
+        return
+    if any(item.nodeid == early.MYPY_TEST for item in session.items):
         early.start_mypy()
+    modules = {}
+    for item in session.items:
+        module = getattr(item, "module", None)
+        if module is not None and hasattr(module, "EARLY_START"):
+            modules[module.__name__] = module
+    for name, module in modules.items():
+        early.launch(name, module.EARLY_START)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

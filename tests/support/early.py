@@ -1,10 +1,17 @@
-"""Slow, self-contained checks started in the background when the session starts.
+"""Slow, self-contained work started in the background when the session starts.
 
-mypy spends about 15 s of CPU and needs nothing from the other tests. Started as
-soon as collection has chosen it, at low priority, it runs on the core the
-suite leaves idle (most tests wait on brokers, servers and timeouts), and the
-test that asserts on it only collects the finished result. Run alone (no early
-start), the test runs the same command itself.
+Most of the suite's time is spent waiting (on brokers, servers, group joins and
+timeouts) with a core idle. Two kinds of work use it:
+
+* mypy spends about 15 s of CPU and needs nothing from the other tests. Started
+  as soon as collection has chosen it, at low priority, it runs meanwhile, and
+  the test that asserts on it only collects the finished result. Run alone (no
+  early start), the test runs the same command itself.
+* A test module that defines ``EARLY_START(tmp: Path)`` (it starts that module's
+  long-lived process, e.g. a ``memstrata serve``, and returns a handle without
+  waiting for it) has it called when the session starts; its module fixture
+  then :func:`take` s the handle, waits until the process is ready and stops it
+  as before. A process starts the same way either way; it only starts sooner.
 """
 
 from __future__ import annotations
@@ -15,9 +22,12 @@ import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 ROOT = Path(__file__).resolve().parents[2]
+T = TypeVar("T")
 MYPY_TEST = "tests/unit/test_typing.py::test_mypy_finds_no_errors"
 
 
@@ -71,7 +81,40 @@ def mypy_result(timeout_s: float, cache_dir: Path) -> subprocess.CompletedProces
                           timeout=timeout_s)
 
 
+_launched: dict[str, Any] = {}
+_dirs: list[Path] = []
+
+
+def launch(key: str, start: Callable[[Path], Any]) -> None:
+    """Call ``start`` now with a fresh temp dir; the handle waits for :func:`take`.
+
+    At the end of the session, a handle no fixture took (a run cut short) is ended:
+    its ``kill_unused()`` if it has one, else its ``proc`` (a ``subprocess.Popen``) is killed.
+    """
+    if key in _launched:
+        return
+    tmp = Path(tempfile.mkdtemp(prefix="memstrata-early-"))
+    _dirs.append(tmp)
+    _launched[key] = start(tmp)
+
+
+def take(key: str, start: Callable[[Path], T], tmp: Path) -> T:
+    """The handle :func:`launch` made for ``key``, or ``start(tmp)`` now if none waits."""
+    handle = _launched.pop(key, None)
+    return handle if handle is not None else start(tmp)
+
+
 def stop_all() -> None:
     """End whatever is still running (a session cut short) and remove its files."""
     while _running:
         _running.popitem()[1].stop()
+    while _launched:
+        handle = _launched.popitem()[1]
+        if hasattr(handle, "kill_unused"):
+            handle.kill_unused()
+            continue
+        if handle.proc.poll() is None:
+            handle.proc.kill()
+        handle.proc.wait(30)
+    while _dirs:
+        shutil.rmtree(_dirs.pop(), ignore_errors=True)
