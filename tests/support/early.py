@@ -21,8 +21,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass, field
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -95,7 +95,10 @@ def launch(key: str, start: Callable[[Path], Any]) -> None:
         return
     tmp = Path(tempfile.mkdtemp(prefix="memstrata-early-"))
     _dirs.append(tmp)
-    _launched[key] = start(tmp)
+    try:
+        _launched[key] = start(tmp)
+    except Exception:  # noqa: BLE001 - the module's fixture starts it again and reports
+        pass
 
 
 def take(key: str, start: Callable[[Path], T], tmp: Path) -> T:
