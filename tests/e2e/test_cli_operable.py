@@ -114,7 +114,7 @@ def procs() -> Iterator[Callable[..., _Proc]]:
 
 def EARLY_START(tmp: Path) -> _Proc:
     """Start the ``up`` (3 s drain timeout) of the test below; do not wait for it. Called
-    when the session starts (tests/support/early.py), so it comes up meanwhile."""
+    ahead of time (tests/support/early.py), so it comes up meanwhile."""
     return _Proc(tmp / "up.log", "up",
                  env=_env(tmp / "data", MEMSTRATA_STREAM_DRAIN_TIMEOUT_S="3"))
 

@@ -191,7 +191,7 @@ class ServeStart:
 
 
 def EARLY_START(tmp: Path) -> ServeStart:
-    """Begin the test's first steps when the session starts (tests/support/early.py)."""
+    """Begin the test's first steps ahead of time (tests/support/early.py)."""
     return ServeStart(tmp)
 
 

@@ -53,7 +53,7 @@ class FirstServe:
 
 
 def EARLY_START(tmp: Path) -> FirstServe:
-    """Start serve A; do not wait for it. Called when the session starts
+    """Start serve A; do not wait for it. Called ahead of time
     (tests/support/early.py), so A comes up while earlier modules run."""
     data = tmp / "crash"
     data.mkdir()

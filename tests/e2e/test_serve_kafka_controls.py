@@ -57,7 +57,7 @@ class Serve:
 def EARLY_START(tmp: Path) -> Serve:
     """Start the module's serve (a key for acme, a fresh port); do not wait for it.
 
-    Called when the session starts (tests/support/early.py), so the serve comes up
+    Called ahead of time (tests/support/early.py), so the serve comes up
     while earlier modules run; the fixture waits until it serves."""
     data = tmp / "data"
     data.mkdir()

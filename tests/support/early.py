@@ -9,9 +9,10 @@ timeouts) with a core idle. Two kinds of work use it:
   early start), the test runs the same command itself.
 * A test module that defines ``EARLY_START(tmp: Path)`` (it starts that module's
   long-lived process, e.g. a ``memstrata serve``, and returns a handle without
-  waiting for it) has it called when the session starts; its module fixture
-  then :func:`take` s the handle, waits until the process is ready and stops it
-  as before. A process starts the same way either way; it only starts sooner.
+  waiting for it) has it called when the test module two before it begins
+  (tests/conftest.py); its module fixture then :func:`take` s the handle, waits
+  until the process is ready and stops it as before. A process starts the same
+  way either way; it only starts sooner.
 """
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ class Up:
 
 
 def EARLY_START(tmp: Path) -> Up:
-    """Start ``memstrata up``; do not wait for it. Called when the session starts
+    """Start ``memstrata up``; do not wait for it. Called ahead of time
     (tests/support/early.py), so it comes up while earlier modules run."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSTRATA_")}
     env.update(PYTHONPATH=str(ROOT), MEMSTRATA_DATA_DIR=str(tmp / "data"))
