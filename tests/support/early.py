@@ -1,0 +1,124 @@
+"""Slow, self-contained work started in the background when the session starts.
+
+Most of the suite's time is spent waiting (on brokers, servers, group joins and
+timeouts) with a core idle. Two kinds of work use it:
+
+* mypy spends about 15 s of CPU and needs nothing from the other tests. Started
+  as soon as collection has chosen it, at low priority, it runs meanwhile, and
+  the test that asserts on it only collects the finished result. Run alone (no
+  early start), the test runs the same command itself.
+* A test module that defines ``EARLY_START(tmp: Path)`` (it starts that module's
+  long-lived process, e.g. a ``memstrata serve``, and returns a handle without
+  waiting for it) has it called when the test module two before it begins
+  (tests/conftest.py); its module fixture then :func:`take` s the handle, waits
+  until the process is ready and stops it as before. A process starts the same
+  way either way; it only starts sooner.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+ROOT = Path(__file__).resolve().parents[2]
+T = TypeVar("T")
+MYPY_TEST = "tests/unit/test_typing.py::test_mypy_finds_no_errors"
+
+
+def mypy_command(cache_dir: Path) -> list[str]:
+    """The one mypy run the suite makes ([tool.mypy] in pyproject.toml, a fresh cache)."""
+    return [sys.executable, "-m", "mypy", "--cache-dir", str(cache_dir)]
+
+
+@dataclass
+class Background:
+    """A subprocess started early; ``result`` waits for it and returns what it printed."""
+
+    args: list[str]
+    proc: subprocess.Popen[str]
+    workdir: Path
+    _out: tuple[str, str] | None = field(default=None)
+
+    def result(self, timeout_s: float) -> subprocess.CompletedProcess[str]:
+        if self._out is None:
+            self._out = self.proc.communicate(timeout=timeout_s)
+        return subprocess.CompletedProcess(self.args, self.proc.returncode, *self._out)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.communicate()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+_running: dict[str, Background] = {}
+
+
+def start_mypy() -> None:
+    """Start the mypy run now, at the lowest CPU priority (once per session)."""
+    if MYPY_TEST in _running:
+        return
+    workdir = Path(tempfile.mkdtemp(prefix="memstrata-mypy-"))
+    args = mypy_command(workdir / "cache")
+    proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, stdin=subprocess.DEVNULL,
+                            preexec_fn=lambda: os.nice(19))
+    _running[MYPY_TEST] = Background(args, proc, workdir)
+
+
+def mypy_result(timeout_s: float, cache_dir: Path) -> subprocess.CompletedProcess[str]:
+    """The early run's result if one was started, else a run of the same command now."""
+    early = _running.get(MYPY_TEST)
+    if early is not None:
+        return early.result(timeout_s)
+    return subprocess.run(mypy_command(cache_dir), cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout_s)
+
+
+_launched: dict[str, Any] = {}
+_dirs: list[Path] = []
+
+
+def launch(key: str, start: Callable[[Path], Any]) -> None:
+    """Call ``start`` now with a fresh temp dir; the handle waits for :func:`take`.
+
+    At the end of the session, a handle no fixture took (a run cut short) is ended:
+    its ``kill_unused()`` if it has one, else its ``proc`` (a ``subprocess.Popen``) is killed.
+    """
+    if key in _launched:
+        return
+    tmp = Path(tempfile.mkdtemp(prefix="memstrata-early-"))
+    _dirs.append(tmp)
+    try:
+        _launched[key] = start(tmp)
+    except Exception:  # noqa: BLE001 - the module's fixture starts it again and reports
+        pass
+
+
+def take(key: str, start: Callable[[Path], T], tmp: Path) -> T:
+    """The handle :func:`launch` made for ``key``, or ``start(tmp)`` now if none waits."""
+    handle = _launched.pop(key, None)
+    return handle if handle is not None else start(tmp)
+
+
+def stop_all() -> None:
+    """End whatever is still running (a session cut short) and remove its files."""
+    while _running:
+        _running.popitem()[1].stop()
+    while _launched:
+        handle = _launched.popitem()[1]
+        if hasattr(handle, "kill_unused"):
+            handle.kill_unused()
+            continue
+        if handle.proc.poll() is None:
+            handle.proc.kill()
+        handle.proc.wait(30)
+    while _dirs:
+        shutil.rmtree(_dirs.pop(), ignore_errors=True)
