@@ -477,6 +477,7 @@ CPU_VARIANTS: dict[str, tuple[str, bool, dict[str, str], bool]] = {
     "int8-queries": ("new, float documents, int8 queries", False,
                      {"MEMSTRATA_EMBED_ARITHMETIC": "float",
                       "MEMSTRATA_EMBED_QUERY_ARITHMETIC": "int8"}, False),
+    "embed-1t": ("new, encoder on 1 thread", False, {"MEMSTRATA_EMBED_THREADS": "1"}, False),
     # Search-only servers without interceptors, scheduler or metrics (serve_bare): what
     # grpc.aio with a pool costs against grpc's synchronous server, the same work inside.
     "new-cached-1t": ("new, cached, pools of 1 thread", False, {"BENCH_THREADS": "1"}, True),

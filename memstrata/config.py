@@ -104,6 +104,8 @@ class Settings(BaseSettings):
     embed_model_path: Path | None = None
     embed_tokenizer_path: Path | None = None
     embed_batch_size: int = Field(64, ge=1, le=4096)
+    #: onnxruntime's threads per encoder call. Unset: 1 for the integer products
+    #: (one text per call), onnxruntime's own choice (one per core) for float.
     embed_threads: int | None = Field(None, ge=1, le=256)
     #: MiniLM only: ``int8`` runs the weight products in integer arithmetic
     #: (:mod:`memstrata.embed.int8_graph`) for stored vectors and queries: about

@@ -221,21 +221,25 @@ class MiniLMEmbedder(Embedder):
 
         model = model_file(self._model_path)
         try:
-            return self._inference_session(integer_matmul_model(model))
+            # One text per call: its products are too small to split across
+            # threads, whose hand-offs cost more CPU than they save (service
+            # Search at 8 callers 8.7 -> 7.9 ms CPU, Answer 41.7 -> 33.1 ms).
+            return self._inference_session(integer_matmul_model(model), default_threads=1)
         except EmbedError:
             raise
         except Exception as exc:
             raise EmbedError(f"cannot build the integer query encoder from {model}: "
                              f"{exc}") from exc
 
-    def _inference_session(self, model: str | bytes) -> Any:
+    def _inference_session(self, model: str | bytes, default_threads: int | None = None) -> Any:
         import onnxruntime as ort
 
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.log_severity_level = 3
-        if self._threads:
-            options.intra_op_num_threads = self._threads
+        threads = self._threads or default_threads
+        if threads:
+            options.intra_op_num_threads = threads
         if not self._spin_wait:
             # Idle pool threads sleep instead of spinning: under concurrent
             # callers the spinners steal the cores the other calls need.

@@ -192,3 +192,14 @@ def test_a_data_dir_indexed_with_float_products_is_refused_under_integer_ones(
         Memory.open(Settings(data_dir=tmp_path))
     with Memory.open(Settings(data_dir=tmp_path, embed_arithmetic="float")):
         pass  # and the old setting opens it again
+
+
+def test_integer_sessions_run_on_one_thread_unless_told(tmp_path: Path) -> None:
+    """A batch-1 integer call is too small to split; an explicit setting still wins."""
+    def threads(settings: Settings, arithmetic: str) -> int:
+        session = MiniLMEmbedder(settings).session(arithmetic)  # type: ignore[arg-type]
+        return int(session.get_session_options().intra_op_num_threads)
+
+    assert threads(Settings(data_dir=tmp_path), "int8") == 1
+    assert threads(Settings(data_dir=tmp_path), "float") == 0  # onnxruntime chooses
+    assert threads(Settings(data_dir=tmp_path, embed_threads=2), "int8") == 2
