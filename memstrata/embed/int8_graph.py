@@ -22,8 +22,15 @@ from memstrata.embed.types import EmbedError
 _CONTRIB = "com.microsoft"
 
 
-def integer_matmul_model(path: Path) -> bytes:
+def integer_matmul_model(path: Path, *, fuse_shared_inputs: bool = True) -> bytes:
     """The model at ``path`` with its weight products rewritten; serialised for onnxruntime.
+
+    With ``fuse_shared_inputs`` the products that read one activation (an
+    attention layer's query, key and value) become a single product over the
+    concatenated weights, followed by ``Split``: the activation is quantised
+    once instead of three times. Same vectors bit for bit: the activation
+    scale is per tensor, each output column is its own exact integer sum
+    times its own scale, and the bias is added per element as before.
 
     Raises :class:`EmbedError` when the graph holds no product of that shape
     (another model file), so a misconfiguration is loud rather than slow.
@@ -58,8 +65,11 @@ def integer_matmul_model(path: Path) -> bytes:
     if rewritten == 0:
         raise EmbedError(f"{path}: no int8-weight MatMul to rewrite; "
                          "set MEMSTRATA_EMBED_ARITHMETIC=float for this model")
+    if fuse_shared_inputs:
+        nodes = _fuse_shared_inputs(nodes, graph, initializers)
     del graph.node[:]
     graph.node.extend(_live(nodes, {out.name for out in graph.output}))
+    _drop_unread_initializers(graph)
     if not any(op.domain == _CONTRIB for op in model.opset_import):
         model.opset_import.append(helper.make_opsetid(_CONTRIB, 1))
     data: bytes = model.SerializeToString()
@@ -102,3 +112,115 @@ def _live(nodes: list[Any], outputs: set[str]) -> list[Any]:
         if len(kept) == len(nodes):
             return kept
         nodes = kept
+
+
+def _fuse_shared_inputs(nodes: list[Any], graph: Any,
+                        initializers: dict[str, Any]) -> list[Any]:
+    """Merge the integer products that read the same activation into one.
+
+    Each member's bias ``Add`` (a constant vector, its product's only reader)
+    moves behind the merged product as one ``Add`` over the concatenated
+    biases, so the ``Split`` hands out exactly the tensors the old ``Add``
+    nodes made. A group whose members differ in shape or bias form is left as is.
+    """
+    import numpy as np
+    from onnx import helper, numpy_helper
+
+    readers: dict[str, list[Any]] = {}
+    for node in nodes:
+        for name in node.input:
+            readers.setdefault(name, []).append(node)
+    groups: dict[str, list[Any]] = {}
+    for node in nodes:
+        if node.op_type == "DynamicQuantizeMatMul" and node.domain == _CONTRIB:
+            groups.setdefault(node.input[0], []).append(node)
+
+    replaced: dict[int, list[Any]] = {}  # id(first member) -> its replacement
+    dropped: set[int] = set()
+    for source, members in groups.items():
+        if len(members) < 2:
+            continue
+        weights = [numpy_helper.to_array(initializers[m.input[1]]) for m in members]
+        if len({w.shape[0] for w in weights}) != 1:
+            continue
+        adds = [_bias_add(m, int(w.shape[1]), readers, initializers)
+                for m, w in zip(members, weights, strict=True)]
+        with_bias = all(a is not None for a in adds)
+        if not with_bias and any(a is not None for a in adds):
+            continue
+        stem = members[0].name.removesuffix("/int8")
+        fused_w = f"{stem}/fused_weight"
+        fused_s = f"{stem}/fused_scale"
+        _add_initializer(graph, initializers, fused_w, np.concatenate(weights, axis=1))
+        _add_initializer(graph, initializers, fused_s, np.concatenate(
+            [numpy_helper.to_array(initializers[m.input[2]]) for m in members]))
+        widths = [int(w.shape[1]) for w in weights]
+        split = f"{stem}/fused_split"
+        _add_initializer(graph, initializers, split, np.asarray(widths, dtype=np.int64))
+        product = f"{stem}/fused_product"
+        new = [helper.make_node("DynamicQuantizeMatMul", [source, fused_w, fused_s],
+                                [product], name=f"{stem}/fused", domain=_CONTRIB)]
+        outputs = [m.output[0] for m in members]
+        if with_bias:
+            bias = f"{stem}/fused_bias"
+            _add_initializer(graph, initializers, bias, np.concatenate(
+                [numpy_helper.to_array(initializers[str(_constant_input(a, m.output[0], initializers))])
+                 for a, m in zip(adds, members, strict=True)]))
+            new.append(helper.make_node("Add", [product, bias], [f"{stem}/fused_biased"],
+                                        name=f"{stem}/fused_bias_add"))
+            product = f"{stem}/fused_biased"
+            outputs = [a.output[0] for a in adds]
+            dropped.update(id(a) for a in adds)
+        new.append(helper.make_node("Split", [product, split], outputs, axis=-1,
+                                    name=f"{stem}/fused_split"))
+        replaced[id(members[0])] = new
+        dropped.update(id(m) for m in members[1:])
+    out: list[Any] = []
+    for node in nodes:
+        if id(node) in replaced:
+            out.extend(replaced[id(node)])
+        elif id(node) not in dropped:
+            out.append(node)
+    return out
+
+
+def _bias_add(node: Any, columns: int, readers: dict[str, list[Any]],
+              initializers: dict[str, Any]) -> Any | None:
+    """The ``Add`` of a constant vector that is the only reader of ``node``'s result."""
+    after = readers.get(node.output[0], [])
+    if len(after) != 1 or after[0].op_type != "Add" or after[0].domain not in ("", "ai.onnx"):
+        return None
+    add = after[0]
+    other = _constant_input(add, node.output[0], initializers)
+    if other is None or list(initializers[other].dims) != [columns]:
+        return None
+    return add
+
+
+def _constant_input(add: Any, product: str, initializers: dict[str, Any]) -> str | None:
+    others = [name for name in add.input if name != product]
+    if len(add.input) != 2 or len(others) != 1 or others[0] not in initializers:
+        return None
+    return str(others[0])
+
+
+def _add_initializer(graph: Any, initializers: dict[str, Any], name: str, value: Any) -> None:
+    from onnx import numpy_helper
+
+    tensor = numpy_helper.from_array(value, name)
+    initializers[name] = tensor
+    graph.initializer.append(tensor)
+
+
+def _drop_unread_initializers(graph: Any) -> None:
+    """Remove constants no node reads any more (the replaced scales and weights).
+
+    Left alone when a node carries a subgraph, whose reads this does not follow.
+    """
+    if any(attr.g.node or attr.graphs for node in graph.node for attr in node.attribute):
+        return
+    read = {name for node in graph.node for name in node.input}
+    read.update(out.name for out in graph.output)
+    kept = [init for init in graph.initializer if init.name in read]
+    del graph.initializer[:]
+    graph.initializer.extend(kept)
