@@ -164,13 +164,12 @@ def _fuse_shared_inputs(nodes: list[Any], graph: Any,
         if with_bias:
             bias = f"{stem}/fused_bias"
             _add_initializer(graph, initializers, bias, np.concatenate(
-                [numpy_helper.to_array(initializers[str(_constant_input(a, m.output[0], initializers))])
-                 for a, m in zip(adds, members, strict=True)]))
+                [numpy_helper.to_array(initializers[a[1]]) for a in adds if a is not None]))
             new.append(helper.make_node("Add", [product, bias], [f"{stem}/fused_biased"],
                                         name=f"{stem}/fused_bias_add"))
             product = f"{stem}/fused_biased"
-            outputs = [a.output[0] for a in adds]
-            dropped.update(id(a) for a in adds)
+            outputs = [a[0].output[0] for a in adds if a is not None]
+            dropped.update(id(a[0]) for a in adds if a is not None)
         new.append(helper.make_node("Split", [product, split], outputs, axis=-1,
                                     name=f"{stem}/fused_split"))
         replaced[id(members[0])] = new
@@ -185,8 +184,8 @@ def _fuse_shared_inputs(nodes: list[Any], graph: Any,
 
 
 def _bias_add(node: Any, columns: int, readers: dict[str, list[Any]],
-              initializers: dict[str, Any]) -> Any | None:
-    """The ``Add`` of a constant vector that is the only reader of ``node``'s result."""
+              initializers: dict[str, Any]) -> tuple[Any, str] | None:
+    """``(Add, bias)``: the Add of a constant vector that alone reads ``node``'s result."""
     after = readers.get(node.output[0], [])
     if len(after) != 1 or after[0].op_type != "Add" or after[0].domain not in ("", "ai.onnx"):
         return None
@@ -194,7 +193,7 @@ def _bias_add(node: Any, columns: int, readers: dict[str, list[Any]],
     other = _constant_input(add, node.output[0], initializers)
     if other is None or list(initializers[other].dims) != [columns]:
         return None
-    return add
+    return add, other
 
 
 def _constant_input(add: Any, product: str, initializers: dict[str, Any]) -> str | None:
