@@ -22,7 +22,8 @@ from memstrata.embed.types import EmbedError
 _CONTRIB = "com.microsoft"
 
 
-def integer_matmul_model(path: Path, *, fuse_shared_inputs: bool = True) -> bytes:
+def integer_matmul_model(path: Path, *, fuse_shared_inputs: bool = True,
+                         drop_nan_guards: bool = True) -> bytes:
     """The model at ``path`` with its weight products rewritten; serialised for onnxruntime.
 
     With ``fuse_shared_inputs`` the products that read one activation (an
@@ -31,6 +32,12 @@ def integer_matmul_model(path: Path, *, fuse_shared_inputs: bool = True) -> byte
     once instead of three times. Same vectors bit for bit: the activation
     scale is per tensor, each output column is its own exact integer sum
     times its own scale, and the bias is added per element as before.
+
+    With ``drop_nan_guards`` the ``Where(IsNaN(p), 0, p)`` after each attention
+    softmax is bypassed. A softmax row is NaN only when every key of it is
+    masked, i.e. a text whose attention mask is all zeros, which a tokenised
+    text never has ([CLS] and [SEP] are always real tokens); on every other
+    input the guard returns ``p`` unchanged, so the vectors are the same.
 
     Raises :class:`EmbedError` when the graph holds no product of that shape
     (another model file), so a misconfiguration is loud rather than slow.
@@ -67,6 +74,8 @@ def integer_matmul_model(path: Path, *, fuse_shared_inputs: bool = True) -> byte
                          "set MEMSTRATA_EMBED_ARITHMETIC=float for this model")
     if fuse_shared_inputs:
         nodes = _fuse_shared_inputs(nodes, graph, initializers)
+    if drop_nan_guards:
+        nodes = _drop_nan_guards(nodes, {out.name for out in graph.output})
     del graph.node[:]
     graph.node.extend(_live(nodes, {out.name for out in graph.output}))
     _drop_unread_initializers(graph)
@@ -181,6 +190,23 @@ def _fuse_shared_inputs(nodes: list[Any], graph: Any,
         elif id(node) not in dropped:
             out.append(node)
     return out
+
+
+def _drop_nan_guards(nodes: list[Any], outputs: set[str]) -> list[Any]:
+    """Bypass ``Where(IsNaN(x), c, x)``: readers of its result read ``x`` itself."""
+    producer = {out: node for node in nodes for out in node.output}
+    bypass: dict[str, str] = {}
+    for node in nodes:
+        if node.op_type != "Where" or len(node.input) != 3 or node.output[0] in outputs:
+            continue
+        test = producer.get(node.input[0])
+        if test is not None and test.op_type == "IsNaN" and test.input[0] == node.input[2]:
+            bypass[node.output[0]] = node.input[2]
+    for node in nodes:
+        for i, name in enumerate(node.input):
+            if name in bypass:
+                node.input[i] = bypass[name]
+    return nodes  # the guards, now unread, go with the other dead nodes
 
 
 def _bias_add(node: Any, columns: int, readers: dict[str, list[Any]],
