@@ -9,6 +9,11 @@ multiplies integers) keeps the same int8 weights and scales but runs the
 products in integer arithmetic: about 2.6x faster for a short query on the
 CPUs here, with vectors whose cosine to the float ones is 0.99 or more.
 
+Three further rewrites make the same graph cheaper without changing one bit
+of its vectors (see :func:`integer_matmul_model`): one product for each
+attention layer's query, key and value, no softmax NaN guard, and a direct
+transpose of the key.
+
 No file is downloaded or written: the rewrite happens in memory at load.
 """
 
@@ -23,7 +28,8 @@ _CONTRIB = "com.microsoft"
 
 
 def integer_matmul_model(path: Path, *, fuse_shared_inputs: bool = True,
-                         drop_nan_guards: bool = True) -> bytes:
+                         drop_nan_guards: bool = True,
+                         direct_key_transpose: bool = True) -> bytes:
     """The model at ``path`` with its weight products rewritten; serialised for onnxruntime.
 
     With ``fuse_shared_inputs`` the products that read one activation (an
@@ -38,6 +44,12 @@ def integer_matmul_model(path: Path, *, fuse_shared_inputs: bool = True,
     masked, i.e. a text whose attention mask is all zeros, which a tokenised
     text never has ([CLS] and [SEP] are always real tokens); on every other
     input the guard returns ``p`` unchanged, so the vectors are the same.
+
+    With ``direct_key_transpose`` the exporter's way of swapping the key's
+    last two axes (reshape to three axes, transpose, reshape back, with the
+    shapes computed from ``Shape``/``Slice``/``Concat`` at every call) becomes
+    one ``Transpose``: the same elements in the same places, nine nodes fewer
+    per layer.
 
     Raises :class:`EmbedError` when the graph holds no product of that shape
     (another model file), so a misconfiguration is loud rather than slow.
@@ -76,6 +88,8 @@ def integer_matmul_model(path: Path, *, fuse_shared_inputs: bool = True,
         nodes = _fuse_shared_inputs(nodes, graph, initializers)
     if drop_nan_guards:
         nodes = _drop_nan_guards(nodes, {out.name for out in graph.output})
+    if direct_key_transpose:
+        nodes = _direct_last_axes_swaps(nodes, initializers)
     del graph.node[:]
     graph.node.extend(_live(nodes, {out.name for out in graph.output}))
     _drop_unread_initializers(graph)
@@ -207,6 +221,84 @@ def _drop_nan_guards(nodes: list[Any], outputs: set[str]) -> list[Any]:
             if name in bypass:
                 node.input[i] = bypass[name]
     return nodes  # the guards, now unread, go with the other dead nodes
+
+
+def _direct_last_axes_swaps(nodes: list[Any], initializers: dict[str, Any]) -> list[Any]:
+    """``Reshape(Transpose(Reshape(x, [-1, L, D]), [0, 2, 1]), [*lead, D, L])`` -> one Transpose.
+
+    ``L``, ``D`` and ``lead`` must be slices of ``Shape(x)`` as the exporter
+    writes them, and ``x`` the result of a ``Transpose`` (which gives its
+    rank), so the replacement moves exactly the same elements.
+    """
+    from onnx import helper
+
+    producer = {out: node for node in nodes for out in node.output}
+    swaps: dict[int, Any] = {}
+    for outer in nodes:
+        inner_t = _made_by(producer, outer.input[0] if outer.op_type == "Reshape" else "",
+                           "Transpose")
+        if inner_t is None or _ints(inner_t, "perm") != [0, 2, 1]:
+            continue
+        first = _made_by(producer, inner_t.input[0], "Reshape")
+        if first is None:
+            continue
+        source = first.input[0]
+        before = _made_by(producer, source, "Transpose")
+        rank = len(_ints(before, "perm")) if before is not None else 0
+        if rank < 3:
+            continue
+        pieces_in = _shape_pieces(producer, initializers, first.input[1], source)
+        pieces_out = _shape_pieces(producer, initializers, outer.input[1], source)
+        if pieces_in != [[-1], (-2, -1), (-1, None)] or \
+                pieces_out != [(None, -2), (-1, None), (-2, -1)]:
+            continue
+        perm = list(range(rank - 2)) + [rank - 1, rank - 2]
+        swaps[id(outer)] = helper.make_node("Transpose", [source], list(outer.output),
+                                            perm=perm, name=f"{outer.name}/swap_last_axes")
+    return [swaps.get(id(node), node) for node in nodes]
+
+
+def _made_by(producer: dict[str, Any], name: str, op_type: str) -> Any | None:
+    node = producer.get(name)
+    if node is None or node.op_type != op_type or node.domain not in ("", "ai.onnx"):
+        return None
+    return node
+
+
+def _ints(node: Any, attribute: str) -> list[int]:
+    return next((list(a.ints) for a in node.attribute if a.name == attribute), [])
+
+
+def _shape_pieces(producer: dict[str, Any], initializers: dict[str, Any], name: str,
+                  source: str) -> list[Any] | None:
+    """The parts of ``Concat(axis=0)`` at ``name``: constant lists, or ``(start, end)``
+    slices of ``Shape(source)`` (``None`` for an open end)."""
+    from onnx import numpy_helper
+
+    concat = _made_by(producer, name, "Concat")
+    if concat is None or _axis(concat) != 0:
+        return None
+    pieces: list[Any] = []
+    for part in concat.input:
+        if part in initializers:
+            pieces.append([int(v) for v in numpy_helper.to_array(initializers[part]).ravel()])
+            continue
+        cut = _made_by(producer, part, "Slice")
+        shape = _made_by(producer, cut.input[0], "Shape") if cut is not None else None
+        whole = all(a.name == "start" and a.i == 0 for a in shape.attribute) if shape else False
+        if cut is None or shape is None or shape.input[0] != source or not whole \
+                or len(cut.input) > 4 or any(i not in initializers for i in cut.input[1:]):
+            return None
+        bounds = [numpy_helper.to_array(initializers[i]).ravel() for i in cut.input[1:]]
+        if any(len(b) != 1 for b in bounds) or (len(bounds) == 3 and int(bounds[2][0]) != 0):
+            return None
+        start, end = int(bounds[0][0]), int(bounds[1][0])
+        pieces.append((None if start <= -(2**62) else start, None if end >= 2**62 else end))
+    return pieces
+
+
+def _axis(node: Any) -> int | None:
+    return next((int(a.i) for a in node.attribute if a.name == "axis"), None)
 
 
 def _bias_add(node: Any, columns: int, readers: dict[str, list[Any]],

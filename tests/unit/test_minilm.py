@@ -197,8 +197,8 @@ def test_a_data_dir_indexed_with_float_products_is_refused_under_integer_ones(
 
 def test_cheaper_integer_graph_gives_the_same_vectors(
         embedder: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch) -> None:
-    """One product per attention layer's input instead of three, no softmax NaN guard:
-    bit-identical vectors."""
+    """One product per attention layer's input instead of three, no softmax NaN guard,
+    one Transpose for the key: bit-identical vectors."""
     import onnx
 
     from memstrata.embed import int8_graph
@@ -206,7 +206,8 @@ def test_cheaper_integer_graph_gives_the_same_vectors(
 
     fused = onnx.load_from_string(int8_graph.integer_matmul_model(model_file()))
     unfused = onnx.load_from_string(int8_graph.integer_matmul_model(
-        model_file(), fuse_shared_inputs=False, drop_nan_guards=False))
+        model_file(), fuse_shared_inputs=False, drop_nan_guards=False,
+        direct_key_transpose=False))
     ops = [n.op_type for n in fused.graph.node]
     plain = [n.op_type for n in unfused.graph.node]
     layers = ops.count("Softmax")
@@ -218,12 +219,17 @@ def test_cheaper_integer_graph_gives_the_same_vectors(
     # The NaN guard after each softmax (never true for a tokenised text) is gone.
     assert plain.count("IsNaN") == layers and "IsNaN" not in ops
     assert ops.count("Where") == plain.count("Where") - layers
+    # The key's Reshape/Transpose/Reshape (shapes via Shape, 3 Slice, 2 Concat): one Transpose.
+    assert ops.count("Transpose") == plain.count("Transpose")
+    for op, fewer in (("Reshape", 2), ("Slice", 3), ("Concat", 2), ("Shape", 1)):
+        assert ops.count(op) == plain.count(op) - fewer * layers, op
 
     embedder.session("int8")  # built with the fused graph before the patch below
     build = int8_graph.integer_matmul_model
     monkeypatch.setattr(int8_graph, "integer_matmul_model",
                         lambda path: build(path, fuse_shared_inputs=False,
-                                                      drop_nan_guards=False))
+                                                      drop_nan_guards=False,
+                                                      direct_key_transpose=False))
     reference = MiniLMEmbedder(threads=1)
     texts = TEXTS + ["Where did Caroline move from four years ago?", "ok " * 300]
     np.testing.assert_array_equal(embedder.embed_documents(texts),
