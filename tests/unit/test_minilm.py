@@ -234,3 +234,15 @@ def test_cheaper_integer_graph_gives_the_same_vectors(
     texts = TEXTS + ["Where did Caroline move from four years ago?", "ok " * 300]
     np.testing.assert_array_equal(embedder.embed_documents(texts),
                                   reference.embed_documents(texts))
+
+
+def test_integer_session_runs_on_one_pool_thread_unless_told_otherwise(
+        embedder: MiniLMEmbedder) -> None:
+    """One short text per call: a second thread costs more CPU than it saves."""
+    def threads(e: MiniLMEmbedder) -> int:
+        value: int = e.session("int8").get_session_options().intra_op_num_threads
+        return value
+
+    assert threads(MiniLMEmbedder()) == 1
+    assert threads(MiniLMEmbedder(threads=2)) == 2
+    assert MiniLMEmbedder().session("float").get_session_options().intra_op_num_threads != 1
