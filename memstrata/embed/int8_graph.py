@@ -9,6 +9,11 @@ multiplies integers) keeps the same int8 weights and scales but runs the
 products in integer arithmetic: about 2.6x faster for a short query on the
 CPUs here, with vectors whose cosine to the float ones is 0.99 or more.
 
+Three further rewrites make the same graph cheaper without changing one bit
+of its vectors (see :func:`integer_matmul_model`): one product for each
+attention layer's query, key and value, no softmax NaN guard, and a direct
+transpose of the key.
+
 No file is downloaded or written: the rewrite happens in memory at load.
 """
 
@@ -22,8 +27,29 @@ from memstrata.embed.types import EmbedError
 _CONTRIB = "com.microsoft"
 
 
-def integer_matmul_model(path: Path) -> bytes:
+def integer_matmul_model(path: Path, *, fuse_shared_inputs: bool = True,
+                         drop_nan_guards: bool = True,
+                         direct_key_transpose: bool = True) -> bytes:
     """The model at ``path`` with its weight products rewritten; serialised for onnxruntime.
+
+    With ``fuse_shared_inputs`` the products that read one activation (an
+    attention layer's query, key and value) become a single product over the
+    concatenated weights, followed by ``Split``: the activation is quantised
+    once instead of three times. Same vectors bit for bit: the activation
+    scale is per tensor, each output column is its own exact integer sum
+    times its own scale, and the bias is added per element as before.
+
+    With ``drop_nan_guards`` the ``Where(IsNaN(p), 0, p)`` after each attention
+    softmax is bypassed. A softmax row is NaN only when every key of it is
+    masked, i.e. a text whose attention mask is all zeros, which a tokenised
+    text never has ([CLS] and [SEP] are always real tokens); on every other
+    input the guard returns ``p`` unchanged, so the vectors are the same.
+
+    With ``direct_key_transpose`` the exporter's way of swapping the key's
+    last two axes (reshape to three axes, transpose, reshape back, with the
+    shapes computed from ``Shape``/``Slice``/``Concat`` at every call) becomes
+    one ``Transpose``: the same elements in the same places, nine nodes fewer
+    per layer.
 
     Raises :class:`EmbedError` when the graph holds no product of that shape
     (another model file), so a misconfiguration is loud rather than slow.
@@ -58,8 +84,15 @@ def integer_matmul_model(path: Path) -> bytes:
     if rewritten == 0:
         raise EmbedError(f"{path}: no int8-weight MatMul to rewrite; "
                          "set MEMSTRATA_EMBED_ARITHMETIC=float for this model")
+    if fuse_shared_inputs:
+        nodes = _fuse_shared_inputs(nodes, graph, initializers)
+    if drop_nan_guards:
+        nodes = _drop_nan_guards(nodes, {out.name for out in graph.output})
+    if direct_key_transpose:
+        nodes = _direct_last_axes_swaps(nodes, initializers)
     del graph.node[:]
     graph.node.extend(_live(nodes, {out.name for out in graph.output}))
+    _drop_unread_initializers(graph)
     if not any(op.domain == _CONTRIB for op in model.opset_import):
         model.opset_import.append(helper.make_opsetid(_CONTRIB, 1))
     data: bytes = model.SerializeToString()
@@ -102,3 +135,209 @@ def _live(nodes: list[Any], outputs: set[str]) -> list[Any]:
         if len(kept) == len(nodes):
             return kept
         nodes = kept
+
+
+def _fuse_shared_inputs(nodes: list[Any], graph: Any,
+                        initializers: dict[str, Any]) -> list[Any]:
+    """Merge the integer products that read the same activation into one.
+
+    Each member's bias ``Add`` (a constant vector, its product's only reader)
+    moves behind the merged product as one ``Add`` over the concatenated
+    biases, so the ``Split`` hands out exactly the tensors the old ``Add``
+    nodes made. A group whose members differ in shape or bias form is left as is.
+    """
+    import numpy as np
+    from onnx import helper, numpy_helper
+
+    readers: dict[str, list[Any]] = {}
+    for node in nodes:
+        for name in node.input:
+            readers.setdefault(name, []).append(node)
+    groups: dict[str, list[Any]] = {}
+    for node in nodes:
+        if node.op_type == "DynamicQuantizeMatMul" and node.domain == _CONTRIB:
+            groups.setdefault(node.input[0], []).append(node)
+
+    replaced: dict[int, list[Any]] = {}  # id(first member) -> its replacement
+    dropped: set[int] = set()
+    for source, members in groups.items():
+        if len(members) < 2:
+            continue
+        weights = [numpy_helper.to_array(initializers[m.input[1]]) for m in members]
+        if len({w.shape[0] for w in weights}) != 1:
+            continue
+        adds = [_bias_add(m, int(w.shape[1]), readers, initializers)
+                for m, w in zip(members, weights, strict=True)]
+        with_bias = all(a is not None for a in adds)
+        if not with_bias and any(a is not None for a in adds):
+            continue
+        stem = members[0].name.removesuffix("/int8")
+        fused_w = f"{stem}/fused_weight"
+        fused_s = f"{stem}/fused_scale"
+        _add_initializer(graph, initializers, fused_w, np.concatenate(weights, axis=1))
+        _add_initializer(graph, initializers, fused_s, np.concatenate(
+            [numpy_helper.to_array(initializers[m.input[2]]) for m in members]))
+        widths = [int(w.shape[1]) for w in weights]
+        split = f"{stem}/fused_split"
+        _add_initializer(graph, initializers, split, np.asarray(widths, dtype=np.int64))
+        product = f"{stem}/fused_product"
+        new = [helper.make_node("DynamicQuantizeMatMul", [source, fused_w, fused_s],
+                                [product], name=f"{stem}/fused", domain=_CONTRIB)]
+        outputs = [m.output[0] for m in members]
+        if with_bias:
+            bias = f"{stem}/fused_bias"
+            _add_initializer(graph, initializers, bias, np.concatenate(
+                [numpy_helper.to_array(initializers[a[1]]) for a in adds if a is not None]))
+            new.append(helper.make_node("Add", [product, bias], [f"{stem}/fused_biased"],
+                                        name=f"{stem}/fused_bias_add"))
+            product = f"{stem}/fused_biased"
+            outputs = [a[0].output[0] for a in adds if a is not None]
+            dropped.update(id(a[0]) for a in adds if a is not None)
+        new.append(helper.make_node("Split", [product, split], outputs, axis=-1,
+                                    name=f"{stem}/fused_split"))
+        replaced[id(members[0])] = new
+        dropped.update(id(m) for m in members[1:])
+    out: list[Any] = []
+    for node in nodes:
+        if id(node) in replaced:
+            out.extend(replaced[id(node)])
+        elif id(node) not in dropped:
+            out.append(node)
+    return out
+
+
+def _drop_nan_guards(nodes: list[Any], outputs: set[str]) -> list[Any]:
+    """Bypass ``Where(IsNaN(x), c, x)``: readers of its result read ``x`` itself."""
+    producer = {out: node for node in nodes for out in node.output}
+    bypass: dict[str, str] = {}
+    for node in nodes:
+        if node.op_type != "Where" or len(node.input) != 3 or node.output[0] in outputs:
+            continue
+        test = producer.get(node.input[0])
+        if test is not None and test.op_type == "IsNaN" and test.input[0] == node.input[2]:
+            bypass[node.output[0]] = node.input[2]
+    for node in nodes:
+        for i, name in enumerate(node.input):
+            if name in bypass:
+                node.input[i] = bypass[name]
+    return nodes  # the guards, now unread, go with the other dead nodes
+
+
+def _direct_last_axes_swaps(nodes: list[Any], initializers: dict[str, Any]) -> list[Any]:
+    """``Reshape(Transpose(Reshape(x, [-1, L, D]), [0, 2, 1]), [*lead, D, L])`` -> one Transpose.
+
+    ``L``, ``D`` and ``lead`` must be slices of ``Shape(x)`` as the exporter
+    writes them, and ``x`` the result of a ``Transpose`` (which gives its
+    rank), so the replacement moves exactly the same elements.
+    """
+    from onnx import helper
+
+    producer = {out: node for node in nodes for out in node.output}
+    swaps: dict[int, Any] = {}
+    for outer in nodes:
+        inner_t = _made_by(producer, outer.input[0] if outer.op_type == "Reshape" else "",
+                           "Transpose")
+        if inner_t is None or _ints(inner_t, "perm") != [0, 2, 1]:
+            continue
+        first = _made_by(producer, inner_t.input[0], "Reshape")
+        if first is None:
+            continue
+        source = first.input[0]
+        before = _made_by(producer, source, "Transpose")
+        rank = len(_ints(before, "perm")) if before is not None else 0
+        if rank < 3:
+            continue
+        pieces_in = _shape_pieces(producer, initializers, first.input[1], source)
+        pieces_out = _shape_pieces(producer, initializers, outer.input[1], source)
+        if pieces_in != [[-1], (-2, -1), (-1, None)] or \
+                pieces_out != [(None, -2), (-1, None), (-2, -1)]:
+            continue
+        perm = list(range(rank - 2)) + [rank - 1, rank - 2]
+        swaps[id(outer)] = helper.make_node("Transpose", [source], list(outer.output),
+                                            perm=perm, name=f"{outer.name}/swap_last_axes")
+    return [swaps.get(id(node), node) for node in nodes]
+
+
+def _made_by(producer: dict[str, Any], name: str, op_type: str) -> Any | None:
+    node = producer.get(name)
+    if node is None or node.op_type != op_type or node.domain not in ("", "ai.onnx"):
+        return None
+    return node
+
+
+def _ints(node: Any, attribute: str) -> list[int]:
+    return next((list(a.ints) for a in node.attribute if a.name == attribute), [])
+
+
+def _shape_pieces(producer: dict[str, Any], initializers: dict[str, Any], name: str,
+                  source: str) -> list[Any] | None:
+    """The parts of ``Concat(axis=0)`` at ``name``: constant lists, or ``(start, end)``
+    slices of ``Shape(source)`` (``None`` for an open end)."""
+    from onnx import numpy_helper
+
+    concat = _made_by(producer, name, "Concat")
+    if concat is None or _axis(concat) != 0:
+        return None
+    pieces: list[Any] = []
+    for part in concat.input:
+        if part in initializers:
+            pieces.append([int(v) for v in numpy_helper.to_array(initializers[part]).ravel()])
+            continue
+        cut = _made_by(producer, part, "Slice")
+        shape = _made_by(producer, cut.input[0], "Shape") if cut is not None else None
+        whole = all(a.name == "start" and a.i == 0 for a in shape.attribute) if shape else False
+        if cut is None or shape is None or shape.input[0] != source or not whole \
+                or len(cut.input) > 4 or any(i not in initializers for i in cut.input[1:]):
+            return None
+        bounds = [numpy_helper.to_array(initializers[i]).ravel() for i in cut.input[1:]]
+        if any(len(b) != 1 for b in bounds) or (len(bounds) == 3 and int(bounds[2][0]) != 0):
+            return None
+        start, end = int(bounds[0][0]), int(bounds[1][0])
+        pieces.append((None if start <= -(2**62) else start, None if end >= 2**62 else end))
+    return pieces
+
+
+def _axis(node: Any) -> int | None:
+    return next((int(a.i) for a in node.attribute if a.name == "axis"), None)
+
+
+def _bias_add(node: Any, columns: int, readers: dict[str, list[Any]],
+              initializers: dict[str, Any]) -> tuple[Any, str] | None:
+    """``(Add, bias)``: the Add of a constant vector that alone reads ``node``'s result."""
+    after = readers.get(node.output[0], [])
+    if len(after) != 1 or after[0].op_type != "Add" or after[0].domain not in ("", "ai.onnx"):
+        return None
+    add = after[0]
+    other = _constant_input(add, node.output[0], initializers)
+    if other is None or list(initializers[other].dims) != [columns]:
+        return None
+    return add, other
+
+
+def _constant_input(add: Any, product: str, initializers: dict[str, Any]) -> str | None:
+    others = [name for name in add.input if name != product]
+    if len(add.input) != 2 or len(others) != 1 or others[0] not in initializers:
+        return None
+    return str(others[0])
+
+
+def _add_initializer(graph: Any, initializers: dict[str, Any], name: str, value: Any) -> None:
+    from onnx import numpy_helper
+
+    tensor = numpy_helper.from_array(value, name)
+    initializers[name] = tensor
+    graph.initializer.append(tensor)
+
+
+def _drop_unread_initializers(graph: Any) -> None:
+    """Remove constants no node reads any more (the replaced scales and weights).
+
+    Left alone when a node carries a subgraph, whose reads this does not follow.
+    """
+    if any(attr.g.node or attr.graphs for node in graph.node for attr in node.attribute):
+        return
+    read = {name for node in graph.node for name in node.input}
+    read.update(out.name for out in graph.output)
+    kept = [init for init in graph.initializer if init.name in read]
+    del graph.initializer[:]
+    graph.initializer.extend(kept)

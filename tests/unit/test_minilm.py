@@ -139,7 +139,8 @@ def test_int8_rewrite_replaces_every_weight_product() -> None:
     from memstrata.embed.minilm import model_file
 
     original = onnx.load(str(model_file()))
-    rewritten = onnx.load_from_string(integer_matmul_model(model_file()))
+    rewritten = onnx.load_from_string(
+        integer_matmul_model(model_file(), fuse_shared_inputs=False))
     before = [n.op_type for n in original.graph.node]
     after = [n.op_type for n in rewritten.graph.node]
     swapped = after.count("DynamicQuantizeMatMul")
@@ -192,6 +193,47 @@ def test_a_data_dir_indexed_with_float_products_is_refused_under_integer_ones(
         Memory.open(Settings(data_dir=tmp_path))
     with Memory.open(Settings(data_dir=tmp_path, embed_arithmetic="float")):
         pass  # and the old setting opens it again
+
+
+def test_cheaper_integer_graph_gives_the_same_vectors(
+        embedder: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One product per attention layer's input instead of three, no softmax NaN guard,
+    one Transpose for the key: bit-identical vectors."""
+    import onnx
+
+    from memstrata.embed import int8_graph
+    from memstrata.embed.minilm import model_file
+
+    fused = onnx.load_from_string(int8_graph.integer_matmul_model(model_file()))
+    unfused = onnx.load_from_string(int8_graph.integer_matmul_model(
+        model_file(), fuse_shared_inputs=False, drop_nan_guards=False,
+        direct_key_transpose=False))
+    ops = [n.op_type for n in fused.graph.node]
+    plain = [n.op_type for n in unfused.graph.node]
+    layers = ops.count("Softmax")
+    # Per layer: query+key+value -> one product, then attention output, two feed-forward.
+    assert layers == 6 and plain.count("DynamicQuantizeMatMul") == 6 * layers
+    assert ops.count("DynamicQuantizeMatMul") == 4 * layers
+    assert ops.count("Split") == layers and ops.count("Add") == plain.count("Add") - 2 * layers
+    assert "Cast" not in ops or ops.count("Cast") <= plain.count("Cast")
+    # The NaN guard after each softmax (never true for a tokenised text) is gone.
+    assert plain.count("IsNaN") == layers and "IsNaN" not in ops
+    assert ops.count("Where") == plain.count("Where") - layers
+    # The key's Reshape/Transpose/Reshape (shapes via Shape, 3 Slice, 2 Concat): one Transpose.
+    assert ops.count("Transpose") == plain.count("Transpose")
+    for op, fewer in (("Reshape", 2), ("Slice", 3), ("Concat", 2), ("Shape", 1)):
+        assert ops.count(op) == plain.count(op) - fewer * layers, op
+
+    embedder.session("int8")  # built with the fused graph before the patch below
+    build = int8_graph.integer_matmul_model
+    monkeypatch.setattr(int8_graph, "integer_matmul_model",
+                        lambda path: build(path, fuse_shared_inputs=False,
+                                                      drop_nan_guards=False,
+                                                      direct_key_transpose=False))
+    reference = MiniLMEmbedder(threads=1)
+    texts = TEXTS + ["Where did Caroline move from four years ago?", "ok " * 300]
+    np.testing.assert_array_equal(embedder.embed_documents(texts),
+                                  reference.embed_documents(texts))
 
 
 def test_integer_sessions_run_on_one_thread_unless_told(tmp_path: Path) -> None:
