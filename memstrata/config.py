@@ -109,7 +109,7 @@ class Settings(BaseSettings):
     embed_threads: int | None = Field(None, ge=1, le=256)
     #: MiniLM only: ``int8`` runs the weight products in integer arithmetic
     #: (:mod:`memstrata.embed.int8_graph`) for stored vectors and queries: about
-    #: 2.6x less encoder CPU, recall unchanged (README, "Encoder choice").
+    #: half the encoder CPU, recall unchanged (README, "Encoder choice").
     #: ``float`` is the previous path; the two index a data dir differently.
     embed_arithmetic: Literal["float", "int8"] = "int8"
     #: MiniLM only: set the query side apart from ``embed_arithmetic`` (unset: the same).

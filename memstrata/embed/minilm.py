@@ -1,8 +1,8 @@
 """The offline default encoder: all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime.
 
 By default its weight products run in integer arithmetic for stored vectors
-and queries alike (:mod:`memstrata.embed.int8_graph`): about 2.6x less CPU per
-text than the float products, with session recall unchanged on the three
+and queries alike (:mod:`memstrata.embed.int8_graph`): about half the CPU per
+text of the float products, with session recall unchanged on the three
 evaluation sets (README, "Encoder choice"). Both sides use the same graph, so
 queries and documents stay in one space; ``MEMSTRATA_EMBED_ARITHMETIC=float``
 brings back the float products (a data dir is indexed under one of the two).
