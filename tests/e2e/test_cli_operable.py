@@ -34,10 +34,9 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from streams import topics
-from streams.broker import _die_with_parent, free_port
+from streams.broker import free_port
 from streams.settings import BROKER_FILE
-from tests.e2e.test_cli import SAMPLE, run, run_all
-from tests.support import early
+from tests.e2e.test_cli import SAMPLE, run
 
 pytestmark = pytest.mark.integration
 
@@ -71,8 +70,7 @@ class _Proc:
         self.log = log
         with log.open("wb") as out:
             self.proc = subprocess.Popen([sys.executable, "-m", "memstrata", *args], cwd=ROOT,
-                                         env=env, stdout=out, stderr=subprocess.STDOUT,
-                                         preexec_fn=_die_with_parent())
+                                         env=env, stdout=out, stderr=subprocess.STDOUT)
 
     @property
     def text(self) -> str:
@@ -112,23 +110,6 @@ def procs() -> Iterator[Callable[..., _Proc]]:
         p.stop()
 
 
-def EARLY_START(tmp: Path) -> _Proc:
-    """Start the ``up`` (3 s drain timeout) of the test below; do not wait for it. Called
-    ahead of time (tests/support/early.py), so it comes up meanwhile."""
-    return _Proc(tmp / "up.log", "up",
-                 env=_env(tmp / "data", MEMSTRATA_STREAM_DRAIN_TIMEOUT_S="3"))
-
-
-@pytest.fixture
-def up(tmp_path: Path) -> Iterator[_Proc]:
-    """``memstrata up`` over ``<its dir>/data``, output in ``<its dir>/up.log``."""
-    proc = early.take(__name__, EARLY_START, tmp_path)
-    try:
-        yield proc
-    finally:
-        proc.stop()
-
-
 def _healthy_now(address: str) -> bool:
     """One health check, no retry: is the service answering at this moment?"""
     with grpc.insecure_channel(address) as channel:
@@ -164,9 +145,9 @@ def _one_line_error(text: str) -> None:
 
 
 def test_serve_listens_before_it_says_so_and_a_second_signal_stops_it_now(
-        tmp_path: Path, procs: Callable[..., _Proc],
-        sample_copy: Callable[[Path], Path]) -> None:
-    data = sample_copy(tmp_path / "data")  # the sample, ingested
+        tmp_path: Path, procs: Callable[..., _Proc]) -> None:
+    data = tmp_path / "data"
+    assert run("ingest", str(SAMPLE), data_dir=data).returncode == 0
     key = run("keys", "add", "acme", data_dir=data).stdout.strip()
     port = free_port()
     serve = procs(tmp_path / "serve.log", "serve", "--port", str(port),
@@ -176,12 +157,8 @@ def test_serve_listens_before_it_says_so_and_a_second_signal_stops_it_now(
     marker = json.loads((data / "serve.json").read_text())
     assert marker == {"address": f"127.0.0.1:{port}", "pid": serve.proc.pid}
 
-    # A second serve on the held data dir and a serve on another data dir but the taken
-    # port: independent commands, run at once (each is a real subprocess).
-    second, taken = run_all(
-        lambda: run("serve", "--port", str(free_port()), data_dir=data),
-        lambda: run("serve", "--port", str(port), data_dir=tmp_path / "other"))
-    # The second serve is refused, and the first one stays reachable.
+    # A second serve on the held data dir: refused, and the first one stays reachable.
+    second = run("serve", "--port", str(free_port()), data_dir=data)
     assert second.returncode == 3, second.stderr
     assert f"the data dir {data} is in use by process {serve.proc.pid}" in second.stderr
     assert json.loads((data / "serve.json").read_text()) == marker
@@ -191,6 +168,7 @@ def test_serve_listens_before_it_says_so_and_a_second_signal_stops_it_now(
     assert json.loads(found.stdout)[0]["session_id"] == "2024-04-10-running"
 
     # The port is taken (by the first serve): one line naming the port and the setting.
+    taken = run("serve", "--port", str(port), data_dir=tmp_path / "other")
     assert taken.returncode == 4, taken.stderr
     assert f"cannot listen on 127.0.0.1:{port}: the port is in use" in taken.stderr
     assert "--port" in taken.stderr and "MEMSTRATA_SERVICE_PORT" in taken.stderr
@@ -234,8 +212,9 @@ def test_serve_listens_before_it_says_so_and_a_second_signal_stops_it_now(
 
 
 def test_up_refuses_a_second_up_and_stops_soon_after_the_drain_timeout(
-        tmp_path: Path, up: _Proc) -> None:
-    data = up.log.parent / "data"
+        tmp_path: Path, procs: Callable[..., _Proc]) -> None:
+    data = tmp_path / "data"
+    up = procs(tmp_path / "up.log", "up", env=_env(data, MEMSTRATA_STREAM_DRAIN_TIMEOUT_S="3"))
     up.wait_for(r"embedded broker at")
     again = run("up", data_dir=data)
     assert again.returncode == 3, again.stderr

@@ -11,17 +11,13 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from streams.broker import _die_with_parent
-from tests.e2e.test_cli import SAMPLE, run, run_all
-from tests.support import early
+from tests.e2e.test_cli import SAMPLE, run
 from tests.support.serve_proc import wait_serving
 
 pytestmark = pytest.mark.integration
@@ -144,103 +140,42 @@ def _remote_commands_take_the_keys_tenant(address: str, key: str, tmp_path: Path
     assert "the API key's tenant" in nothing.stderr
 
 
-class ServeStart:
-    """The test's first steps, in a thread: ``ingest`` the sample, ``keys add acme``, then
-    start ``serve`` (not waited for). Each step runs only if the one before succeeded;
-    the test checks every step's outcome."""
-
-    def __init__(self, tmp: Path) -> None:
-        self.data = tmp / "data"
-        self.port = _free_port()
-        self.address = f"127.0.0.1:{self.port}"
-        self.ingested: subprocess.CompletedProcess[str] | None = None
-        self.added: subprocess.CompletedProcess[str] | None = None
-        self.proc: subprocess.Popen[str] | None = None
-        self._done = threading.Event()
-        threading.Thread(target=self._run, daemon=True).start()
-
-    def _run(self) -> None:
-        try:
-            self.ingested = run("ingest", str(SAMPLE), data_dir=self.data)
-            if self.ingested.returncode != 0:
-                return
-            self.added = run("keys", "add", "acme", data_dir=self.data)
-            if self.added.returncode != 0:
-                return
-            env = {**os.environ, "MEMSTRATA_DATA_DIR": str(self.data)}
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "memstrata", "serve", "--port", str(self.port)],
-                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                preexec_fn=_die_with_parent())
-        finally:
-            self._done.set()
-        # The kernel's parent-death signal follows the thread that started the child, so
-        # this thread lives as long as serve does.
-        self.proc.wait()
-
-    def steps_done(self) -> "ServeStart":
-        self._done.wait(480)
-        return self
-
-    def kill_unused(self) -> None:
-        """Kill serve if it still runs (a test that failed early, or none took it)."""
-        self.steps_done()
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.communicate(timeout=30)
-
-
-def EARLY_START(tmp: Path) -> ServeStart:
-    """Begin the test's first steps ahead of time (tests/support/early.py)."""
-    return ServeStart(tmp)
-
-
-@pytest.fixture
-def serve_start(tmp_path: Path) -> Iterator[ServeStart]:
-    start = early.take(__name__, EARLY_START, tmp_path)
-    try:
-        yield start.steps_done()
-    finally:
-        start.kill_unused()
-
-
-def test_serve_keys_remote_ask_and_graceful_stop(tmp_path: Path, serve_start: ServeStart):
-    start = serve_start
-    data, address = start.data, start.address
-    assert start.ingested is not None and start.ingested.returncode == 0, start.ingested
-    added = start.added
-    assert added is not None and added.returncode == 0, added
+def test_serve_keys_remote_ask_and_graceful_stop(tmp_path: Path):
+    data = tmp_path / "data"
+    assert run("ingest", str(SAMPLE), data_dir=data).returncode == 0
+    added = run("keys", "add", "acme", data_dir=data)
+    assert added.returncode == 0, added.stderr
     key = added.stdout.strip()
     assert key.startswith("msk_") and "shown only now" in added.stderr
     assert key not in (data / "service-keys.json").read_text()
 
-    proc = start.proc
-    assert proc is not None
+    port = _free_port()
+    address = f"127.0.0.1:{port}"
+    env = {**os.environ, "MEMSTRATA_DATA_DIR": str(data)}
+    proc = subprocess.Popen([sys.executable, "-m", "memstrata", "serve", "--port", str(port)],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         _wait_serving(address, proc)
-        with_key = {"MEMSTRATA_API_KEY": key}
-        # Five reads through the service, independent of each other: run at once.
-        asked, found, listed, shown, refused = run_all(
-            lambda: run("ask", "--tenant", "acme", "--user", "maya", "--remote", address,
-                        "--json", "When did I start training for a half marathon?",
-                        data_dir=data, env=with_key),
-            # No flag: the data dir is held by `serve`, so search goes through it.
-            lambda: run("search", "--tenant", "acme", "--user", "maya", "--json",
-                        "half marathon knee", data_dir=data, env=with_key),
-            lambda: run("sessions", "--tenant", "acme", "--user", "maya", data_dir=data,
-                        env=with_key),
-            lambda: run("show", "--tenant", "acme", "--user", "maya", "--layers", "1,3",
-                        "2024-04-10-running", data_dir=data, env=with_key),
-            lambda: run("search", "--tenant", "globex", "--user", "maya", "--remote", address,
-                        "knee", data_dir=data, env=with_key))
+        asked = run("ask", "--tenant", "acme", "--user", "maya", "--remote", address,
+                    "--json", "When did I start training for a half marathon?",
+                    data_dir=data, env={"MEMSTRATA_API_KEY": key})
         assert asked.returncode == 0, asked.stderr
         answer = json.loads(asked.stdout)
         assert answer["sources"][0]["session_id"] == "2024-04-10-running"
         assert answer["summary"]["haystack_sessions"] >= 1
+        # No flag: the data dir is held by `serve`, so search goes through it.
+        found = run("search", "--tenant", "acme", "--user", "maya", "--json",
+                    "half marathon knee", data_dir=data, env={"MEMSTRATA_API_KEY": key})
         assert found.returncode == 0, found.stderr
         assert json.loads(found.stdout)[0]["session_id"] == "2024-04-10-running"
+        listed = run("sessions", "--tenant", "acme", "--user", "maya", data_dir=data,
+                     env={"MEMSTRATA_API_KEY": key})
         assert listed.returncode == 0 and "2024-04-10-running" in listed.stdout, listed.stderr
+        shown = run("show", "--tenant", "acme", "--user", "maya", "--layers", "1,3",
+                    "2024-04-10-running", data_dir=data, env={"MEMSTRATA_API_KEY": key})
         assert shown.returncode == 0 and "half marathon" in shown.stdout, shown.stderr
+        refused = run("search", "--tenant", "globex", "--user", "maya", "--remote", address,
+                      "knee", data_dir=data, env={"MEMSTRATA_API_KEY": key})
         assert refused.returncode == 2 and "PERMISSION_DENIED" in refused.stderr
         assert (data / "serve.json").exists()
         _remote_commands_take_the_keys_tenant(address, key, tmp_path)

@@ -14,14 +14,12 @@ import subprocess
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from streams.broker import PID_FILE, free_port, process_start, tansu_binary
-from tests.support import early
 from tests.support.serve_proc import (
     ServeProcess,
     add_key,
@@ -39,35 +37,15 @@ BATCHES, PER_BATCH = 4, 25
 ENV = {"MEMSTRATA_STREAM_FRESHNESS_S": "0.5"}
 
 
-@dataclass
-class FirstServe:
-    """Serve A over its data dir, with a key for acme."""
-
-    data: Path
-    key: str
-    serve: ServeProcess
-
-    @property
-    def proc(self) -> subprocess.Popen[bytes]:
-        return self.serve.proc
-
-
-def EARLY_START(tmp: Path) -> FirstServe:
-    """Start serve A; do not wait for it. Called ahead of time
-    (tests/support/early.py), so A comes up while earlier modules run."""
-    data = tmp / "crash"
-    data.mkdir()
-    key = add_key(data, "acme")
-    return FirstServe(data, key, ServeProcess(data, ENV))
-
-
 @pytest.fixture(scope="module")
 def crash(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     from memstrata.client import Durability, MemoryClient
 
-    first = early.take(__name__, EARLY_START, tmp_path_factory.mktemp("crash"))
-    data, key, a = first.data, first.key, first.serve
-    started: list[Any] = [a]
+    data = tmp_path_factory.mktemp("crash")
+    key = add_key(data, "acme")
+    started: list[Any] = []
+    a = ServeProcess(data, ENV)
+    started.append(a)
     out: dict[str, Any] = {"key": key, "acked": set(), "durability": set()}
     try:
         a.wait_serving()

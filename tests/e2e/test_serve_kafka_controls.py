@@ -27,9 +27,8 @@ from memstrata.rpc import memory_pb2_grpc as pb_grpc
 from memstrata.model import Scope
 from memstrata.wire import CONTROL_TOPIC
 from query_service.keys import add_key
-from streams.broker import _die_with_parent, free_port
+from streams.broker import free_port
 from streams.settings import BROKER_FILE
-from tests.support import early
 from tests.support.serve_proc import stop_gracefully, wait_serving
 from tests.support.waiting import wait_for
 
@@ -54,35 +53,27 @@ class Serve:
         return str(json.loads((self.data / BROKER_FILE).read_text())["brokers"])
 
 
-def EARLY_START(tmp: Path) -> Serve:
-    """Start the module's serve (a key for acme, a fresh port); do not wait for it.
-
-    Called ahead of time (tests/support/early.py), so the serve comes up
-    while earlier modules run; the fixture waits until it serves."""
+@pytest.fixture(scope="module")
+def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
+    tmp = tmp_path_factory.mktemp("serve-kafka")
     data = tmp / "data"
     data.mkdir()
     _, key = add_key(data / "service-keys.json", "acme")
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSTRATA_")}
     env.update(ENV, MEMSTRATA_DATA_DIR=str(data), PYTHONPATH=str(ROOT))
-    with (tmp / "serve.log").open("w") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "memstrata", "serve", "--port", str(port)],
-                                cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                text=True, preexec_fn=_die_with_parent())
-    return Serve(f"127.0.0.1:{port}", key, data, proc)
-
-
-@pytest.fixture(scope="module")
-def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
-    s = early.take(__name__, EARLY_START, tmp_path_factory.mktemp("serve-kafka"))
-    log_path = s.data.parent / "serve.log"
+    log_path = tmp / "serve.log"
+    log = log_path.open("w")
+    proc = subprocess.Popen([sys.executable, "-m", "memstrata", "serve", "--port", str(port)],
+                            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
     try:
-        wait_serving(s.address, 120, lambda: None if s.proc.poll() is None else
-                     f"serve exited with {s.proc.returncode}: {log_path.read_text()[-2000:]}",
+        wait_serving(f"127.0.0.1:{port}", 120, lambda: None if proc.poll() is None else
+                     f"serve exited with {proc.returncode}: {log_path.read_text()[-2000:]}",
                      step_s=0.2)
-        yield s
+        yield Serve(f"127.0.0.1:{port}", key, data, proc)
     finally:
-        stop_gracefully(s.proc, 60)
+        stop_gracefully(proc, 60)
+        log.close()
 
 
 def _event(user: str, sid: str, mid: str, role: str, text: str) -> pb.TurnEvent:

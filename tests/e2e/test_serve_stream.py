@@ -26,10 +26,9 @@ import pytest
 from memstrata.limits import TurnLimits, TurnRefused, validate_turn
 from memstrata.model import Scope
 from query_service.keys import add_key
-from streams.broker import _die_with_parent, free_port
+from streams.broker import free_port
 from streams.settings import BROKER_FILE
 from tests.e2e.test_cli_serve import _wait_serving
-from tests.support import early
 from tests.support.atomic_batches import broken, race
 from tests.support.serve_proc import stop_gracefully
 
@@ -57,34 +56,26 @@ class Serve:
         assert asyncio.run(wait_drained(brokers, "memstrata-stream", 90)), "worker not drained"
 
 
-def EARLY_START(tmp: Path) -> Serve:
-    """Start the module's serve (a key for acme, fresh ports); do not wait for it.
-
-    Called ahead of time (tests/support/early.py), so the serve comes up
-    while earlier modules run; the fixture waits until it serves."""
+@pytest.fixture(scope="module")
+def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
+    tmp = tmp_path_factory.mktemp("serve-stream")
     data = tmp / "data"
     data.mkdir()
     _, key = add_key(data / "service-keys.json", "acme")
     port, metrics_port = free_port(), free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSTRATA_")}
     env.update(FAST, MEMSTRATA_DATA_DIR=str(data), PYTHONPATH=str(ROOT))
-    with (tmp / "serve.log").open("w") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "memstrata", "serve", "--port", str(port),
-                                 "--metrics-port", str(metrics_port)], cwd=ROOT, env=env,
-                                stdout=log, stderr=subprocess.STDOUT, text=True,
-                                preexec_fn=_die_with_parent())
-    return Serve(f"127.0.0.1:{port}", f"http://127.0.0.1:{metrics_port}/metrics", key, data,
-                 proc)
-
-
-@pytest.fixture(scope="module")
-def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
-    s = early.take(__name__, EARLY_START, tmp_path_factory.mktemp("serve-stream"))
+    log = (tmp / "serve.log").open("w")
+    proc = subprocess.Popen([sys.executable, "-m", "memstrata", "serve", "--port", str(port),
+                             "--metrics-port", str(metrics_port)], cwd=ROOT, env=env,
+                            stdout=log, stderr=subprocess.STDOUT, text=True)
     try:
-        _wait_serving(s.address, s.proc, timeout=120)
-        yield s
+        _wait_serving(f"127.0.0.1:{port}", proc, timeout=120)
+        yield Serve(f"127.0.0.1:{port}", f"http://127.0.0.1:{metrics_port}/metrics", key, data,
+                    proc)
     finally:
-        stop_gracefully(s.proc, 60)
+        stop_gracefully(proc, 60)
+        log.close()
 
 
 def _scrape(url: str) -> str:

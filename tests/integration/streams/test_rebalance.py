@@ -23,8 +23,6 @@ from tests.integration.streams.harness import (
     ROOT,
     BackgroundProducer,
     WorkerProc,
-    batch_snapshots,
-    in_background,
     read_topic,
     snapshot,
     wait_until,
@@ -41,8 +39,6 @@ def test_worker_joins_then_leaves_mid_stream(broker: EmbeddedBroker, group: str,
     parsed = read_file(ROOT / "tests" / "fixtures" / "longmemeval_mini.json", tenant_id="t-reb")
     sessions = parsed.sessions
     messages = sum(len(t.messages) for s in sessions for t in s.turns)
-    # Batch ingest of the same sessions, to compare with, runs while the workers stream.
-    batched = in_background(lambda: batch_snapshots(tmp_path / "batch", {"all": sessions}))
     l0_before = len(read_topic(broker.address, topics.L0))
 
     first = WorkerProc(broker.address, tmp_path / "w1", group, logs, **shared)
@@ -72,7 +68,9 @@ def test_worker_joins_then_leaves_mid_stream(broker: EmbeddedBroker, group: str,
         first.stop()
         second.stop()
 
-    expected = batched.result(300)["all"]
+    with Memory.open(Settings(data_dir=tmp_path / "batch")) as batch:
+        batch.ingest(sessions)
+        expected = snapshot(batch, [s.scope for s in sessions])
     reader = Settings(data_dir=tmp_path / "reader", lexical_backend="opensearch",
                       doc_backend="opensearch", opensearch_url=osmem_url,
                       opensearch_index_prefix="rebal")

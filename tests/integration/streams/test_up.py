@@ -12,7 +12,6 @@ import os
 import signal
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -20,39 +19,19 @@ import pytest
 from memstrata.config import Settings
 from memstrata.memory import Memory
 from memstrata.model import Scope
-from streams.broker import _die_with_parent
 from streams.settings import BROKER_FILE
 from tests.integration.streams.harness import ROOT, wait_until
-from tests.support import early
 
 pytestmark = pytest.mark.integration
 
 
-@dataclass
-class Up:
-    """``memstrata up`` over ``tmp/data``, its output in ``tmp/up.log``."""
-
-    tmp: Path
-    env: dict[str, str]
-    proc: subprocess.Popen[bytes]
-
-
-def EARLY_START(tmp: Path) -> Up:
-    """Start ``memstrata up``; do not wait for it. Called ahead of time
-    (tests/support/early.py), so it comes up while earlier modules run."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSTRATA_")}
-    env.update(PYTHONPATH=str(ROOT), MEMSTRATA_DATA_DIR=str(tmp / "data"))
-    with (tmp / "up.log").open("wb") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "memstrata", "up"], cwd=ROOT, env=env,
-                                stdout=log, stderr=subprocess.STDOUT,
-                                preexec_fn=_die_with_parent())
-    return Up(tmp, env, proc)
-
-
 def test_up_then_produce_then_ctrl_c(tmp_path: Path) -> None:
-    started = early.take(__name__, EARLY_START, tmp_path)
-    tmp_path, env, up = started.tmp, started.env, started.proc  # its dir: data and log
     data = tmp_path / "data"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSTRATA_")}
+    env.update(PYTHONPATH=str(ROOT), MEMSTRATA_DATA_DIR=str(data))
+    log = (tmp_path / "up.log").open("wb")
+    up = subprocess.Popen([sys.executable, "-m", "memstrata", "up"], cwd=ROOT, env=env,
+                          stdout=log, stderr=subprocess.STDOUT)
     try:
         wait_until(lambda: (data / BROKER_FILE).is_file() or up.poll() is not None, 60)
         assert up.poll() is None, (tmp_path / "up.log").read_text()
@@ -69,6 +48,7 @@ def test_up_then_produce_then_ctrl_c(tmp_path: Path) -> None:
         if up.poll() is None:
             up.kill()
             up.wait(10)
+        log.close()
     out = (tmp_path / "up.log").read_text()
     assert f"embedded broker at {info['brokers']}" in out
     assert not (data / BROKER_FILE).exists()
