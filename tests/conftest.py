@@ -9,6 +9,18 @@ from __future__ import annotations
 import pytest
 
 from memstrata.embed.minilm import MiniLMEmbedder
+from tests.support import early
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start mypy in the background when its test is selected (see tests/support/early.py)."""
+    if any(item.nodeid == early.MYPY_TEST for item in session.items) and \
+            not session.config.getoption("collectonly"):
+        early.start_mypy()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    early.stop_all()
 
 
 @pytest.fixture(scope="session")

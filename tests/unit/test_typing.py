@@ -1,24 +1,22 @@
 """The packages ship ``py.typed``, so their annotations are a promise: mypy checks them.
 
 Configuration is ``[tool.mypy]`` in pyproject.toml (the pydantic plugin, the
-three packages, generated stubs excluded). About 15 s; one run per session.
+three packages, generated stubs excluded). About 15 s of CPU, one run per
+session, started in the background as the session starts (tests/support/early.py).
 """
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.early import mypy_result
 
 
 @pytest.mark.timeout(300)
 def test_mypy_finds_no_errors(tmp_path: Path) -> None:
     pytest.importorskip("mypy", reason="mypy comes with the test extra: pip install -e '.[test]'")
-    out = subprocess.run([sys.executable, "-m", "mypy", "--cache-dir", str(tmp_path / "cache")],
-                         cwd=ROOT, capture_output=True, text=True, timeout=280)
+    out = mypy_result(280, tmp_path / "cache")
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
     assert "Success" in out.stdout
