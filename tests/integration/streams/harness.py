@@ -9,9 +9,10 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from memstrata.kafka_ends import log_end_offsets
 from memstrata.model import Scope
@@ -174,6 +175,35 @@ async def _read_topic(brokers: str, topic: str, timeout_s: float = 20.0) -> list
 def read_topic(brokers: str, topic: str) -> list[Any]:
     """Every record of ``topic`` from the beginning (aiokafka ConsumerRecords)."""
     return asyncio.run(_read_topic(brokers, topic))
+
+
+T = TypeVar("T")
+
+
+def in_background(fn: Callable[[], T]) -> "Future[T]":
+    """Run ``fn`` in a thread of its own now; ``.result(timeout)`` collects it (or re-raises).
+
+    The stream tests spend most of their time waiting on a worker process, so the
+    batch ingest they compare against runs meanwhile on the other core.
+    """
+    pool = ThreadPoolExecutor(1, thread_name_prefix="batch")
+    try:
+        return pool.submit(fn)
+    finally:
+        pool.shutdown(wait=False)
+
+
+def batch_snapshots(data_dir: Path, groups: dict[str, Sequence[Any]]) -> dict[str, dict[str, Any]]:
+    """What ``memstrata ingest`` stores for each group of sessions (group by group, into
+    one data dir), as :func:`snapshot` of each group's scopes."""
+    from memstrata.config import Settings
+    from memstrata.memory import Memory
+
+    with Memory.open(Settings(data_dir=data_dir)) as batch:
+        for sessions in groups.values():
+            batch.ingest(list(sessions))
+        return {name: snapshot(batch, [s.scope for s in sessions])
+                for name, sessions in groups.items()}
 
 
 class BackgroundProducer:

@@ -24,7 +24,13 @@ from memstrata.memory import Memory
 from memstrata.model import Session
 from streams.broker import EmbeddedBroker
 from streams.produce import StreamProducer, produce_sessions
-from tests.integration.streams.harness import ROOT, WorkerProc, snapshot
+from tests.integration.streams.harness import (
+    ROOT,
+    WorkerProc,
+    batch_snapshots,
+    in_background,
+    snapshot,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -65,6 +71,10 @@ def streamed_and_batched(
     parsed = {name: read_file(path, tenant_id=tenant) for name, (path, tenant) in files.items()}
     sessions: list[Session] = [s for p in parsed.values() for s in p.sessions]
 
+    # Batch: what `memstrata ingest` does, file by file, into another data dir; it runs
+    # while the worker streams (tests/integration/streams/harness.py: in_background).
+    batched = in_background(lambda: batch_snapshots(
+        tmp / "batch", {n: p.sessions for n, p in parsed.items()}))
     group = "memstrata-test-congruence"
     start_group_at_end(broker.address, group)
     worker = WorkerProc(broker.address, tmp / "stream", group, tmp).start()
@@ -76,15 +86,10 @@ def streamed_and_batched(
         worker.drain()
     finally:
         worker.stop()
-    # Batch: what `memstrata ingest FILE` does, file by file, into another data dir.
-    with Memory.open(Settings(data_dir=tmp / "batch")) as batch:
-        for p in parsed.values():
-            batch.ingest(p.sessions)
-        batched = {n: snapshot(batch, [s.scope for s in p.sessions]) for n, p in parsed.items()}
     with Memory.open(Settings(data_dir=tmp / "stream")) as stream:
         streamed = {n: snapshot(stream, [s.scope for s in p.sessions]) for n, p in parsed.items()}
         tenants = {t: stream.stats(t) for t in ("t-lme", "t-locomo", "acme", "globex")}
-    yield {"batch": batched, "stream": streamed, "parsed": parsed, "tenants": tenants,
+    yield {"batch": batched.result(300), "stream": streamed, "parsed": parsed, "tenants": tenants,
            "worker_log": worker.log_text}
 
 

@@ -23,6 +23,8 @@ from tests.integration.streams.harness import (
     ROOT,
     BackgroundProducer,
     WorkerProc,
+    batch_snapshots,
+    in_background,
     read_topic,
     snapshot,
     wait_until,
@@ -39,6 +41,8 @@ def test_worker_joins_then_leaves_mid_stream(broker: EmbeddedBroker, group: str,
     parsed = read_file(ROOT / "tests" / "fixtures" / "longmemeval_mini.json", tenant_id="t-reb")
     sessions = parsed.sessions
     messages = sum(len(t.messages) for s in sessions for t in s.turns)
+    # Batch ingest of the same sessions, to compare with, runs while the workers stream.
+    batched = in_background(lambda: batch_snapshots(tmp_path / "batch", {"all": sessions}))
     l0_before = len(read_topic(broker.address, topics.L0))
 
     first = WorkerProc(broker.address, tmp_path / "w1", group, logs, **shared)
@@ -68,9 +72,7 @@ def test_worker_joins_then_leaves_mid_stream(broker: EmbeddedBroker, group: str,
         first.stop()
         second.stop()
 
-    with Memory.open(Settings(data_dir=tmp_path / "batch")) as batch:
-        batch.ingest(sessions)
-        expected = snapshot(batch, [s.scope for s in sessions])
+    expected = batched.result(300)["all"]
     reader = Settings(data_dir=tmp_path / "reader", lexical_backend="opensearch",
                       doc_backend="opensearch", opensearch_url=osmem_url,
                       opensearch_index_prefix="rebal")

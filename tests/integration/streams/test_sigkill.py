@@ -23,6 +23,8 @@ from tests.integration.streams.harness import (
     ROOT,
     BackgroundProducer,
     WorkerProc,
+    batch_snapshots,
+    in_background,
     read_topic,
     snapshot,
     wait_until,
@@ -36,6 +38,8 @@ def test_sigkill_mid_stream_then_restart(broker: EmbeddedBroker, group: str, log
     parsed = read_file(ROOT / "tests" / "fixtures" / "longmemeval_mini.json", tenant_id="t-kill")
     sessions = parsed.sessions
     messages = sum(len(t.messages) for s in sessions for t in s.turns)
+    # Batch ingest of the same sessions, to compare with, runs while the worker streams.
+    batched = in_background(lambda: batch_snapshots(tmp_path / "batch", {"all": sessions}))
     l0_before = len(read_topic(broker.address, topics.L0))
     worker = WorkerProc(broker.address, tmp_path / "stream", group, logs,
                         MEMSTRATA_STREAM_FRESHNESS_S="0.4").start()
@@ -68,9 +72,7 @@ def test_sigkill_mid_stream_then_restart(broker: EmbeddedBroker, group: str, log
         worker.stop()
         producer.join(5)
     assert worker.starts == 2
-    with Memory.open(Settings(data_dir=tmp_path / "batch")) as batch:
-        batch.ingest(sessions)
-        expected = snapshot(batch, [s.scope for s in sessions])
+    expected = batched.result(300)["all"]
     with Memory.open(Settings(data_dir=tmp_path / "stream")) as stream:
         got = snapshot(stream, [s.scope for s in sessions])
     assert sum(len(v["sessions"]) for v in got.values()) == len(sessions)
