@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -22,13 +23,10 @@ def run(*args: str, data_dir: Path, env: dict[str, str] | None = None,
 
 
 @pytest.fixture(scope="module")
-def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    d = tmp_path_factory.mktemp("cli")
-    r = run("ingest", str(SAMPLE), data_dir=d)
-    assert r.returncode == 0, r.stderr
-    assert "5 ingested (11 turns, 11 L0 units)" in r.stdout
-    assert "users: tenant=acme users=leo,maya; tenant=globex users=maya" in r.stdout
-    return d
+def data_dir(tmp_path_factory: pytest.TempPathFactory, sample_copy: Callable[[Path], Path],
+             ) -> Path:
+    """The sample ingested through the CLI (tests/e2e/conftest.py checks that ingest's output)."""
+    return sample_copy(tmp_path_factory.mktemp("cli") / "data")
 
 
 def test_reingest_is_a_no_op(data_dir: Path):
@@ -82,9 +80,9 @@ def test_usage_errors_name_the_option(tmp_path: Path):
     assert r.returncode == 2 and "MEMSTRATA_RRF_K" in r.stderr
 
 
-def test_forget_removes_a_session_then_a_user_and_nothing_else(tmp_path: Path):
-    d = tmp_path / "f"
-    assert run("ingest", str(SAMPLE), data_dir=d).returncode == 0
+def test_forget_removes_a_session_then_a_user_and_nothing_else(
+        tmp_path: Path, sample_copy: Callable[[Path], Path]):
+    d = sample_copy(tmp_path / "f")
     r = run("forget", "--tenant", "acme", "--user", "maya", "2024-04-10-running", "--yes",
             data_dir=d)
     assert r.returncode == 0, r.stderr

@@ -14,7 +14,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -47,11 +47,10 @@ def _wait_holding(holder: subprocess.Popen) -> None:
 
 
 @pytest.fixture(scope="module")
-def held(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, subprocess.Popen]]:
+def held(tmp_path_factory: pytest.TempPathFactory, sample_copy: Callable[[Path], Path],
+         ) -> Iterator[tuple[Path, subprocess.Popen]]:
     """A data dir with the sample ingested, held open for writing by another process."""
-    data = tmp_path_factory.mktemp("held") / "data"
-    r = run("ingest", str(SAMPLE), data_dir=data)
-    assert r.returncode == 0, r.stderr
+    data = sample_copy(tmp_path_factory.mktemp("held") / "data")
     holder = _hold(data)
     try:
         _wait_holding(holder)

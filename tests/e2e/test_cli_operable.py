@@ -149,9 +149,9 @@ def _one_line_error(text: str) -> None:
 
 
 def test_serve_listens_before_it_says_so_and_a_second_signal_stops_it_now(
-        tmp_path: Path, procs: Callable[..., _Proc]) -> None:
-    data = tmp_path / "data"
-    assert run("ingest", str(SAMPLE), data_dir=data).returncode == 0
+        tmp_path: Path, procs: Callable[..., _Proc],
+        sample_copy: Callable[[Path], Path]) -> None:
+    data = sample_copy(tmp_path / "data")  # the sample, ingested
     key = run("keys", "add", "acme", data_dir=data).stdout.strip()
     port = free_port()
     serve = procs(tmp_path / "serve.log", "serve", "--port", str(port),

@@ -11,13 +11,13 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from tests.support.fake_openai import FakeOpenAIServer, Reply, chat_body, tool_call
 
 ROOT = Path(__file__).resolve().parents[2]
-SAMPLE = ROOT / "examples" / "sample_turns.jsonl"
 
 LOCOMO = [{
     "sample_id": "conv-t",
@@ -58,9 +58,9 @@ def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
                           text=True, env={**os.environ, **(env or {})}, timeout=240)
 
 
-def test_ask_prints_answer_sources_and_trace(tmp_path: Path):
-    env = {"MEMSTRATA_DATA_DIR": str(tmp_path)}
-    assert run("ingest", str(SAMPLE), env=env).returncode == 0
+def test_ask_prints_answer_sources_and_trace(tmp_path: Path,
+                                            sample_copy: Callable[[Path], Path]):
+    env = {"MEMSTRATA_DATA_DIR": str(sample_copy(tmp_path))}  # the sample, ingested
     r = run("ask", "--tenant", "acme", "--user", "maya", "--trace",
             "When did I go to Porto?", "--date", "2024-06-01", env=env)
     assert r.returncode == 0, r.stderr

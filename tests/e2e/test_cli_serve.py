@@ -12,12 +12,13 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.e2e.test_cli import SAMPLE, run
+from tests.e2e.test_cli import run
 from tests.support.serve_proc import wait_serving
 
 pytestmark = pytest.mark.integration
@@ -140,9 +141,9 @@ def _remote_commands_take_the_keys_tenant(address: str, key: str, tmp_path: Path
     assert "the API key's tenant" in nothing.stderr
 
 
-def test_serve_keys_remote_ask_and_graceful_stop(tmp_path: Path):
-    data = tmp_path / "data"
-    assert run("ingest", str(SAMPLE), data_dir=data).returncode == 0
+def test_serve_keys_remote_ask_and_graceful_stop(tmp_path: Path,
+                                                 sample_copy: Callable[[Path], Path]):
+    data = sample_copy(tmp_path / "data")  # the sample, ingested
     added = run("keys", "add", "acme", data_dir=data)
     assert added.returncode == 0, added.stderr
     key = added.stdout.strip()
