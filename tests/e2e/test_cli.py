@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,17 @@ def run(*args: str, data_dir: Path, env: dict[str, str] | None = None,
     full_env = {**os.environ, "MEMSTRATA_DATA_DIR": str(data_dir), **(env or {})}
     return subprocess.run([sys.executable, "-m", "memstrata", *args], capture_output=True,
                           text=True, env=full_env, timeout=240, input=stdin)
+
+
+def run_all(*calls: Callable[[], subprocess.CompletedProcess[str]],
+            ) -> list[subprocess.CompletedProcess[str]]:
+    """Independent commands at once (each a real subprocess), results in the order given.
+
+    Each ``memstrata`` start costs an interpreter and its imports, mostly waiting on
+    one core; commands that do not depend on each other need not wait in line.
+    """
+    with ThreadPoolExecutor(len(calls)) as pool:
+        return list(pool.map(lambda call: call(), calls))
 
 
 @pytest.fixture(scope="module")

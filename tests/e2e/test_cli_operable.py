@@ -36,7 +36,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from streams import topics
 from streams.broker import free_port
 from streams.settings import BROKER_FILE
-from tests.e2e.test_cli import SAMPLE, run
+from tests.e2e.test_cli import SAMPLE, run, run_all
 
 pytestmark = pytest.mark.integration
 
@@ -161,8 +161,12 @@ def test_serve_listens_before_it_says_so_and_a_second_signal_stops_it_now(
     marker = json.loads((data / "serve.json").read_text())
     assert marker == {"address": f"127.0.0.1:{port}", "pid": serve.proc.pid}
 
-    # A second serve on the held data dir: refused, and the first one stays reachable.
-    second = run("serve", "--port", str(free_port()), data_dir=data)
+    # A second serve on the held data dir and a serve on another data dir but the taken
+    # port: independent commands, run at once (each is a real subprocess).
+    second, taken = run_all(
+        lambda: run("serve", "--port", str(free_port()), data_dir=data),
+        lambda: run("serve", "--port", str(port), data_dir=tmp_path / "other"))
+    # The second serve is refused, and the first one stays reachable.
     assert second.returncode == 3, second.stderr
     assert f"the data dir {data} is in use by process {serve.proc.pid}" in second.stderr
     assert json.loads((data / "serve.json").read_text()) == marker
@@ -172,7 +176,6 @@ def test_serve_listens_before_it_says_so_and_a_second_signal_stops_it_now(
     assert json.loads(found.stdout)[0]["session_id"] == "2024-04-10-running"
 
     # The port is taken (by the first serve): one line naming the port and the setting.
-    taken = run("serve", "--port", str(port), data_dir=tmp_path / "other")
     assert taken.returncode == 4, taken.stderr
     assert f"cannot listen on 127.0.0.1:{port}: the port is in use" in taken.stderr
     assert "--port" in taken.stderr and "MEMSTRATA_SERVICE_PORT" in taken.stderr

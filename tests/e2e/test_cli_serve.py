@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.test_cli import run
+from tests.e2e.test_cli import run, run_all
 from tests.support.serve_proc import wait_serving
 
 pytestmark = pytest.mark.integration
@@ -157,26 +157,29 @@ def test_serve_keys_remote_ask_and_graceful_stop(tmp_path: Path,
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         _wait_serving(address, proc)
-        asked = run("ask", "--tenant", "acme", "--user", "maya", "--remote", address,
-                    "--json", "When did I start training for a half marathon?",
-                    data_dir=data, env={"MEMSTRATA_API_KEY": key})
+        with_key = {"MEMSTRATA_API_KEY": key}
+        # Five reads through the service, independent of each other: run at once.
+        asked, found, listed, shown, refused = run_all(
+            lambda: run("ask", "--tenant", "acme", "--user", "maya", "--remote", address,
+                        "--json", "When did I start training for a half marathon?",
+                        data_dir=data, env=with_key),
+            # No flag: the data dir is held by `serve`, so search goes through it.
+            lambda: run("search", "--tenant", "acme", "--user", "maya", "--json",
+                        "half marathon knee", data_dir=data, env=with_key),
+            lambda: run("sessions", "--tenant", "acme", "--user", "maya", data_dir=data,
+                        env=with_key),
+            lambda: run("show", "--tenant", "acme", "--user", "maya", "--layers", "1,3",
+                        "2024-04-10-running", data_dir=data, env=with_key),
+            lambda: run("search", "--tenant", "globex", "--user", "maya", "--remote", address,
+                        "knee", data_dir=data, env=with_key))
         assert asked.returncode == 0, asked.stderr
         answer = json.loads(asked.stdout)
         assert answer["sources"][0]["session_id"] == "2024-04-10-running"
         assert answer["summary"]["haystack_sessions"] >= 1
-        # No flag: the data dir is held by `serve`, so search goes through it.
-        found = run("search", "--tenant", "acme", "--user", "maya", "--json",
-                    "half marathon knee", data_dir=data, env={"MEMSTRATA_API_KEY": key})
         assert found.returncode == 0, found.stderr
         assert json.loads(found.stdout)[0]["session_id"] == "2024-04-10-running"
-        listed = run("sessions", "--tenant", "acme", "--user", "maya", data_dir=data,
-                     env={"MEMSTRATA_API_KEY": key})
         assert listed.returncode == 0 and "2024-04-10-running" in listed.stdout, listed.stderr
-        shown = run("show", "--tenant", "acme", "--user", "maya", "--layers", "1,3",
-                    "2024-04-10-running", data_dir=data, env={"MEMSTRATA_API_KEY": key})
         assert shown.returncode == 0 and "half marathon" in shown.stdout, shown.stderr
-        refused = run("search", "--tenant", "globex", "--user", "maya", "--remote", address,
-                      "knee", data_dir=data, env={"MEMSTRATA_API_KEY": key})
         assert refused.returncode == 2 and "PERMISSION_DENIED" in refused.stderr
         assert (data / "serve.json").exists()
         _remote_commands_take_the_keys_tenant(address, key, tmp_path)
