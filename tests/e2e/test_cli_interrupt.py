@@ -1,7 +1,10 @@
 """Ctrl-C during ``memstrata ingest``: it says what was committed, and re-running finishes.
 
 A real subprocess gets a real SIGINT once the first batch of sessions is
-committed (watched through SQLite, which a second process may read).
+committed (watched through SQLite, which a second process may read). The
+interrupted run is the CLI under ``tests.support.ingest_pause``: after its first
+commit it waits for the signal, so a fast encoder or a busy machine cannot let
+the ingest finish before the signal lands. The re-run is plain ``memstrata``.
 """
 
 from __future__ import annotations
@@ -17,9 +20,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-#: Sessions commit in batches of 256 units (one unit per session here): enough
-#: batches that the first commit lands well before the end, however fast the encoder.
-SESSIONS = 600
+#: Sessions commit in batches of 256 units (one unit per session here): two batches,
+#: and the paused ingest (tests.support.ingest_pause) waits for the signal after the first.
+SESSIONS = 300
 
 
 def write_sessions(path: Path) -> None:
@@ -47,8 +50,9 @@ def test_ctrl_c_says_what_was_committed_and_a_rerun_finishes(tmp_path: Path):
     write_sessions(data)
     env = {**os.environ, "MEMSTRATA_DATA_DIR": str(tmp_path / "d")}
     cmd = [sys.executable, "-m", "memstrata", "ingest", str(data)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env)
+    paused = [sys.executable, "-m", "tests.support.ingest_pause", "ingest", str(data)]
+    proc = subprocess.Popen(paused, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env, cwd=ROOT)
     try:
         deadline = time.monotonic() + 120
         while committed(tmp_path / "d" / "docs.sqlite3") == 0 and proc.poll() is None:
