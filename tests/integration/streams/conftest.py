@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -41,3 +42,12 @@ def logs(tmp_path: Path) -> Path:
     d = tmp_path / "logs"
     d.mkdir()
     return d
+
+
+@pytest.fixture(scope="session")
+def one_worker_run(broker: EmbeddedBroker,
+                   tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    """One worker run for the modules that registered a part (tests/.../one_worker.py)."""
+    from tests.integration.streams.one_worker import run_all
+
+    return run_all(broker, tmp_path_factory.mktemp("one-worker"))

@@ -1,28 +1,24 @@
 """Poison events go to the DLQ with their reason; deletes are ordered after the turns they delete.
 
-One worker run: bad events sit between good ones of one session; a session
-and a user are deleted right after their turns are produced (the worker must
-not let the delete overtake them), and a turn for the deleted session produced
-after the delete is indexed as new data.
+One worker run (shared with test_poison, see one_worker.py): bad events sit
+between good ones of one session; a session and a user are deleted right after
+their turns are produced (the worker must not let the delete overtake them), and
+a turn for the deleted session produced after the delete is indexed as new data.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from memstrata.config import Settings
 from memstrata.memory import Memory
 from memstrata.model import Scope
 from streams import topics
-from streams.broker import EmbeddedBroker
 from streams.events import DeadLetter, TurnEvent, event_key, utcnow
 from streams.produce import StreamProducer
-from tests.integration.streams.harness import WorkerProc, read_topic, start_group_at_end
+from tests.integration.streams.one_worker import Part, register
 
 pytestmark = pytest.mark.integration
 
@@ -52,56 +48,51 @@ BAD_EVENTS = {
 }
 
 
+async def _send(p: StreamProducer) -> None:
+    await p.send_turn(turn(POISON, "p1", 1, "I keep bees on the roof of my flat."))
+    for value in BAD_EVENTS.values():
+        await p.send_raw(topics.TURNS, value, key=KEY)
+    await p.send_turn(turn(POISON, "p1", 2, "Bees need water nearby.", "assistant"))
+    await p.send_turn(turn(POISON, "p1", 3, "They made twelve jars of honey."))
+    # Deletes straight after the turns they delete.
+    for sid in ("a1", "a2"):
+        for n in range(1, 7):
+            await p.send_turn(turn(ANA, sid, n, f"Ana {sid} talks about topic {n}.",
+                                   "user" if n % 2 else "assistant"))
+    for n in range(1, 5):
+        await p.send_turn(turn(BEN, "b1", n, f"Ben mentions his garden {n}."))
+    await p.control("delete_session", ANA, "a1")
+    await p.control("delete_user", BEN)
+    # After the delete: new data for the deleted session.
+    await p.send_turn(turn(ANA, "a1", 100, "Ana starts over: she now plays cello."))
+    await p.control("close_session", ANA, "a1")
+    await p.control("close_session", POISON, "p1")
+
+
+def _read(memory: Memory, dlq: list[Any]) -> dict[str, Any]:
+    return {
+        "dead": [DeadLetter.model_validate_json(r.value) for r in dlq if r.key == KEY],
+        "poison_turns": memory.raw(POISON, "p1"),
+        "poison_units": memory.l0(POISON, "p1"),
+        "ana_sessions": [m.session_id for m in memory.sessions(ANA)],
+        "a1_turns": memory.raw(ANA, "a1"),
+        "a1_units": memory.l0(ANA, "a1"),
+        "a2_turns": memory.raw(ANA, "a2"),
+        "counts": {str(s): (memory.vectors.count(s), memory.lexical.count(s),
+                            memory.docs.count_turns(s)) for s in (ANA, BEN)},
+        "ben_sessions": memory.sessions(BEN),
+    }
+
+
+#: The worker refuses content over 200 characters (MEMSTRATA_TURN_MAX_CONTENT_CHARS, set in
+#: one_worker.ENV), so BAD_EVENTS["too_large"] is refused by that field.
+register(Part("dlq", _send, _read))
+
+
 @pytest.fixture(scope="module")
-def run(broker: EmbeddedBroker, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    tmp = tmp_path_factory.mktemp("dlq")
-    group = "memstrata-test-dlq"
-    start_group_at_end(broker.address, group)
-    worker = WorkerProc(broker.address, tmp / "data", group, tmp,
-                        MEMSTRATA_TURN_MAX_CONTENT_CHARS="200").start()
-
-    async def produce() -> None:
-        async with StreamProducer(broker.address) as p:
-            await p.send_turn(turn(POISON, "p1", 1, "I keep bees on the roof of my flat."))
-            for value in BAD_EVENTS.values():
-                await p.send_raw(topics.TURNS, value, key=KEY)
-            await p.send_turn(turn(POISON, "p1", 2, "Bees need water nearby.", "assistant"))
-            await p.send_turn(turn(POISON, "p1", 3, "They made twelve jars of honey."))
-            # Deletes straight after the turns they delete.
-            for sid in ("a1", "a2"):
-                for n in range(1, 7):
-                    await p.send_turn(turn(ANA, sid, n, f"Ana {sid} talks about topic {n}.",
-                                           "user" if n % 2 else "assistant"))
-            for n in range(1, 5):
-                await p.send_turn(turn(BEN, "b1", n, f"Ben mentions his garden {n}."))
-            await p.control("delete_session", ANA, "a1")
-            await p.control("delete_user", BEN)
-            # After the delete: new data for the deleted session.
-            await p.send_turn(turn(ANA, "a1", 100, "Ana starts over: she now plays cello."))
-            await p.control("close_session", ANA, "a1")
-            await p.control("close_session", POISON, "p1")
-            await p.flush()
-
-    try:
-        asyncio.run(produce())
-        worker.drain()
-    finally:
-        worker.stop()
-    dead = [DeadLetter.model_validate_json(r.value)
-            for r in read_topic(broker.address, topics.DLQ) if r.key == KEY]
-    with Memory.open(Settings(data_dir=tmp / "data")) as memory:
-        state = {
-            "poison_turns": memory.raw(POISON, "p1"),
-            "poison_units": memory.l0(POISON, "p1"),
-            "ana_sessions": [m.session_id for m in memory.sessions(ANA)],
-            "a1_turns": memory.raw(ANA, "a1"),
-            "a1_units": memory.l0(ANA, "a1"),
-            "a2_turns": memory.raw(ANA, "a2"),
-            "counts": {str(s): (memory.vectors.count(s), memory.lexical.count(s),
-                                memory.docs.count_turns(s)) for s in (ANA, BEN)},
-            "ben_sessions": memory.sessions(BEN),
-        }
-    yield {"dead": dead, **state}
+def run(one_worker_run: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The worker run (tests/integration/streams/one_worker.py), shared with test_poison."""
+    return one_worker_run["dlq"]
 
 
 def test_each_poison_event_is_in_the_dlq_with_its_reason(run: dict[str, Any]) -> None:

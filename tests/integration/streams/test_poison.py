@@ -1,6 +1,7 @@
 """Poison records on the turns topic never stop the worker (issue 16).
 
-One worker run over the shared broker: between good turns of one session sit
+One worker run over the shared broker (shared with test_dlq_and_deletes, see
+one_worker.py; its 200-character content limit changes nothing here): between good turns of one session sit
 a turn dated year 1 (``.timestamp()`` used to raise on it), a value nested
 100,000 levels deep (``RecursionError`` in the JSON decoder) and a 1 MB value
 (its dead letter, base64 of the whole value, used to exceed the producer's
@@ -10,22 +11,18 @@ still be running, and the turns after them must be stored.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from memstrata.config import Settings
 from memstrata.memory import Memory
 from memstrata.model import Scope
 from streams import topics
-from streams.broker import EmbeddedBroker
 from streams.events import DeadLetter, TurnEvent, event_key, utcnow
 from streams.produce import StreamProducer
-from tests.integration.streams.harness import WorkerProc, read_topic, start_group_at_end
+from tests.integration.streams.one_worker import Part, register
 
 pytestmark = pytest.mark.integration
 
@@ -45,35 +42,27 @@ HUGE = json.dumps({**json.loads(turn(3, "big").to_bytes()),
                    "content": "x" * 1_000_000}).encode()[:1_000_000]
 
 
+async def _send(p: StreamProducer) -> None:
+    await p.send_turn(turn(1, "I collect old maps of Lisbon."))
+    for value in (YEAR_ONE, NESTED, HUGE):
+        await p.send_raw(topics.TURNS, value, key=KEY)
+    await p.send_turn(turn(4, "My favourite map is from 1755.", "assistant"))
+    await p.send_turn(turn(5, "I keep them in a cedar chest."))
+
+
+def _read(memory: Memory, dlq: list[Any]) -> dict[str, Any]:
+    dead = [DeadLetter.model_validate_json(r.value) for r in dlq if r.key == KEY]
+    stored = [m.source_id for t in memory.raw(ROB, "r1") for m in t.messages]
+    return {"dead": {d.offset: d for d in dead}, "stored": stored}
+
+
+register(Part("poison", _send, _read))
+
+
 @pytest.fixture(scope="module")
-def run(broker: EmbeddedBroker,
-        tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    tmp = tmp_path_factory.mktemp("poison")
-    group = "memstrata-test-poison"
-    start_group_at_end(broker.address, group)
-    worker = WorkerProc(broker.address, tmp / "data", group, tmp).start()
-
-    async def produce() -> None:
-        async with StreamProducer(broker.address) as p:
-            await p.send_turn(turn(1, "I collect old maps of Lisbon."))
-            for value in (YEAR_ONE, NESTED, HUGE):
-                await p.send_raw(topics.TURNS, value, key=KEY)
-            await p.send_turn(turn(4, "My favourite map is from 1755.", "assistant"))
-            await p.send_turn(turn(5, "I keep them in a cedar chest."))
-            await p.flush()
-
-    try:
-        asyncio.run(produce())
-        worker.drain()
-        alive = worker.alive()
-    finally:
-        worker.stop()
-    dead = [DeadLetter.model_validate_json(r.value)
-            for r in read_topic(broker.address, topics.DLQ) if r.key == KEY]
-    with Memory.open(Settings(data_dir=tmp / "data")) as memory:
-        stored = [m.source_id for t in memory.raw(ROB, "r1") for m in t.messages]
-    yield {"alive": alive, "dead": {d.offset: d for d in dead}, "stored": stored,
-           "log": worker.log_text}
+def run(one_worker_run: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The worker run (tests/integration/streams/one_worker.py): alive, dead, stored, log."""
+    return one_worker_run["poison"]
 
 
 def _letter(run: dict[str, Any], value: bytes) -> DeadLetter:
