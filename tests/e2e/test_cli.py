@@ -81,15 +81,18 @@ def test_bad_records_are_named_and_skipped(tmp_path: Path):
 
 
 def test_usage_errors_name_the_option(tmp_path: Path):
-    r = run("search", "--user", "has space", "x", data_dir=tmp_path)
-    assert r.returncode == 2 and "--user" in r.stderr
-    r = run("show", "--user", "u", "--layers", "0,9", "s", data_dir=tmp_path)
-    assert r.returncode == 2 and "--layers" in r.stderr
-    r = run("search", "--user", "u", "x", data_dir=tmp_path,
-            env={"MEMSTRATA_VECTOR_BACKEND": "qdrant"})
-    assert r.returncode == 2 and "MEMSTRATA_QDRANT_URL is required" in r.stderr
-    r = run("search", "--user", "u", "x", data_dir=tmp_path, env={"MEMSTRATA_RRF_K": "0"})
-    assert r.returncode == 2 and "MEMSTRATA_RRF_K" in r.stderr
+    # Four refused commands, independent of each other: run at once.
+    user, layers, qdrant, rrf = run_all(
+        lambda: run("search", "--user", "has space", "x", data_dir=tmp_path),
+        lambda: run("show", "--user", "u", "--layers", "0,9", "s", data_dir=tmp_path),
+        lambda: run("search", "--user", "u", "x", data_dir=tmp_path,
+                    env={"MEMSTRATA_VECTOR_BACKEND": "qdrant"}),
+        lambda: run("search", "--user", "u", "x", data_dir=tmp_path,
+                    env={"MEMSTRATA_RRF_K": "0"}))
+    assert user.returncode == 2 and "--user" in user.stderr
+    assert layers.returncode == 2 and "--layers" in layers.stderr
+    assert qdrant.returncode == 2 and "MEMSTRATA_QDRANT_URL is required" in qdrant.stderr
+    assert rrf.returncode == 2 and "MEMSTRATA_RRF_K" in rrf.stderr
 
 
 def test_forget_removes_a_session_then_a_user_and_nothing_else(

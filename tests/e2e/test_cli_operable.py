@@ -222,13 +222,14 @@ def test_up_refuses_a_second_up_and_stops_soon_after_the_drain_timeout(
     data = tmp_path / "data"
     up = procs(tmp_path / "up.log", "up", env=_env(data, MEMSTRATA_STREAM_DRAIN_TIMEOUT_S="3"))
     up.wait_for(r"embedded broker at")
-    again = run("up", data_dir=data)
+    # A second up (refused) and, at once, a backlog with a close per session, which the
+    # worker cannot store within 3 s (independent commands, each a real subprocess).
+    backlog = _backlog_file(tmp_path / "backlog.jsonl")
+    again, produced = run_all(lambda: run("up", data_dir=data),
+                              lambda: run("produce", str(backlog), data_dir=data))
     assert again.returncode == 3, again.stderr
     assert f"the data dir {data} is in use by process {up.proc.pid}" in again.stderr
     assert (data / BROKER_FILE).is_file(), "the refused up removed the running one's file"
-
-    # A backlog with a close per session: the worker cannot store it within 3 s.
-    produced = run("produce", str(_backlog_file(tmp_path / "backlog.jsonl")), data_dir=data)
     assert produced.returncode == 0, produced.stderr
     assert f"{SESSIONS} close_session events" in produced.stdout
     up.proc.send_signal(signal.SIGINT)
