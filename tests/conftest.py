@@ -10,6 +10,12 @@ import pytest
 
 from memstrata.embed.minilm import MiniLMEmbedder
 from tests.support import early
+from tests.support.bytecode import compile_packages
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Bytecode for the repository's packages, read by every subprocess the suite starts."""
+    compile_packages()
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
