@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -51,3 +51,20 @@ def one_worker_run(broker: EmbeddedBroker,
     from tests.integration.streams.one_worker import run_all
 
     return run_all(broker, tmp_path_factory.mktemp("one-worker"))
+
+
+@pytest.fixture
+def batch_ingest() -> Iterator[Callable[..., Any]]:
+    """``batch_ingest(data_dir, files)``: a :class:`~.harness.BatchSnapshots` child, stopped
+    when the test ends (a test that failed before it asked for the result)."""
+    from tests.integration.streams.harness import BatchSnapshots
+
+    started: list[BatchSnapshots] = []
+
+    def start(data_dir: Path, files: dict[str, tuple[Path, str]]) -> BatchSnapshots:
+        started.append(BatchSnapshots(data_dir, files))
+        return started[-1]
+
+    yield start
+    for b in started:
+        b.stop()

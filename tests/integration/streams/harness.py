@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from memstrata.kafka_ends import log_end_offsets
 from memstrata.model import Scope
@@ -177,33 +177,52 @@ def read_topic(brokers: str, topic: str) -> list[Any]:
     return asyncio.run(_read_topic(brokers, topic))
 
 
-T = TypeVar("T")
-
-
-def in_background(fn: Callable[[], T]) -> "Future[T]":
-    """Run ``fn`` in a thread of its own now; ``.result(timeout)`` collects it (or re-raises).
+class BatchSnapshots:
+    """``memstrata ingest`` of files, group by group into one data dir, in a child process.
 
     The stream tests spend most of their time waiting on a worker process, so the
-    batch ingest they compare against runs meanwhile on the other core.
+    batch ingest they compare against runs meanwhile, on the other core. A child
+    process rather than a thread of the test process: CPython 3.11's ``ast.parse``
+    is not safe in two threads at once, and pytest parses (to rewrite asserts) the
+    modules of its plugins' packages when a thread first imports one. The result
+    is :func:`snapshot` of each group's scopes, through JSON (plain data already).
     """
-    pool = ThreadPoolExecutor(1, thread_name_prefix="batch")
-    try:
-        return pool.submit(fn)
-    finally:
-        pool.shutdown(wait=False)
+
+    def __init__(self, data_dir: Path, files: dict[str, tuple[Path, str]]) -> None:
+        self.out = data_dir.with_name(data_dir.name + "-snapshots.json")
+        spec = {"data_dir": str(data_dir), "out": str(self.out),
+                "files": {name: [str(path), tenant] for name, (path, tenant) in files.items()}}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.integration.streams.harness", json.dumps(spec)],
+            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+    def result(self, timeout_s: float) -> dict[str, dict[str, Any]]:
+        """Each group's snapshot, once the child has finished (AssertionError if it failed)."""
+        out, _ = self.proc.communicate(timeout=timeout_s)
+        assert self.proc.returncode == 0, out.decode(errors="replace")[-3000:]
+        return json.loads(self.out.read_text())  # type: ignore[no-any-return]
+
+    def stop(self) -> None:
+        """Kill the child if it still runs (a test that failed before it asked for the result)."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.communicate()
 
 
-def batch_snapshots(data_dir: Path, groups: dict[str, Sequence[Any]]) -> dict[str, dict[str, Any]]:
-    """What ``memstrata ingest`` stores for each group of sessions (group by group, into
-    one data dir), as :func:`snapshot` of each group's scopes."""
+def _batch_main(spec: dict[str, Any]) -> None:
     from memstrata.config import Settings
+    from memstrata.ingest.formats import read_file
     from memstrata.memory import Memory
 
-    with Memory.open(Settings(data_dir=data_dir)) as batch:
+    groups = {name: read_file(Path(path), tenant_id=tenant).sessions
+              for name, (path, tenant) in spec["files"].items()}
+    with Memory.open(Settings(data_dir=Path(spec["data_dir"]))) as batch:
         for sessions in groups.values():
             batch.ingest(list(sessions))
-        return {name: snapshot(batch, [s.scope for s in sessions])
-                for name, sessions in groups.items()}
+        snaps = {name: snapshot(batch, [s.scope for s in sessions])
+                 for name, sessions in groups.items()}
+    Path(spec["out"]).write_text(json.dumps(snaps))
 
 
 class BackgroundProducer:
@@ -265,3 +284,7 @@ class BackgroundProducer:
         self.resume.set()  # a held producer is never left waiting
         if self._thread.ident is not None:  # started
             self._thread.join(timeout_s)
+
+
+if __name__ == "__main__":  # BatchSnapshots' child
+    _batch_main(json.loads(sys.argv[1]))

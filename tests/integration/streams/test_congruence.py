@@ -24,13 +24,7 @@ from memstrata.memory import Memory
 from memstrata.model import Session
 from streams.broker import EmbeddedBroker
 from streams.produce import StreamProducer, produce_sessions
-from tests.integration.streams.harness import (
-    ROOT,
-    WorkerProc,
-    batch_snapshots,
-    in_background,
-    snapshot,
-)
+from tests.integration.streams.harness import ROOT, BatchSnapshots, WorkerProc, snapshot
 
 pytestmark = pytest.mark.integration
 
@@ -72,24 +66,28 @@ def streamed_and_batched(
     sessions: list[Session] = [s for p in parsed.values() for s in p.sessions]
 
     # Batch: what `memstrata ingest` does, file by file, into another data dir; it runs
-    # while the worker streams (tests/integration/streams/harness.py: in_background).
-    batched = in_background(lambda: batch_snapshots(
-        tmp / "batch", {n: p.sessions for n, p in parsed.items()}))
-    group = "memstrata-test-congruence"
-    start_group_at_end(broker.address, group)
-    worker = WorkerProc(broker.address, tmp / "stream", group, tmp).start()
+    # in a child process while the worker streams (harness.BatchSnapshots).
+    batched = BatchSnapshots(tmp / "batch", files)
     try:
-        async def produce() -> None:
-            async with StreamProducer(broker.address) as producer:
-                await produce_sessions(producer, sessions, interleave=True)
-        asyncio.run(produce())
-        worker.drain()
+        group = "memstrata-test-congruence"
+        start_group_at_end(broker.address, group)
+        worker = WorkerProc(broker.address, tmp / "stream", group, tmp).start()
+        try:
+            async def produce() -> None:
+                async with StreamProducer(broker.address) as producer:
+                    await produce_sessions(producer, sessions, interleave=True)
+            asyncio.run(produce())
+            worker.drain()
+        finally:
+            worker.stop()
+        with Memory.open(Settings(data_dir=tmp / "stream")) as stream:
+            streamed = {n: snapshot(stream, [s.scope for s in p.sessions])
+                        for n, p in parsed.items()}
+            tenants = {t: stream.stats(t) for t in ("t-lme", "t-locomo", "acme", "globex")}
+        batch = batched.result(300)
     finally:
-        worker.stop()
-    with Memory.open(Settings(data_dir=tmp / "stream")) as stream:
-        streamed = {n: snapshot(stream, [s.scope for s in p.sessions]) for n, p in parsed.items()}
-        tenants = {t: stream.stats(t) for t in ("t-lme", "t-locomo", "acme", "globex")}
-    yield {"batch": batched.result(300), "stream": streamed, "parsed": parsed, "tenants": tenants,
+        batched.stop()
+    yield {"batch": batch, "stream": streamed, "parsed": parsed, "tenants": tenants,
            "worker_log": worker.log_text}
 
 

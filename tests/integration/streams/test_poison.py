@@ -1,12 +1,12 @@
 """Poison records on the turns topic never stop the worker (issue 16).
 
 One worker run over the shared broker (shared with test_dlq_and_deletes, see
-one_worker.py; its 200-character content limit changes nothing here): between good turns of one session sit
-a turn dated year 1 (``.timestamp()`` used to raise on it), a value nested
-100,000 levels deep (``RecursionError`` in the JSON decoder) and a 1 MB value
-(its dead letter, base64 of the whole value, used to exceed the producer's
-request size). Each must land in the DLQ with its reason, the worker must
-still be running, and the turns after them must be stored.
+one_worker.py; its 200-character content limit changes nothing here): between
+good turns of one session sit a turn dated year 1 (``.timestamp()`` used to
+raise on it), a value nested 100,000 levels deep (``RecursionError`` in the JSON
+decoder) and a 1 MB value (its dead letter, base64 of the whole value, used to
+exceed the producer's request size). Each must land in the DLQ with its reason,
+the worker must still be running, and the turns after them must be stored.
 """
 
 from __future__ import annotations

@@ -10,7 +10,9 @@ vector side of a multi-worker deployment (a Qdrant server) is not under test.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,8 +25,6 @@ from tests.integration.streams.harness import (
     ROOT,
     BackgroundProducer,
     WorkerProc,
-    batch_snapshots,
-    in_background,
     read_topic,
     snapshot,
     wait_until,
@@ -32,17 +32,20 @@ from tests.integration.streams.harness import (
 
 pytestmark = pytest.mark.integration
 
+FILE = ROOT / "tests" / "fixtures" / "longmemeval_mini.json"
+
 
 def test_worker_joins_then_leaves_mid_stream(broker: EmbeddedBroker, group: str, logs: Path,
-                                             tmp_path: Path, osmem_url: str) -> None:
+                                             tmp_path: Path, osmem_url: str,
+                                             batch_ingest: Callable[..., Any]) -> None:
     shared = {"MEMSTRATA_LEXICAL_BACKEND": "opensearch", "MEMSTRATA_DOC_BACKEND": "opensearch",
               "MEMSTRATA_OPENSEARCH_URL": osmem_url,
               "MEMSTRATA_OPENSEARCH_INDEX_PREFIX": "rebal"}
-    parsed = read_file(ROOT / "tests" / "fixtures" / "longmemeval_mini.json", tenant_id="t-reb")
+    parsed = read_file(FILE, tenant_id="t-reb")
     sessions = parsed.sessions
     messages = sum(len(t.messages) for s in sessions for t in s.turns)
     # Batch ingest of the same sessions, to compare with, runs while the workers stream.
-    batched = in_background(lambda: batch_snapshots(tmp_path / "batch", {"all": sessions}))
+    batched = batch_ingest(tmp_path / "batch", {"all": (FILE, "t-reb")})
     l0_before = len(read_topic(broker.address, topics.L0))
 
     first = WorkerProc(broker.address, tmp_path / "w1", group, logs, **shared)

@@ -9,7 +9,9 @@ batch ingest of the same sessions.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,8 +25,6 @@ from tests.integration.streams.harness import (
     ROOT,
     BackgroundProducer,
     WorkerProc,
-    batch_snapshots,
-    in_background,
     read_topic,
     snapshot,
     wait_until,
@@ -32,14 +32,17 @@ from tests.integration.streams.harness import (
 
 pytestmark = pytest.mark.integration
 
+FILE = ROOT / "tests" / "fixtures" / "longmemeval_mini.json"
+
 
 def test_sigkill_mid_stream_then_restart(broker: EmbeddedBroker, group: str, logs: Path,
-                                         tmp_path: Path) -> None:
-    parsed = read_file(ROOT / "tests" / "fixtures" / "longmemeval_mini.json", tenant_id="t-kill")
+                                         tmp_path: Path, batch_ingest: Callable[..., Any],
+                                         ) -> None:
+    parsed = read_file(FILE, tenant_id="t-kill")
     sessions = parsed.sessions
     messages = sum(len(t.messages) for s in sessions for t in s.turns)
     # Batch ingest of the same sessions, to compare with, runs while the worker streams.
-    batched = in_background(lambda: batch_snapshots(tmp_path / "batch", {"all": sessions}))
+    batched = batch_ingest(tmp_path / "batch", {"all": (FILE, "t-kill")})
     l0_before = len(read_topic(broker.address, topics.L0))
     worker = WorkerProc(broker.address, tmp_path / "stream", group, logs,
                         MEMSTRATA_STREAM_FRESHNESS_S="0.4").start()
