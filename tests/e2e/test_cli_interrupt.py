@@ -2,7 +2,7 @@
 
 A real subprocess gets a real SIGINT once the first batch of sessions is
 committed (watched through SQLite, which a second process may read). The
-interrupted run is the CLI under ``tests.support.ingest_pause``: after its first
+interrupted run is the CLI under ``tests.support.paused_cli``: after its first
 commit it waits for the signal, so a fast encoder or a busy machine cannot let
 the ingest finish before the signal lands. The re-run is plain ``memstrata``.
 """
@@ -21,7 +21,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Sessions commit in batches of 256 units (one unit per session here): two batches,
-#: and the paused ingest (tests.support.ingest_pause) waits for the signal after the first.
+#: and the paused ingest (tests.support.paused_cli) waits for the signal after the first.
 SESSIONS = 300
 
 
@@ -50,7 +50,7 @@ def test_ctrl_c_says_what_was_committed_and_a_rerun_finishes(tmp_path: Path):
     write_sessions(data)
     env = {**os.environ, "MEMSTRATA_DATA_DIR": str(tmp_path / "d")}
     cmd = [sys.executable, "-m", "memstrata", "ingest", str(data)]
-    paused = [sys.executable, "-m", "tests.support.ingest_pause", "ingest", str(data)]
+    paused = [sys.executable, "-m", "tests.support.paused_cli", "ingest", str(data)]
     proc = subprocess.Popen(paused, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=env, cwd=ROOT)
     try:

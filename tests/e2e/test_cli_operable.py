@@ -66,10 +66,11 @@ def _env(data: Path, **extra: str) -> dict[str, str]:
 class _Proc:
     """A ``memstrata`` subprocess whose output goes to a file, read while it runs."""
 
-    def __init__(self, log: Path, *args: str, env: dict[str, str]) -> None:
+    def __init__(self, log: Path, *args: str, env: dict[str, str],
+                 module: str = "memstrata") -> None:
         self.log = log
         with log.open("wb") as out:
-            self.proc = subprocess.Popen([sys.executable, "-m", "memstrata", *args], cwd=ROOT,
+            self.proc = subprocess.Popen([sys.executable, "-m", module, *args], cwd=ROOT,
                                          env=env, stdout=out, stderr=subprocess.STDOUT)
 
     @property
@@ -101,8 +102,8 @@ class _Proc:
 def procs() -> Iterator[Callable[..., _Proc]]:
     started: list[_Proc] = []
 
-    def start(log: Path, *args: str, env: dict[str, str]) -> _Proc:
-        started.append(_Proc(log, *args, env=env))
+    def start(log: Path, *args: str, env: dict[str, str], module: str = "memstrata") -> _Proc:
+        started.append(_Proc(log, *args, env=env, module=module))
         return started[-1]
 
     yield start
@@ -183,11 +184,14 @@ def test_serve_listens_before_it_says_so_and_a_second_signal_stops_it_now(
     assert "serving" not in taken.stderr
 
     # Ctrl-C during produce: the count sent, and the sessions it finished are closed.
+    # `memstrata produce` under tests.support.paused_cli: after 8 sessions' messages it
+    # waits for the signal, so it cannot send the whole backlog before the count below.
     backlog = _backlog_file(tmp_path / "backlog.jsonl")
     # Counted from a fetch's high watermark: the broker's ListOffsets counts a
     # multi-record batch as one, which lagged the producer by the whole backlog.
     produce = procs(tmp_path / "produce.log", "produce", str(backlog), "--rate", "300",
-                    env=_env(data))
+                    env=_env(data, PAUSED_CLI_SENDS=str(8 * PER_SESSION)),
+                    module="tests.support.paused_cli")
     brokers = json.loads((data / BROKER_FILE).read_text())["brokers"]
     deadline = time.monotonic() + 60
     while _events(brokers, topics.TURNS) < 4 * PER_SESSION:  # a few sessions sent whole
