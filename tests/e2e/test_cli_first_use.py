@@ -6,14 +6,20 @@ Each test runs the real ``memstrata`` command in a subprocess (issue 9 items 5 a
 from __future__ import annotations
 
 import json
+import subprocess
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import memstrata
-from tests.e2e.test_cli import run
+from tests.e2e.test_cli import run, run_all
 
 WIDE = {"COLUMNS": "200"}  # keep rich from wrapping help rows
+#: Every command whose ``--help`` the tests below read.
+HELP_COMMANDS = (("ingest",), ("search",), ("forget",), ("ask",), ("eval", "qa"), (),
+                 ("serve",), ("eval", "retrieval"))
 
 
 def _event(tenant: str, user: str, session: str, n: int, role: str, text: str) -> str:
@@ -38,6 +44,17 @@ def slashed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     return d / "data", r.stdout
 
 
+@pytest.fixture(scope="module")
+def helps(tmp_path_factory: pytest.TempPathFactory,
+          ) -> dict[tuple[str, ...], subprocess.CompletedProcess[str]]:
+    """``memstrata <command> --help`` at 200 columns for each of HELP_COMMANDS, all started
+    at once (each a real subprocess; help reads no data dir), by command."""
+    d = tmp_path_factory.mktemp("help")
+    done = run_all(*(partial(run, *command, "--help", data_dir=d, env=WIDE)
+                     for command in HELP_COMMANDS))
+    return dict(zip(HELP_COMMANDS, done))
+
+
 def test_version_prints_the_package_version(tmp_path: Path):
     r = run("--version", data_dir=tmp_path)
     assert r.returncode == 0, r.stderr
@@ -46,17 +63,19 @@ def test_version_prints_the_package_version(tmp_path: Path):
 
 @pytest.mark.parametrize("command", [["ingest"], ["search"], ["forget"], ["ask"], ["eval", "qa"],
                                      []])
-def test_help_shows_conventional_placeholders(tmp_path: Path, command: list[str]):
-    r = run(*command, "--help", data_dir=tmp_path, env=WIDE)
+def test_help_shows_conventional_placeholders(helps: dict[tuple[str, ...], Any],
+                                              command: list[str]):
+    r = helps[tuple(command)]
     assert r.returncode == 0, r.stderr
     for placeholder in ("{", "<bool>", "<str>", "<path>", "<int>", "<list"):
         assert placeholder not in r.stdout, (placeholder, r.stdout)
 
 
-def test_help_names_arguments_and_explains_top_k(tmp_path: Path):
-    r = run("ingest", "--help", data_dir=tmp_path, env=WIDE)
+def test_help_names_arguments_and_explains_top_k(tmp_path: Path,
+                                                helps: dict[tuple[str, ...], Any]):
+    r = helps[("ingest",)]
     assert "memstrata ingest [OPTIONS] FILE" in r.stdout
-    r = run("search", "--help", data_dir=tmp_path, env=WIDE)
+    r = helps[("search",)]
     assert "memstrata search [OPTIONS] QUERY..." in r.stdout
     top_k = next(line for line in r.stdout.splitlines() if "--top-k" in line)
     assert "How many sessions to return (default: 20" in top_k
@@ -104,8 +123,8 @@ def test_locomo_file_read_as_jsonl_fails_and_names_the_format(tmp_path: Path):
 
 
 def test_blank_question_and_blank_query_fail_alike(tmp_path: Path):
-    ask = run("ask", "--user", "u", "  ", data_dir=tmp_path)
-    search = run("search", "--user", "u", "", data_dir=tmp_path)
+    ask, search = run_all(lambda: run("ask", "--user", "u", "  ", data_dir=tmp_path),
+                          lambda: run("search", "--user", "u", "", data_dir=tmp_path))
     assert ask.returncode == search.returncode == 2
     assert "question: empty" in ask.stderr
     assert "query: empty" in search.stderr
@@ -139,9 +158,11 @@ def test_top_k_over_the_cap_names_the_option(slashed: tuple[Path, str]):
 
 
 def test_reading_before_any_ingest_says_what_to_run(tmp_path: Path):
-    for command in (["search", "--user", "u", "bees"], ["sessions", "--user", "u"],
-                    ["ask", "--user", "u", "what bees?"]):
-        r = run(*command, data_dir=tmp_path / "never")
+    commands = (["search", "--user", "u", "bees"], ["sessions", "--user", "u"],
+                ["ask", "--user", "u", "what bees?"])
+    # Independent reads of a data dir that does not exist: run at once.
+    for r in run_all(*(partial(run, *command, data_dir=tmp_path / "never")
+                       for command in commands)):
         assert r.returncode == 2
         assert f"nothing ingested into {tmp_path / 'never'} yet" in r.stderr
         assert "memstrata ingest FILE" in r.stderr
@@ -167,9 +188,9 @@ def test_forget_of_an_unknown_user_forgets_nothing_and_fails(slashed: tuple[Path
 
 
 @pytest.mark.parametrize("command", [["serve"], ["eval", "retrieval"], ["ask"]])
-def test_help_paragraphs_wrap_at_the_terminal_not_mid_sentence(tmp_path: Path,
-                                                               command: list[str]):
-    r = run(*command, "--help", data_dir=tmp_path, env={"COLUMNS": "200"})
+def test_help_paragraphs_wrap_at_the_terminal_not_mid_sentence(
+        helps: dict[tuple[str, ...], Any], command: list[str]):
+    r = helps[tuple(command)]  # at 200 columns
     assert r.returncode == 0
     assert "``" not in r.stdout
     # A line of prose that stops mid-sentence must have been wrapped by the terminal
@@ -181,7 +202,7 @@ def test_help_paragraphs_wrap_at_the_terminal_not_mid_sentence(tmp_path: Path,
         assert line.endswith((".", ":", ")", "!", "?")) or len(line) > 140, line
 
 
-def test_eval_commands_write_different_files_by_default(tmp_path: Path):
-    for command, name in ((["eval", "qa"], "qa.json"), (["eval", "retrieval"], "retrieval.json")):
-        r = run(*command, "--help", data_dir=tmp_path, env={"COLUMNS": "200"})
+def test_eval_commands_write_different_files_by_default(helps: dict[tuple[str, ...], Any]):
+    for command, name in ((("eval", "qa"), "qa.json"), (("eval", "retrieval"), "retrieval.json")):
+        r = helps[command]  # at 200 columns
         assert f"[default: {name}]" in r.stdout
