@@ -478,8 +478,12 @@ CPU_VARIANTS: dict[str, tuple[str, bool, dict[str, str], bool]] = {
                      {"MEMSTRATA_EMBED_ARITHMETIC": "float",
                       "MEMSTRATA_EMBED_QUERY_ARITHMETIC": "int8"}, False),
     "embed-1t": ("new, encoder on 1 thread", False, {"MEMSTRATA_EMBED_THREADS": "1"}, False),
+    # Qdrant Edge's search pool of one thread (one per CPU by default): no fan-out per query.
+    "qdrant-1t": ("new, Qdrant Edge search on 1 thread", False,
+                  {"MEMSTRATA_QDRANT_EDGE_SEARCH_THREADS": "1"}, False),
     # Search-only servers without interceptors, scheduler or metrics (serve_bare): what
     # grpc.aio with a pool costs against grpc's synchronous server, the same work inside.
+    "new-1t": ("new, pools of 1 thread", False, {"BENCH_THREADS": "1"}, False),
     "new-cached-1t": ("new, cached, pools of 1 thread", False, {"BENCH_THREADS": "1"}, True),
     "new-cached-4t": ("new, cached, pools of 4 threads", False, {"BENCH_THREADS": "4"}, True),
     "aio-bare-cached": ("bare grpc.aio + pool, cached", False, {"BENCH_SERVER": "aio-bare"},
