@@ -139,12 +139,10 @@ def _start_workers(memory: Any, servicer: MemoryServicer, keys: KeyRing,
 def _warm_up(memory: ServedMemory) -> None:
     """One search, so the encoder and the stores' readers are loaded before serving.
 
-    A read only (of a scope that normally holds nothing); its result is dropped.
+    A read only (of the health probe's scope, which holds nothing); its result is dropped.
     """
-    from memstrata.model import Scope
-
     try:
-        memory.search(Scope(tenant_id="memstrata.warm-up", user_id="warm-up"), "warm up")
+        memory.search(_probe_scope(), "warm up")
     except Exception as exc:  # noqa: BLE001 - the first real call reports it properly
         log.warning("warm-up search failed (the first Search will load the encoder): %s", exc)
 
