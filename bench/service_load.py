@@ -71,6 +71,16 @@ TENANT = "eval"
 
 # -- the measured loops -----------------------------------------------------------
 
+#: The first few distinct failures of the run (kind and message), for the report.
+FAILURES: dict[str, int] = {}
+
+
+def _failed(exc: BaseException) -> None:
+    kind = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}"
+    if kind in FAILURES or len(FAILURES) < 8:
+        FAILURES[kind] = FAILURES.get(kind, 0) + 1
+
+
 def _stats(latencies: list[float], wall: float, errors: int) -> dict[str, Any]:
     p50, p99 = percentiles_ms(latencies) if latencies else (float("nan"), float("nan"))
     return {"calls": len(latencies), "errors": errors, "wall_s": wall,
@@ -101,9 +111,10 @@ def run_threads(fn: Callable[[int], object], calls: int, callers: int) -> dict[s
             t0 = time.perf_counter()
             try:
                 fn(i)
-            except Exception:  # noqa: BLE001 - counted
+            except Exception as exc:  # noqa: BLE001 - counted
                 with lock:
                     errors += 1
+                    _failed(exc)
                 continue
             dt = time.perf_counter() - t0
             with lock:
@@ -128,8 +139,9 @@ async def run_tasks(fn: Callable[[int], Any], calls: int, callers: int) -> dict[
             t0 = time.perf_counter()
             try:
                 await fn(i)
-            except Exception:  # noqa: BLE001 - counted
+            except Exception as exc:  # noqa: BLE001 - counted
                 errors += 1
+                _failed(exc)
                 continue
             lat.append(time.perf_counter() - t0)
 
@@ -478,8 +490,12 @@ CPU_VARIANTS: dict[str, tuple[str, bool, dict[str, str], bool]] = {
                      {"MEMSTRATA_EMBED_ARITHMETIC": "float",
                       "MEMSTRATA_EMBED_QUERY_ARITHMETIC": "int8"}, False),
     "embed-1t": ("new, encoder on 1 thread", False, {"MEMSTRATA_EMBED_THREADS": "1"}, False),
+    # Qdrant Edge's search pool of one thread (one per CPU by default): no fan-out per query.
+    "qdrant-1t": ("new, Qdrant Edge search on 1 thread", False,
+                  {"MEMSTRATA_QDRANT_EDGE_SEARCH_THREADS": "1"}, False),
     # Search-only servers without interceptors, scheduler or metrics (serve_bare): what
     # grpc.aio with a pool costs against grpc's synchronous server, the same work inside.
+    "new-1t": ("new, pools of 1 thread", False, {"BENCH_THREADS": "1"}, False),
     "new-cached-1t": ("new, cached, pools of 1 thread", False, {"BENCH_THREADS": "1"}, True),
     "new-cached-4t": ("new, cached, pools of 4 threads", False, {"BENCH_THREADS": "4"}, True),
     "aio-bare-cached": ("bare grpc.aio + pool, cached", False, {"BENCH_SERVER": "aio-bare"},
@@ -543,7 +559,10 @@ def cpu_phase(service_dir: Path, keys: Path, key: str, questions: Sequence[Any],
             svc.wait_healthy()
             path = ServicePath(svc.address, key, questions)
             path.offset = len(questions) // 2  # warm-up questions, not measured below
-            path.measure("search", args.warmup, 1)
+            # Enough calls for a fair scheduler's service-time estimate to forget a
+            # cold first call (an encoder loaded on first use): with it, a burst of 8
+            # callers is shed as "would wait past the queue limit".
+            path.measure("search", args.cpu_warmup, 1)
             if "answer" in ops[name]:
                 path.measure("answer", max(1, args.warmup // 2), 1)
             if variants[j][3]:  # every measured question once: its query vectors cached
@@ -650,6 +669,9 @@ def main() -> None:
                          " its service is measured beside this one for CPU per call.")
     ap.add_argument("--cpu-calls", type=int, default=160,
                     help="Search calls per variant and round in the CPU phase (0: skip it).")
+    ap.add_argument("--cpu-warmup", type=int, default=100,
+                    help="Search calls at one caller on each CPU-phase service before it is "
+                         "measured (other questions than the measured ones).")
     ap.add_argument("--split-calls", type=int, default=300,
                     help="Questions for the in-process split of a Search's CPU by part, old "
                          "and new (0: skip it).")
@@ -810,6 +832,9 @@ def report(results: dict[str, Any]) -> None:
     if results.get("cpu"):
         checks += report_cpu(results["cpu"], (results["cpu_load_start"],
                                               results["cpu_load_end"]))
+    for kind, n in FAILURES.items():
+        console.print(f"failed calls: {n} x {kind}")
+    results["failures"] = dict(FAILURES)
     for name, ok, value in checks:
         console.print(f"{verdict(ok)} {name}: {value}")
     results["checks"] = [{"check": n, "ok": ok, "value": v} for n, ok, v in checks]

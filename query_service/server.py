@@ -136,6 +136,17 @@ def _start_workers(memory: Any, servicer: MemoryServicer, keys: KeyRing,
     return start(memory, servicer, keys.tenants, registry=metrics.registry, config=config)
 
 
+def _warm_up(memory: ServedMemory) -> None:
+    """One search, so the encoder and the stores' readers are loaded before serving.
+
+    A read only (of the health probe's scope, which holds nothing); its result is dropped.
+    """
+    try:
+        memory.search(_probe_scope(), "warm up")
+    except Exception as exc:  # noqa: BLE001 - the first real call reports it properly
+        log.warning("warm-up search failed (the first Search will load the encoder): %s", exc)
+
+
 def _open_chat(memory: Any, controller_settings: ControllerSettings) -> Any:
     """The answer LLM the memory's settings name; None with the rules policy or offline."""
     if controller_settings.policy == "rules":
@@ -227,6 +238,11 @@ async def build_server(
         port = 0
     if port == 0:
         raise BindError(settings.host, settings.port)
+    # Before the first call: a fresh server's first Search would pay the query
+    # encoder's load (seconds), and the fair scheduler's service-time estimate,
+    # seeded by that one outlier, would shed the first burst of calls as "would
+    # wait past the queue limit" for the next hundred or so.
+    await asyncio.get_running_loop().run_in_executor(pools.read, _warm_up, memory)
     await server.start()
     handle = ServiceHandle(server, port, servicer, metrics, health, pools, publisher)
     try:

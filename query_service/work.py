@@ -185,16 +185,33 @@ class _PoolObserver:
 
     def __init__(self, metrics: ServiceMetrics, pool: str) -> None:
         self.metrics, self.pool = metrics, pool
+        # Looked up once: queued() runs twice per call on the event loop.
+        self._queued = metrics.queued.labels(pool=pool)
+        self._limit = metrics.concurrency_limit.labels(pool=pool)
 
     def shed(self, method: str, tenant: str, reason: str) -> None:
         m = self.metrics
         m.shed.labels(method=method, reason=reason, **m._t(tenant)).inc()
 
     def limit(self, value: int) -> None:
-        self.metrics.concurrency_limit.labels(pool=self.pool).set(value)
+        self._limit.set(value)
 
     def queued(self, value: int) -> None:
-        self.metrics.queued.labels(pool=self.pool).set(value)
+        self._queued.set(value)
+
+
+def _queue_wait_observer(metrics: ServiceMetrics) -> Callable[[str, str | None, float], None]:
+    """Records a call's queue wait; the histogram child per (method, tenant) found once."""
+    children: dict[tuple[str, str | None], Any] = {}
+
+    def observe(method: str, tenant: str | None, seconds: float) -> None:
+        child = children.get((method, tenant))
+        if child is None:
+            child = children[(method, tenant)] = metrics.queue_wait.labels(
+                method=method, **metrics._t(tenant))
+        child.observe(seconds)
+
+    return observe
 
 
 def build_pools(settings: ServiceSettings, metrics: ServiceMetrics,
@@ -203,8 +220,7 @@ def build_pools(settings: ServiceSettings, metrics: ServiceMetrics,
     pools = Pools(settings.read_threads, settings.answer_threads,
                   on_abandoned=lambda method, reason: metrics.abandoned.labels(
                       method=method, reason=reason).inc(),
-                  on_queue_wait=lambda method, tenant, s: metrics.queue_wait.labels(
-                      method=method, **metrics._t(tenant)).observe(s))
+                  on_queue_wait=_queue_wait_observer(metrics))
     if settings.scheduler == "fair":
         for name, pool, threads in (("read", pools.read, settings.read_threads),
                                     ("answer", pools.answer, settings.answer_threads)):

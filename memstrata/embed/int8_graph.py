@@ -9,10 +9,11 @@ multiplies integers) keeps the same int8 weights and scales but runs the
 products in integer arithmetic: about 2.6x faster for a short query on the
 CPUs here, with vectors whose cosine to the float ones is 0.99 or more.
 
-Three further rewrites make the same graph cheaper without changing one bit
-of its vectors (see :func:`integer_matmul_model`): one product for each
-attention layer's query, key and value, no softmax NaN guard, and a direct
-transpose of the key.
+Further rewrites make the same graph cheaper without changing one bit of its
+vectors (see :func:`integer_matmul_model`): one product for each attention
+layer's query, key and value, no softmax NaN guard, a direct transpose of the
+key, and, since the integer graph always encodes one text alone (so nothing is
+padded), no attention mask and no token type input.
 
 No file is downloaded or written: the rewrite happens in memory at load.
 """
@@ -29,7 +30,8 @@ _CONTRIB = "com.microsoft"
 
 def integer_matmul_model(path: Path, *, fuse_shared_inputs: bool = True,
                          drop_nan_guards: bool = True,
-                         direct_key_transpose: bool = True) -> bytes:
+                         direct_key_transpose: bool = True,
+                         single_text: bool = True) -> bytes:
     """The model at ``path`` with its weight products rewritten; serialised for onnxruntime.
 
     With ``fuse_shared_inputs`` the products that read one activation (an
@@ -50,6 +52,15 @@ def integer_matmul_model(path: Path, *, fuse_shared_inputs: bool = True,
     shapes computed from ``Shape``/``Slice``/``Concat`` at every call) becomes
     one ``Transpose``: the same elements in the same places, nine nodes fewer
     per layer.
+
+    With ``single_text`` the graph serves one unpadded text per call (as the
+    integer path always runs it) and reads ``input_ids`` only: with no padding
+    the attention mask is all ones, so the additive mask the exporter builds
+    from it (``Where(mask, 0, -max)``, about 20 nodes) is zero everywhere and
+    each layer's ``scores + mask`` is ``scores``; the token type ids are all
+    zero, so their embedding is row 0 of the table, added as a constant.
+    Same vectors bit for bit. A graph whose mask or token types are used in
+    any other way keeps them (the rewrite is skipped, never guessed).
 
     Raises :class:`EmbedError` when the graph holds no product of that shape
     (another model file), so a misconfiguration is loud rather than slow.
@@ -90,8 +101,15 @@ def integer_matmul_model(path: Path, *, fuse_shared_inputs: bool = True,
         nodes = _drop_nan_guards(nodes, {out.name for out in graph.output})
     if direct_key_transpose:
         nodes = _direct_last_axes_swaps(nodes, initializers)
+    if single_text:
+        nodes = _without_padding_inputs(nodes, graph, initializers)
     del graph.node[:]
     graph.node.extend(_live(nodes, {out.name for out in graph.output}))
+    if single_text:
+        read = {name for node in graph.node for name in node.input}
+        kept = [i for i in graph.input if i.name in read]
+        del graph.input[:]
+        graph.input.extend(kept)
     _drop_unread_initializers(graph)
     if not any(op.domain == _CONTRIB for op in model.opset_import):
         model.opset_import.append(helper.make_opsetid(_CONTRIB, 1))
@@ -256,6 +274,105 @@ def _direct_last_axes_swaps(nodes: list[Any], initializers: dict[str, Any]) -> l
         swaps[id(outer)] = helper.make_node("Transpose", [source], list(outer.output),
                                             perm=perm, name=f"{outer.name}/swap_last_axes")
     return [swaps.get(id(node), node) for node in nodes]
+
+
+def _without_padding_inputs(nodes: list[Any], graph: Any,
+                            initializers: dict[str, Any]) -> list[Any]:
+    """No attention mask and no token type ids: what one unpadded text makes of them.
+
+    Each rewrite is applied only when its input is used exactly as the BERT
+    exporter uses it; otherwise that input stays.
+    """
+    inputs = {i.name for i in graph.input}
+    if "attention_mask" in inputs:
+        nodes = _drop_additive_mask(nodes, "attention_mask",
+                                    {out.name for out in graph.output}, initializers)
+    if "token_type_ids" in inputs and "input_ids" in inputs:
+        nodes = _constant_token_type(nodes, graph, "token_type_ids", initializers)
+    return nodes
+
+
+def _drop_additive_mask(nodes: list[Any], mask: str, outputs: set[str],
+                        initializers: dict[str, Any]) -> list[Any]:
+    """``scores + Where(f(mask), 0, -big)`` -> ``scores`` for an all-ones mask.
+
+    Requires that ``mask`` feeds one ``Where`` between a constant zero and a
+    large negative constant, that whatever else it feeds reaches no output
+    except through that ``Where``, and that only ``Add`` nodes read the
+    ``Where``: with every token real each ``Add`` adds zero (x + 0 is x; a -0
+    score turns +0, which softmax and everything after it treat alike).
+    """
+    from onnx import numpy_helper
+
+    def constant(name: str) -> float | None:
+        if name not in initializers:
+            return None
+        value = numpy_helper.to_array(initializers[name])
+        return float(value.ravel()[0]) if value.size == 1 else None
+
+    def reach(stop: str | None) -> set[str]:
+        found = {mask}
+        for node in nodes:  # nodes are in topological order
+            if any(name in found for name in node.input) and stop not in node.output:
+                found.update(node.output)
+        return found
+
+    wheres = [n for n in nodes if n.op_type == "Where" and len(n.input) == 3
+              and n.input[0] in reach(None) and constant(n.input[1]) == 0.0
+              and (constant(n.input[2]) or 0.0) <= -1e4]
+    if len(wheres) != 1:
+        return nodes
+    bias = wheres[0].output[0]
+    if reach(bias) & outputs:  # the mask reaches a result some other way
+        return nodes
+    adds = [n for n in nodes if bias in n.input]
+    if not adds or any(n.op_type != "Add" or n.domain not in ("", "ai.onnx")
+                       or len(n.input) != 2 or n.input[0] == n.input[1] for n in adds):
+        return nodes
+    bypass = {a.output[0]: next(x for x in a.input if x != bias) for a in adds}
+    if set(bypass) & outputs:
+        return nodes
+    for node in nodes:
+        for i, name in enumerate(node.input):
+            if name in bypass:
+                node.input[i] = bypass[name]
+    return nodes  # the chain and the Adds, now unread, go with the other dead nodes
+
+
+def _constant_token_type(nodes: list[Any], graph: Any, types: str,
+                         initializers: dict[str, Any]) -> list[Any]:
+    """Token type ids all zero: their embedding is row 0 of the table, a constant.
+
+    Requires that ``types`` is read only by ``Shape`` (it has ``input_ids``'s
+    shape, so that is read instead) and by one ``Gather`` from a constant table
+    whose result only ``Add`` nodes read (broadcasting the row adds the same
+    values to the same elements).
+    """
+    from onnx import numpy_helper
+
+    readers = [n for n in nodes if types in n.input]
+    gathers = [n for n in readers if n.op_type == "Gather"]
+    if len(gathers) != 1 or any(n.op_type not in ("Shape", "Gather") for n in readers):
+        return nodes
+    gather = gathers[0]
+    if list(gather.input) != [gather.input[0], types] or gather.input[0] not in initializers \
+            or _axis(gather) not in (None, 0):
+        return nodes
+    embedded = gather.output[0]
+    users = [n for n in nodes if embedded in n.input]
+    if not users or any(n.op_type != "Add" or n.domain not in ("", "ai.onnx") for n in users):
+        return nodes
+    table = numpy_helper.to_array(initializers[gather.input[0]])
+    row = f"{gather.input[0]}/row_0"
+    _add_initializer(graph, initializers, row, table[0].copy())
+    for node in users:
+        for i, name in enumerate(node.input):
+            if name == embedded:
+                node.input[i] = row
+    for node in readers:
+        if node.op_type == "Shape":
+            node.input[0] = "input_ids"
+    return nodes
 
 
 def _made_by(producer: dict[str, Any], name: str, op_type: str) -> Any | None:

@@ -106,7 +106,8 @@ class MiniLMEmbedder(Embedder):
         self._lock = threading.Lock()
         self._sessions: dict[Arithmetic, Any] = {}
         self._tokenizer: Any = None
-        self._needs_type_ids = False
+        #: Each session's input names (the integer graph reads ``input_ids`` only).
+        self._inputs: dict[int, frozenset[str]] = {}
 
     @property
     def model_id(self) -> str:
@@ -136,12 +137,13 @@ class MiniLMEmbedder(Embedder):
         if not texts:
             return np.zeros((0, DIM), dtype=np.float32)
         session = self.session(arithmetic)
+        if arithmetic != "float":
+            # Integer products quantise the activations with one scale per call, so
+            # a text's vector would depend on its batch neighbours: each text is
+            # encoded alone (which measured cheaper per text here, too: no padding).
+            return self._encode_alone(session, texts)
         encodings = self._tokenizer.encode_batch([str(t) for t in texts])
-        # Integer products quantise the activations with one scale per call, so
-        # a text's vector would depend on its batch neighbours: each text is
-        # encoded alone (which measured cheaper per text here, too: no padding).
-        batch = self._batch_size if arithmetic == "float" else 1
-        return self._encode(session, encodings, batch)
+        return self._encode(session, encodings, self._batch_size)
 
     def session(self, arithmetic: Arithmetic = "float") -> Any:
         """The onnxruntime session of one arithmetic, loaded once (with the tokenizer)."""
@@ -153,8 +155,7 @@ class MiniLMEmbedder(Embedder):
             if arithmetic not in self._sessions:
                 session = (self._float_session() if arithmetic == "float"
                            else self._integer_session())
-                self._needs_type_ids = any(
-                    i.name == "token_type_ids" for i in session.get_inputs())
+                self._inputs[id(session)] = frozenset(i.name for i in session.get_inputs())
                 self._sessions[arithmetic] = session
             return self._sessions[arithmetic]
 
@@ -166,6 +167,30 @@ class MiniLMEmbedder(Embedder):
             out[chunk] = self._run(session, [encodings[i].ids for i in chunk])
         return out
 
+    def _encode_alone(self, session: Any, texts: Sequence[str]) -> np.ndarray:
+        """One text per run, unpadded: the mask is all ones, the mean a plain one.
+
+        The same arithmetic as :meth:`_run` on a batch of one (``x * 1.0`` is
+        ``x``; the sum runs over the same axis in the same order), so the same
+        vectors, without building the mask and weights per call.
+        """
+        inputs = self._inputs[id(session)]
+        encode = self._tokenizer.encode
+        out = np.empty((len(texts), DIM), dtype=np.float32)
+        for row, text in enumerate(texts):
+            ids = np.array([encode(str(text)).ids], dtype=np.int64)
+            if inputs != {"input_ids"}:  # a graph that still reads them
+                out[row] = self._run(session, [ids[0].tolist()])[0]
+                continue
+            try:
+                hidden = session.run(None, {"input_ids": ids})[0]
+            except Exception as exc:  # onnxruntime raises its own, unexported types
+                raise EmbedError(f"MiniLM inference failed: {exc}") from exc
+            pooled = hidden.sum(axis=1) / np.float32(ids.shape[1])
+            norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+            out[row] = pooled[0] / np.clip(norms[0], 1e-12, None)
+        return out
+
     def _run(self, session: Any, ids: list[list[int]]) -> np.ndarray:
         width = max(len(x) for x in ids)
         input_ids = np.zeros((len(ids), width), dtype=np.int64)
@@ -174,7 +199,7 @@ class MiniLMEmbedder(Embedder):
             input_ids[row, : len(seq)] = seq
             mask[row, : len(seq)] = 1
         feeds = {"input_ids": input_ids, "attention_mask": mask}
-        if self._needs_type_ids:
+        if "token_type_ids" in self._inputs[id(session)]:
             feeds["token_type_ids"] = np.zeros_like(input_ids)
         try:
             hidden = session.run(None, feeds)[0]

@@ -198,7 +198,7 @@ def test_a_data_dir_indexed_with_float_products_is_refused_under_integer_ones(
 def test_cheaper_integer_graph_gives_the_same_vectors(
         embedder: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch) -> None:
     """One product per attention layer's input instead of three, no softmax NaN guard,
-    one Transpose for the key: bit-identical vectors."""
+    one Transpose for the key, no attention mask or token types: bit-identical vectors."""
     import onnx
 
     from memstrata.embed import int8_graph
@@ -207,8 +207,14 @@ def test_cheaper_integer_graph_gives_the_same_vectors(
     fused = onnx.load_from_string(int8_graph.integer_matmul_model(model_file()))
     unfused = onnx.load_from_string(int8_graph.integer_matmul_model(
         model_file(), fuse_shared_inputs=False, drop_nan_guards=False,
-        direct_key_transpose=False))
-    ops = [n.op_type for n in fused.graph.node]
+        direct_key_transpose=False, single_text=False))
+    masked = onnx.load_from_string(int8_graph.integer_matmul_model(
+        model_file(), single_text=False))
+    # One unpadded text per call: the graph reads its token ids and nothing else.
+    assert [i.name for i in fused.graph.input] == ["input_ids"]
+    assert {i.name for i in masked.graph.input} == {"input_ids", "attention_mask",
+                                                    "token_type_ids"}
+    ops = [n.op_type for n in masked.graph.node]
     plain = [n.op_type for n in unfused.graph.node]
     layers = ops.count("Softmax")
     # Per layer: query+key+value -> one product, then attention output, two feed-forward.
@@ -223,13 +229,20 @@ def test_cheaper_integer_graph_gives_the_same_vectors(
     assert ops.count("Transpose") == plain.count("Transpose")
     for op, fewer in (("Reshape", 2), ("Slice", 3), ("Concat", 2), ("Shape", 1)):
         assert ops.count(op) == plain.count(op) - fewer * layers, op
+    # No mask: each layer's scores + mask Add, the mask's Where and its chain are gone.
+    single = [n.op_type for n in fused.graph.node]
+    assert single.count("Add") == ops.count("Add") - layers
+    assert "Where" not in single and "GatherND" not in single
+    assert single.count("Cast") == ops.count("Cast") - 1  # the mask's
+    assert single.count("Gather") == ops.count("Gather") - 1  # token type row: a constant
 
     embedder.session("int8")  # built with the fused graph before the patch below
     build = int8_graph.integer_matmul_model
     monkeypatch.setattr(int8_graph, "integer_matmul_model",
                         lambda path: build(path, fuse_shared_inputs=False,
                                                       drop_nan_guards=False,
-                                                      direct_key_transpose=False))
+                                                      direct_key_transpose=False,
+                                                      single_text=False))
     reference = MiniLMEmbedder(threads=1)
     texts = TEXTS + ["Where did Caroline move from four years ago?", "ok " * 300]
     np.testing.assert_array_equal(embedder.embed_documents(texts),

@@ -32,6 +32,16 @@ def test_health_is_serving_and_needs_no_key(service: Service):
             assert reply.status == health_pb2.HealthCheckResponse.SERVING
 
 
+def test_the_query_encoder_is_loaded_before_the_first_call(service: Service):
+    """Start-up searches once (the health probe's scope): no caller pays the encoder's
+    load, and the scheduler's service-time estimate does not start from it."""
+    from query_service.server import _probe_scope
+
+    probe = _probe_scope()
+    cache = service.memory.retriever.query_vectors  # type: ignore[attr-defined]
+    assert any(k[:2] == (probe.tenant_id, probe.user_id) for k in cache._vectors)
+
+
 def test_reflection_lists_the_service(service: Service):
     with grpc.insecure_channel(service.address) as channel:
         stub = reflection_pb2_grpc.ServerReflectionStub(channel)
