@@ -10,6 +10,7 @@ exactly the terms the index holds.
 from __future__ import annotations
 
 import threading
+from typing import Any
 from collections.abc import Collection, Sequence
 from pathlib import Path
 
@@ -22,6 +23,8 @@ from memstrata.text.terms import stem_analyzer
 
 BACKEND = "tantivy"
 _SEARCH_FIELDS = ("text", "keywords")
+#: Ids kept per searcher (about 200 bytes each); past it, hits read their stored document.
+_MAX_CACHED_IDS = 200_000
 #: Distinct query terms kept (in order of first appearance); longer queries are clipped.
 MAX_QUERY_TERMS = 256
 
@@ -61,6 +64,11 @@ class TantivyLexicalStore(LexicalStore):
         self._lock = threading.Lock()  # one writer; commits and reloads are serialised
         self._closed = False
         self._writer: tv.IndexWriter | None = None
+        #: Bumped after each reload; a searcher taken at generation g holds every commit to g.
+        self._generation = 0
+        #: (generation, searcher, ids by doc address): a writer's searcher and the ids of the
+        #: documents its searches returned, so a repeated hit costs no stored-document read.
+        self._view: tuple[int, Any, dict[tuple[int, int], tuple[str, str]]] | None = None
         with guard(BACKEND, f"open index at {self.path}"):
             if read_only and not self.path.is_dir():
                 raise StoreError(f"{BACKEND}: no index at {self.path} (nothing ingested yet?)")
@@ -120,6 +128,7 @@ class TantivyLexicalStore(LexicalStore):
         self._dirty = False
         self._w().commit()
         self._index.reload()
+        self._generation += 1  # after the reload: a search that reads it sees the commit
 
     # -- reads ------------------------------------------------------------
     def terms(self, query: str) -> list[str]:
@@ -166,14 +175,37 @@ class TantivyLexicalStore(LexicalStore):
         )
         with guard(BACKEND, f"search {scope}"):
             self._check_open()
-            searcher = self._index.searcher()
+            searcher, ids = self._searcher()
             hits = []
             for score, address in searcher.search(q, limit, count=False).hits:
-                doc = searcher.doc(address)
-                hits.append(
-                    Hit(str(doc.get_first("id")), str(doc.get_first("session_id")), float(score))
-                )
+                key = (address.segment_ord, address.doc)
+                found = ids.get(key)
+                if found is None:
+                    doc = searcher.doc(address)
+                    found = (str(doc.get_first("id")), str(doc.get_first("session_id")))
+                    if len(ids) < _MAX_CACHED_IDS:
+                        ids[key] = found
+                hits.append(Hit(found[0], found[1], float(score)))
         return hits
+
+    def _searcher(self) -> tuple[Any, dict[tuple[int, int], tuple[str, str]]]:
+        """A searcher and the ids its documents are known to hold.
+
+        A doc address names a document only within one searcher, so the ids are
+        kept with the searcher they came from. A writer reloads only in
+        :meth:`_commit`, which bumps the generation afterwards: a view of an
+        older generation is replaced, never read past a commit. A read-only
+        store follows another process's commits without telling, so it keeps no
+        view (every hit reads its stored document, as before).
+        """
+        if self.read_only:
+            return self._index.searcher(), {}
+        generation = self._generation  # read before the searcher is taken
+        view = self._view
+        if view is None or view[0] != generation:
+            view = (generation, self._index.searcher(), {})
+            self._view = view
+        return view[1], view[2]
 
     def count(self, scope: Scope | None = None) -> int:
         with guard(BACKEND, f"count {scope or 'all'}"):
@@ -217,6 +249,7 @@ class TantivyLexicalStore(LexicalStore):
             if self._closed:
                 return
             self._closed = True
+            self._view = None
             if self._writer is None:
                 return
             with guard(BACKEND, "close"):

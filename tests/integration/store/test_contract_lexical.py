@@ -6,7 +6,7 @@ first; English stemming makes "running" find "runs"; the separate keywords
 field is searched; ``session_ids`` restricts results; ``delete`` removes
 exactly one session or one scope; ``count`` is per scope or global; query
 syntax characters are taken literally and never raise; a query without words
-returns nothing; data survives close/reopen.
+returns nothing; data survives close/reopen; a repeated search sees every write since.
 """
 
 from __future__ import annotations
@@ -195,3 +195,14 @@ def test_count_session_counts_one_session_of_one_scope(lexical_store: LexicalSto
     counts = [lexical_store.count_session(sc, s)
               for sc, s in ((ALICE, "s1"), (ALICE, "s2"), (BOB, "s1"), (ALICE, "s9"))]
     assert counts == [2, 1, 1, 0]
+
+
+def test_a_repeated_search_sees_what_was_written_since(lexical_store: LexicalStore) -> None:
+    """Nothing read for an earlier search (tantivy keeps ids per searcher) outlives a write."""
+    _write(lexical_store, [ldoc(ALICE, "s1", 1, "the orchid needs repotting")])
+    assert [h.session_id for h in lexical_store.search(ALICE, "orchid", limit=5)] == ["s1"]
+    lexical_store.delete(ALICE)
+    # A fresh document where the deleted one was: the same place in a new segment list.
+    _write(lexical_store, [ldoc(ALICE, "s2", 7, "an orchid on the windowsill")])
+    hits = lexical_store.search(ALICE, "orchid", limit=5)
+    assert [(h.unit_id, h.session_id) for h in hits] == [(unit_id(ALICE, "s2", 7), "s2")]
