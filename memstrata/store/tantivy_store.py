@@ -10,7 +10,6 @@ exactly the terms the index holds.
 from __future__ import annotations
 
 import threading
-from typing import Any
 from collections.abc import Collection, Sequence
 from pathlib import Path
 
@@ -68,7 +67,7 @@ class TantivyLexicalStore(LexicalStore):
         self._generation = 0
         #: (generation, searcher, ids by doc address): a writer's searcher and the ids of the
         #: documents its searches returned, so a repeated hit costs no stored-document read.
-        self._view: tuple[int, Any, dict[tuple[int, int], tuple[str, str]]] | None = None
+        self._view: tuple[int, tv.Searcher, dict[tuple[int, int], tuple[str, str]]] | None = None
         with guard(BACKEND, f"open index at {self.path}"):
             if read_only and not self.path.is_dir():
                 raise StoreError(f"{BACKEND}: no index at {self.path} (nothing ingested yet?)")
@@ -188,7 +187,7 @@ class TantivyLexicalStore(LexicalStore):
                 hits.append(Hit(found[0], found[1], float(score)))
         return hits
 
-    def _searcher(self) -> tuple[Any, dict[tuple[int, int], tuple[str, str]]]:
+    def _searcher(self) -> tuple[tv.Searcher, dict[tuple[int, int], tuple[str, str]]]:
         """A searcher and the ids its documents are known to hold.
 
         A doc address names a document only within one searcher, so the ids are
