@@ -195,8 +195,10 @@ class TurnProgress:
         deadline = time.monotonic() + timeout_s
         while missing():
             if self._committed is not None:
-                try:
-                    for p, o in (await self._committed(missing())).items():
+                try:  # bounded: a stuck broker call must not outlast the stall timeout
+                    got = await asyncio.wait_for(self._committed(missing()),
+                                                 max(poll_s, deadline - time.monotonic()))
+                    for p, o in got.items():
                         self.floor[p] = max(self.floor.get(p, 0), o)
                 except Exception as exc:  # noqa: BLE001 - the broker is busy: wait and retry
                     log.debug("cannot read committed offsets: %s", exc)

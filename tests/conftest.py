@@ -6,7 +6,9 @@ real encoder shares one instance (it is thread-safe and stateless once loaded).
 
 from __future__ import annotations
 
+import os
 import signal
+from typing import Any
 
 import pytest
 
@@ -30,8 +32,80 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     compile_packages()
 
 
+#: Under pytest-xdist (``-n 2``, the README's test command) the tests run in groups, each
+#: group on one worker: the tests that share a costly session fixture (Ray, llama-server,
+#: the query service, one stream worker run) form one group, so it starts once; every
+#: other file is a group of its own, so its module fixtures start once.
+_SHARED = {
+    "tests/workers/": "ray",
+    "tests/integration/llm/": "llama",
+    "tests/integration/query_service/": "service",
+    "tests/integration/streams/test_poison.py": "one-worker",
+    "tests/integration/streams/test_dlq_and_deletes.py": "one-worker",
+}
+#: The longest groups as measured (``pytest --durations``), handed out first so the two
+#: workers do not end with one of them alone on a long group. Only the balance depends
+#: on this list.
+_LONG_FIRST = (
+    "ray",
+    "tests/integration/streams/test_rebalance.py",
+    "tests/integration/streams/test_sigkill.py",
+    "tests/e2e/test_cli_serve.py",
+    "tests/e2e/test_serve_crash.py",
+    "llama",
+    "tests/e2e/test_cli_operable.py",
+    "tests/e2e/test_cli.py",
+    "tests/integration/streams/test_congruence.py",
+    "one-worker",
+    "tests/integration/streams/test_freshness.py",
+    "tests/integration/streams/test_up.py",
+)
+
+
+def _group(nodeid: str) -> str:
+    for prefix, group in _SHARED.items():
+        if nodeid.startswith(prefix):
+            return group
+    return nodeid.split("::", 1)[0]
+
+
+def _rank(item: pytest.Item) -> int:
+    group = _group(item.nodeid)
+    return _LONG_FIRST.index(group) if group in _LONG_FIRST else len(_LONG_FIRST)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        items.sort(key=_rank)  # stable: files stay whole and in order within a group
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Hand out whole groups (see ``_group``), in collection order, to whichever worker is free.
+
+    xdist's own ``loadgroup`` would do the grouping from ``xdist_group`` marks, but it
+    renames node ids through an attribute that pytest 9.2 no longer reads, so with
+    pytest 9.2 it silently schedules test by test.
+    """
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _group(nodeid)
+
+    config.option.loadscopereorder = False
+    return GroupScheduling(config, log)
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Start mypy in the background when its test is selected (see tests/support/early.py)."""
+    """Start mypy in the background when its test is selected (see tests/support/early.py).
+
+    Not under pytest-xdist: there each worker collects every test, and the other
+    worker is what keeps the second core busy.
+    """
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return
     if any(item.nodeid == early.MYPY_TEST for item in session.items) and \
             not session.config.getoption("collectonly"):
         early.start_mypy()
@@ -44,3 +118,4 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 @pytest.fixture(scope="session")
 def embedder() -> MiniLMEmbedder:
     return MiniLMEmbedder()
+

@@ -28,6 +28,7 @@ import fcntl
 import hashlib
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -227,17 +228,40 @@ class LlamaServer:
             return ""
 
 
+def _die_with_parent() -> None:
+    """In the child before exec: SIGTERM when the process that started it dies.
+
+    A pytest run that is killed (Ctrl-C twice, a CI timeout) runs no teardown;
+    without this the server would outlive it and hold its memory and a core.
+    """
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, int(signal.SIGTERM))
+
+
+def _default_threads() -> int:
+    """Two threads alone; one beside another pytest-xdist worker.
+
+    llama.cpp's threads spin at their barriers, so two of them on a machine
+    whose other core runs the other worker's tests slow each other several-fold.
+    """
+    return 1 if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1 else 2
+
+
 def start(binary: Path, model: Path, log_path: Path, *, alias: str = "gemma",
-          ctx: int = 4096, threads: int = 2, ready_timeout_s: float = 120.0,
+          ctx: int = 4096, threads: int | None = None, ready_timeout_s: float = 120.0,
           port: int | None = None) -> LlamaServer:
     """Start the server and wait until ``/health`` answers 200 (model loaded)."""
     port = port or free_port()
+    threads = threads or _default_threads()
     cmd = [str(binary), "-m", str(model), "--host", "127.0.0.1", "--port", str(port),
            "--alias", alias, "-c", str(ctx), "-t", str(threads), "--jinja",
            "-np", "1", "--no-webui"]
     log = open(log_path, "wb")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, start_new_session=True)
+                            stdin=subprocess.DEVNULL, start_new_session=True,
+                            preexec_fn=_die_with_parent)
     log.close()
     server = LlamaServer(proc, port, log_path, alias)
     deadline = time.monotonic() + ready_timeout_s
