@@ -34,31 +34,29 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 #: Under pytest-xdist (``-n 2``, the README's test command) the tests run in groups, each
 #: group on one worker: the tests that share a costly session fixture (Ray, llama-server,
-#: the query service, one stream worker run) form one group, so it starts once; every
+#: the query service, the stream tests' broker) form one group, so it starts once; every
 #: other file is a group of its own, so its module fixtures start once.
+#: The stream tests keep their file order, as without xdist. test_rebalance run first on
+#: a fresh broker, beside Ray starting on the other core, failed twice in four runs
+#: (control events never committed after the rebalance); see the issue 19 note.
 _SHARED = {
     "tests/workers/": "ray",
     "tests/integration/llm/": "llama",
     "tests/integration/query_service/": "service",
-    "tests/integration/streams/test_poison.py": "one-worker",
-    "tests/integration/streams/test_dlq_and_deletes.py": "one-worker",
+    "tests/integration/streams/": "streams",
 }
 #: The longest groups as measured (``pytest --durations``), handed out first so the two
 #: workers do not end with one of them alone on a long group. Only the balance depends
 #: on this list.
 _LONG_FIRST = (
+    "streams",
     "ray",
-    "tests/integration/streams/test_rebalance.py",
-    "tests/integration/streams/test_sigkill.py",
-    "tests/e2e/test_cli_serve.py",
-    "tests/e2e/test_serve_crash.py",
     "llama",
     "tests/e2e/test_cli_operable.py",
+    "tests/e2e/test_cli_serve.py",
     "tests/e2e/test_cli.py",
-    "tests/integration/streams/test_congruence.py",
-    "one-worker",
-    "tests/integration/streams/test_freshness.py",
-    "tests/integration/streams/test_up.py",
+    "tests/e2e/test_serve_stream.py",
+    "tests/e2e/test_serve_crash.py",
 )
 
 
