@@ -278,6 +278,20 @@ def build_app(
         except BaseException as exc:  # noqa: BLE001
             runtime.fatal(exc)
 
+    @app.timer(interval=1.0, on_leader=False)
+    async def crashed_services() -> None:
+        """Exit when one of Faust's services crashed rather than idle on without it.
+
+        A crashed table recovery (seen after a rebalance: a changelog high-water
+        mark reported below an offset already read) leaves its partitions paused
+        for good, so the worker would hold them and consume nothing. Exiting lets
+        the group hand them to a live worker, and a restart reads on from the
+        committed offsets (at-least-once, idempotent writes).
+        """
+        for service in (app, app.tables, app.tables.recovery):
+            if service.crashed:
+                runtime.fatal(service.crash_reason or RuntimeError(f"{service!r} crashed"))
+
     read_offsets = ReadOffsets()
     app.sensors.add(read_offsets)
 
