@@ -14,6 +14,12 @@ only as many calls as the concurrency limit allows:
   one slot to free, whatever the size of a flooding tenant's backlog. The cost
   charged at dispatch is the method's average service time, corrected to the
   measured time when the work ends.
+* **A slot kept for the others** (optional, ``share_window_s`` > 0). While another
+  tenant has sent a call within ``share_window_s``, no tenant holds every slot: one
+  stays for the others. A
+  quiet tenant's call then starts at once instead of waiting for a flooding
+  tenant's running call to end (a Search is several ms of the GIL; that wait
+  was most of its tail). Alone, a tenant uses every slot.
 * **Adaptive concurrency limit** (:class:`AdaptiveLimit`): how many calls the
   pool works on at once, between a floor and a ceiling (by default the pool's
   thread count, so nothing waits in the pool's own FIFO queue), lowered when
@@ -160,6 +166,8 @@ class _Tenant:
     vtime: float = 0.0
     queue: deque[_Ticket] = field(default_factory=deque)
     last_served: int = -1
+    running: int = 0
+    last_seen: float = -math.inf
 
 
 class FairScheduler:
@@ -167,8 +175,10 @@ class FairScheduler:
 
     def __init__(self, limit: AdaptiveLimit, *, weight_of: Callable[[str], float] | None = None,
                  max_wait_s: float = 5.0, queue_max: int = 1000, clock: Clock = time.monotonic,
-                 observer: Observer | None = None, name: str = "pool") -> None:
+                 observer: Observer | None = None, name: str = "pool",
+                 share_window_s: float = 0.0) -> None:
         self.limiter = limit
+        self.share_window_s = share_window_s
         self.weight_of = weight_of or (lambda tenant: 1.0)
         self.max_wait_s = max_wait_s
         self.queue_max = queue_max
@@ -202,6 +212,16 @@ class FairScheduler:
         t.weight = weight  # the keys file may have changed
         return t
 
+    def _may_start(self, name: str, t: _Tenant) -> bool:
+        """A free slot may go to ``t`` unless it would take the one kept for the others."""
+        limit = self.limiter.value
+        if self.in_flight >= limit:
+            return False
+        if self.share_window_s <= 0 or limit < 2 or t.running < limit - 1:
+            return True
+        since = self.clock() - self.share_window_s
+        return not any(o.last_seen >= since for n, o in self._tenants.items() if n != name)
+
     def _floor(self) -> float:
         """The smallest virtual time of the backlogged tenants (system virtual time)."""
         return min((t.vtime for t in self._backlog.values()), default=self._virtual)
@@ -232,10 +252,12 @@ class FairScheduler:
         until the future ``start()`` returned is done, even when the caller is
         cancelled meanwhile (the work may still be running in its thread).
         """
-        if self.queued or self.in_flight >= self.limiter.value:
+        me = self._tenant(tenant)
+        me.last_seen = self.clock()
+        if self.queued or not self._may_start(tenant, me):
             charged = await self._wait_turn(tenant, method, deadline)
         else:
-            charged = self._charge_start(self._tenant(tenant), method)
+            charged = self._charge_start(me, method)
         return await self._dispatch(tenant, method, start, charged)
 
     async def _wait_turn(self, tenant: str, method: str, deadline: float | None) -> float:
@@ -263,6 +285,7 @@ class FairScheduler:
         self._backlog[tenant] = me
         self.queued += 1
         self.observer.queued(self.queued)
+        self._pump()  # a slot the waiting tenants may not take may be this one's
         try:
             return await ticket.future
         except asyncio.CancelledError:
@@ -271,6 +294,7 @@ class FairScheduler:
             else:  # it was handed a slot just as the caller went away: pass it on
                 me.vtime -= ticket.future.result() / me.weight
                 self.in_flight -= 1
+                me.running -= 1
                 self._pump()
             raise
 
@@ -311,13 +335,17 @@ class FairScheduler:
         estimate = self.service_time(method)
         t.vtime += estimate / t.weight
         t.last_served = next(self._seq)
+        t.running += 1
         self.in_flight += 1
         return estimate
 
     def _pump(self) -> None:
         """Hand free slots to the backlogged tenants with the smallest virtual time."""
         while self.queued and self.in_flight < self.limiter.value:
-            t = min(self._backlog.values(), key=lambda t: (t.vtime, t.last_served))
+            ready = [(n, t) for n, t in self._backlog.items() if self._may_start(n, t)]
+            if not ready:  # the free slot is kept for a tenant that is not waiting now
+                break
+            t = min((t for _, t in ready), key=lambda t: (t.vtime, t.last_served))
             ticket = t.queue.popleft()
             self._drained(ticket.tenant, t)
             self.queued -= 1
@@ -335,6 +363,7 @@ class FairScheduler:
             fut = start()
         except BaseException:
             self.in_flight -= 1
+            t.running -= 1
             self._pump()
             raise
 
@@ -344,6 +373,7 @@ class FairScheduler:
             self._service.setdefault(method, _Ewma(50)).add(took)
             self._any.add(took)
             self.in_flight -= 1
+            t.running -= 1
             before = self.limiter.value
             if self.limiter.sample(took, running) != before:
                 self.observer.limit(self.limiter.value)

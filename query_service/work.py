@@ -229,5 +229,6 @@ def build_pools(settings: ServiceSettings, metrics: ServiceMetrics,
             pools.schedulers[pool] = FairScheduler(
                 AdaptiveLimit(top, low, top, tolerance=settings.limit_tolerance),
                 weight_of=weight_of, max_wait_s=settings.queue_max_wait_s,
-                queue_max=settings.queue_max, observer=_PoolObserver(metrics, name), name=name)
+                queue_max=settings.queue_max, observer=_PoolObserver(metrics, name), name=name,
+                share_window_s=settings.share_window_s)
     return pools

@@ -119,6 +119,45 @@ def test_a_quiet_tenant_goes_ahead_of_a_flooding_tenants_backlog():
     run(body)
 
 
+def test_a_slot_is_kept_for_another_active_tenant_and_given_back_when_it_goes_quiet():
+    async def body() -> None:
+        clock, work = FakeClock(), FakeWork()
+        s = scheduler(clock, limit=2, share_window_s=1.0)
+        alone = [spawn(s, work, "b", f"b{i}") for i in range(2)]
+        await settle()
+        assert work.started == ["b0", "b1"]  # alone, b uses both slots
+        clock.now += 0.01
+        work.finish_oldest()
+        work.finish_oldest()
+        await asyncio.gather(*alone)
+        quiet = spawn(s, work, "a", "a0")  # a is active now
+        await settle()
+        clock.now += 0.01
+        work.finish_oldest()
+        await quiet
+        flood = [spawn(s, work, "b", f"b{i}") for i in range(2, 6)]
+        await settle()
+        assert work.started[3:] == ["b2"]  # one slot stays free for a
+        quiet = spawn(s, work, "a", "a1")
+        await settle()
+        assert work.started[3:] == ["b2", "a1"]  # a starts at once, no wait for b2
+        clock.now += 0.01
+        work.finish_oldest()  # b2
+        work.finish_oldest()  # a1
+        await quiet
+        await settle()
+        assert work.started[5:] == ["b3"]
+        clock.now += 1.5  # a has been quiet longer than the window: b gets both slots
+        work.finish_oldest()  # b3
+        await settle()
+        assert work.started[6:] == ["b4", "b5"]
+        while not all(t.done() for t in flood):
+            work.finish_oldest()
+            await settle()
+
+    run(body)
+
+
 def test_fifo_order_within_a_tenant_and_round_robin_between_equals():
     async def body() -> None:
         clock, work = FakeClock(), FakeWork()
