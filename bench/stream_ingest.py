@@ -30,6 +30,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -170,6 +172,19 @@ def _drain(brokers: str, timeout_s: float = 1800) -> None:
         raise SystemExit(f"the worker did not drain within {timeout_s:.0f}s")
 
 
+def _spy(pid: int, out_dir: Path, shape: str) -> subprocess.Popen[bytes]:
+    """py-spy sampling the worker (all threads, without pausing it) until SIGINT."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    exe = shutil.which("py-spy", path=f"{Path(sys.executable).parent}{os.pathsep}"
+                                      f"{os.environ.get('PATH', '')}")
+    if exe is None:
+        raise SystemExit("--profile needs py-spy (pip install py-spy)")
+    return subprocess.Popen([exe, "record", "--pid", str(pid), "--format", "raw",
+                             "--rate", "50", "--nonblocking", "--output",
+                             str(out_dir / f"{shape}.txt")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 def _same_turns(data_dir: Path, sessions: list[Any], copies: int) -> bool:
     """Whether each interleaved copy stored exactly the turns of its sequential twin."""
     from memstrata.config import Settings
@@ -201,6 +216,9 @@ def main() -> None:
                         help="Traffic shapes: the data this many times over (one tenant per "
                              "copy), produced session by session, then round-robin by "
                              "message; 0 skips them.")
+    parser.add_argument("--profile", type=Path, default=None,
+                        help="Record the worker with py-spy during each traffic shape into "
+                             "DIR/<shape>.txt (collapsed stacks; needs py-spy installed).")
     parser.add_argument("--encoder", default=None,
                         help="MEMSTRATA_EMBED_BACKEND for every phase (minilm, wordllama, "
                              "minilm-static); default: the setting's.")
@@ -260,10 +278,14 @@ def main() -> None:
                               for s in _retenant(sessions, f"bench-{shape}-{c}")]
                     console.print(f"{shape}: {len(copies)} sessions, "
                                   f"{_messages(copies)} messages ...")
+                    spy = _spy(worker.pid, args.profile, shape) if args.profile else None
                     start, cpu = time.monotonic(), sum(cpu_seconds(p) for p in pids)
                     asyncio.run(_produce(broker.address, copies, None,
                                          interleave=shape == "interleaved"))
                     _drain(broker.address)
+                    if spy is not None:
+                        spy.send_signal(signal.SIGINT)
+                        spy.wait(60)
                     seconds = time.monotonic() - start
                     cpu = sum(cpu_seconds(p) for p in pids) - cpu
                     shapes[shape] = (_turns(copies) / seconds, _turns(copies) / cpu)

@@ -27,6 +27,7 @@ class StreamMetrics:
     freshness_seconds: Histogram
     consumer_lag: Gauge
     control_applied: Counter
+    held_sessions: Gauge
 
     @classmethod
     def create(cls, registry: CollectorRegistry | None = None) -> "StreamMetrics":
@@ -56,6 +57,9 @@ class StreamMetrics:
                                ["topic", "partition"], registry=reg),
             control_applied=Counter(p + "control_applied_total",
                                     "Control events applied, by type.", ["type"], registry=reg),
+            held_sessions=Gauge(p + "held_sessions",
+                                "Sessions whose last window waits for more messages "
+                                "(the worker is behind its topic).", registry=reg),
         )
 
     def serve(self, port: int, addr: str = "127.0.0.1") -> None:

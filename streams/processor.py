@@ -9,6 +9,13 @@ drive it directly.
 Writes run on one dedicated thread (``writer_thread``): the stores are written
 by one caller at a time, and the event loop (heartbeats, fetching) never waits
 on an embedding call.
+
+A full batch means more records are waiting: the worker is behind its topic,
+and with many sessions open at once a batch holds about one message per
+session. Indexing each session's incomplete last window then would be redone
+at its next message, which is already in the topic. So while behind, the
+writer holds those windows (turns stored, not indexed) until the session's
+next message, its close, the worker catching up, or ``hold_max_s``.
 """
 
 from __future__ import annotations
@@ -137,6 +144,19 @@ class _Group:
     meta: SessionMeta
     messages: list[Message] = field(default_factory=list)
     indices: list[int] = field(default_factory=list)
+    #: Event times of those records (for the freshness metric).
+    stamps: list[float] = field(default_factory=list)
+
+
+@dataclass
+class _Held:
+    """A session whose incomplete last window the writer holds unbuilt."""
+
+    meta: SessionMeta
+    #: When it was first held (``time.monotonic``); built by ``hold_max_s`` after.
+    since: float
+    #: Event times of its records not yet searchable (observed when it is built).
+    stamps: list[float] = field(default_factory=list)
 
 
 def _log_retry(state: RetryCallState) -> None:
@@ -257,6 +277,10 @@ class Processor:
         #: Held while a batch is stored and its offsets noted, and while a delete
         #: and its replay run: a delete sees exactly which turns are stored.
         self._order = asyncio.Lock()
+        #: Sessions whose last window is held (see the module doc), by (scope, session).
+        self.held: dict[tuple[Scope, str], _Held] = {}
+        #: When the last batch of turns was stored (``time.monotonic``).
+        self._last_batch = time.monotonic()
         self.writer_thread = ThreadPoolExecutor(1, thread_name_prefix="memstrata-writer")
 
     def close(self) -> None:
@@ -310,7 +334,6 @@ class Processor:
         out = Outbox()
         groups: OrderedDict[tuple[Scope, str], _Group] = OrderedDict()
         handled = [False] * len(records)
-        stamps: list[float] = []
         for i, rec in enumerate(records):
             if not replay:
                 self.metrics.events_in.labels(rec.topic).inc()
@@ -332,33 +355,69 @@ class Processor:
             group.meta = group.meta.filled_from(meta)
             group.messages.append(message)
             group.indices.append(i)
-            stamps.append(stamp)
+            if not replay:
+                group.stamps.append(stamp)
+        # Behind the topic: hold the open windows of this batch's sessions (unless
+        # held too long already); caught up: build every window held so far.
+        clock = time.monotonic()
+        behind = (not replay and self.limits.hold_max_s > 0
+                  and len(records) >= self.limits.batch_max)
+        hold = {k for k in groups if not self._overdue(k, clock)} if behind else set()
+        for key, held in self.held.items():
+            if key not in groups and (not behind or self._overdue(key, clock)):
+                groups[key] = _Group(held.meta)
         if groups:
             started = time.perf_counter()
             try:
                 reports = await self._store_groups(list(groups.values()), records, out,
-                                                   handled)
+                                                   handled, hold)
             except StoreUnavailable as down:
                 raise down.after(records, handled, out) from down.__cause__
             took = time.perf_counter() - started
             self.metrics.l0_build_seconds.observe(took)
-            log.info("batch: %d records, %d sessions, stored in %.2fs", len(records),
-                     len(groups), took)
-            now = time.time()
-            for ts in stamps if not replay else ():
-                self.metrics.freshness_seconds.observe(max(0.0, now - ts))
-            for rep in reports:
-                out.l0 += self._noted(rep, "append", now)
+            log.info("batch: %d records, %d sessions (%d held), stored in %.2fs",
+                     len(records), len(groups), len(hold), took)
+            out.l0 += self._settle(reports, groups)
+        self._last_batch = time.monotonic()
         for rec in records:
             await self.progress.advance(rec.partition, rec.offset + 1)
         return out
 
+    def _overdue(self, key: tuple[Scope, str], clock: float) -> bool:
+        held = self.held.get(key)
+        return held is not None and clock - held.since >= self.limits.hold_max_s
+
+    def _settle(self, reports: Sequence[AppendReport],
+                groups: MutableMapping[tuple[Scope, str], _Group]) -> list[L0Event]:
+        """Note the reports; freshness is observed once nothing of a session is held."""
+        now, clock = time.time(), time.monotonic()
+        notes: list[L0Event] = []
+        for rep in reports:
+            key = (rep.scope, rep.session_id)
+            group = groups.get(key)
+            stamps = group.stamps if group is not None else []
+            if rep.held:
+                held = self.held.get(key)
+                if held is None:
+                    held = self.held[key] = _Held(group.meta if group else _bare(key), clock)
+                elif group is not None:
+                    held.meta = held.meta.filled_from(group.meta)
+                held.stamps += stamps
+            else:
+                done = self.held.pop(key, None)
+                for ts in [*stamps, *(done.stamps if done else ())]:
+                    self.metrics.freshness_seconds.observe(max(0.0, now - ts))
+            notes += self._noted(rep, "append", now)
+        self.metrics.held_sessions.set(len(self.held))
+        return notes
+
     async def _store_groups(self, groups: list[_Group], records: Sequence[Record], out: Outbox,
-                            handled: list[bool]) -> list[AppendReport]:
+                            handled: list[bool], hold: set[tuple[Scope, str]]
+                            ) -> list[AppendReport]:
         """Store every session; one that keeps failing is dead-lettered, the rest stored."""
         try:
             reports = await self._write(lambda: self._append_all(
-                [(g.meta, g.messages) for g in groups]))
+                [(g.meta, g.messages) for g in groups], hold))
         except StoreUnavailable:
             raise
         except Exception as exc:  # noqa: BLE001 - isolate the session that fails
@@ -373,7 +432,7 @@ class Processor:
         for g in groups:
             one = [(g.meta, g.messages)]
             try:
-                reports += await self._write(functools.partial(self._append_all, one),
+                reports += await self._write(functools.partial(self._append_all, one, hold),
                                              retry_any=True)
             except StoreUnavailable:
                 raise
@@ -385,10 +444,12 @@ class Processor:
                 handled[i] = True
         return reports
 
-    def _append_all(self, groups: list[tuple[SessionMeta, list[Message]]]) -> list[AppendReport]:
+    def _append_all(self, groups: list[tuple[SessionMeta, list[Message]]],
+                    hold: set[tuple[Scope, str]]) -> list[AppendReport]:
         # One write for the whole batch (Memory.append_batch: one embedding call and
         # one upsert per store).
-        reports = self.writer.append_batch(groups)
+        reports = self.writer.append_batch(groups, hold=hold & {(m.scope, m.session_id)
+                                                               for m, _ in groups})
         self.writer.flush()
         return reports
 
@@ -402,6 +463,7 @@ class Processor:
         final = set(rep.units_written) - set(rep.provisional)
         replaced = len(before & final)
         state["provisional"] = sorted((before - final) | set(rep.provisional))
+        state["held"] = sorted(rep.held)
         state["last"] = now
         self.sessions[key] = state
         self.metrics.turns_indexed.inc(len(rep.turns_written))
@@ -424,6 +486,24 @@ class Processor:
         """Apply control events in order, then flush once (closes come in bursts)."""
         out = Outbox()
         applied = 0
+        # Windows held for sessions that these events close are built together first
+        # (one encoder call); each close then finds its last window already built.
+        closing = []
+        for rec in records:
+            try:
+                ev = decode_control(rec.value, self.limits, rec.key)
+            except Invalid:
+                continue
+            if ev.type == "close_session" and (ev.scope, ev.session_id) in self.held:
+                closing.append((ev.scope, str(ev.session_id)))
+        if closing:
+            try:
+                out.l0 += await self._build_held(list(dict.fromkeys(closing)))
+            except StoreUnavailable:
+                raise
+            except Exception as exc:  # noqa: BLE001 - each close builds its own window then
+                log.warning("building held windows before closes failed (%s: %s)",
+                            type(exc).__name__, exc)
         for rec in records:
             applied += await self._control(rec, out)
         if applied:
@@ -462,6 +542,7 @@ class Processor:
             assert ev.session_id is not None
             sid = ev.session_id
             rep = await self._write(lambda: self._close(scope, sid))
+            self._unhold((scope, sid), built=rep is not None)
             return self._noted(rep, "close", time.time()) if rep is not None else []
         sid_or_none = ev.session_id if ev.type == "delete_session" else None
         async with self._order:
@@ -470,6 +551,9 @@ class Processor:
             for key in [k for k, v in list(self.sessions.items())
                         if _same(v, scope, sid_or_none) or k == prefix]:
                 self.sessions.pop(key, None)
+            for held in [k for k in self.held if k[0] == scope
+                         and sid_or_none in (None, k[1])]:
+                self._unhold(held, built=False)
             return await self._replay_after(ev, scope, sid_or_none)
 
     async def _replay_after(self, ev: ControlEvent, scope: Scope,
@@ -507,21 +591,65 @@ class Processor:
             raise OSError(f"delete of {scope} {session_id or '(all)'} incomplete: "
                           f"{receipt.errors}")
 
+    def _unhold(self, key: tuple[Scope, str], *, built: bool) -> None:
+        """The session's held window is built (closed) or gone (deleted)."""
+        held = self.held.pop(key, None)
+        if held is not None and built:
+            now = time.time()
+            for ts in held.stamps:
+                self.metrics.freshness_seconds.observe(max(0.0, now - ts))
+        self.metrics.held_sessions.set(len(self.held))
+
     # -- idle sessions ------------------------------------------------------
+    async def build_held(self, clock: float | None = None) -> list[L0Event]:
+        """Build the held windows once the worker has caught up or they are due.
+
+        Caught up: no batch for half of ``freshness_s`` (a worker still behind
+        gets batch after batch). Due: held for ``hold_max_s``. A window held
+        before a restart is known only from the session table: built now.
+        """
+        clock = time.monotonic() if clock is None else clock
+        quiet = clock - self._last_batch >= self.limits.freshness_s / 2
+        keys = [k for k in self.held if quiet or self._overdue(k, clock)]
+        for state in list(self.sessions.values()):
+            if isinstance(state, dict) and state.get("held"):
+                key = (Scope(tenant_id=state["tenant_id"], user_id=state["user_id"]),
+                       state["session_id"])
+                if key not in self.held:
+                    keys.append(key)
+        return await self._build_held(keys)
+
+    async def _build_held(self, keys: Sequence[tuple[Scope, str]]) -> list[L0Event]:
+        """Build the held windows of these sessions in one write (one encoder call)."""
+        if not keys:
+            return []
+        async with self._order:
+            groups: OrderedDict[tuple[Scope, str], _Group] = OrderedDict(
+                (k, _Group(self.held[k].meta if k in self.held else _bare(k))) for k in keys)
+            reports = await self._write(lambda: self._append_all(
+                [(g.meta, g.messages) for g in groups.values()], set()))
+            log.info("built %d held windows", len(reports))
+            return self._settle(reports, groups)
+
     async def close_idle(self, now: float | None = None) -> list[L0Event]:
-        """Finalise the open windows of sessions without events for ``idle_s``."""
+        """Build held windows that are due, then finalise the open windows of
+        sessions without events for ``idle_s``."""
+        out = await self.build_held()
         now = time.time() if now is None else now
-        out: list[L0Event] = []
+        closed = False
         for key, state in list(self.sessions.items()):
-            if not state.get("provisional") or now - state.get("last", now) < self.limits.idle_s:
+            if not (state.get("provisional") or state.get("held")) \
+                    or now - state.get("last", now) < self.limits.idle_s:
                 continue
             scope = Scope(tenant_id=state["tenant_id"], user_id=state["user_id"])
             sid = state["session_id"]
             rep = await self._write(functools.partial(self._close, scope, sid))
+            self._unhold((scope, sid), built=rep is not None)
             if rep is not None:
                 out += self._noted(rep, "close", now)
+                closed = True
             self.metrics.control_applied.labels("idle_close").inc()
-        if out:
+        if closed:
             await self._write(self.writer.flush)
         return out
 
@@ -532,6 +660,11 @@ class Processor:
         return bad.dead_letter(topic=rec.topic, partition=rec.partition, offset=rec.offset,
                                key=rec.key, value=rec.value or b"",
                                max_bytes=self.dead_letter_max_bytes)
+
+
+def _bare(key: tuple[Scope, str]) -> SessionMeta:
+    """A session known only by key (the writer keeps the date and labels it stored)."""
+    return SessionMeta(scope=key[0], session_id=key[1])
 
 
 def _same(state: Any, scope: Scope, session_id: str | None) -> bool:

@@ -32,6 +32,10 @@ class StreamSettings(BaseSettings):
     idle_s: float = Field(300.0, gt=0, le=7 * 24 * 3600)
     #: Events handled per batch (one embedding call and one upsert per store per batch).
     batch_max: int = Field(256, ge=1, le=100_000)
+    #: While the worker is behind (a full batch), a session's incomplete last window
+    #: waits for its next messages at most this long instead of being indexed
+    #: provisionally at every message (0: never wait, index every batch's windows).
+    hold_max_s: float = Field(30.0, ge=0, le=3600)
     #: Largest accepted event value in bytes, before JSON decoding (a transport guard:
     #: the limits of a turn's fields are ``MEMSTRATA_TURN_*``, see ``check_turns_fit``).
     max_event_bytes: int = Field(256 * 1024, ge=256, le=16 * 1024 * 1024)
