@@ -319,3 +319,52 @@ def test_on_an_outage_the_handled_records_are_acked_after_their_notices_then_com
     run(settle_outage(down, events, deliver=deliver, ack=ack, commit=commit))
     assert calls == [("deliver", 0), ("ack", (0, 10)), ("ack", (0, 11)),
                      ("commit", None), ("commit", None)]
+
+
+def test_a_full_batch_holds_open_windows_and_a_short_one_builds_them() -> None:
+    """Behind the topic (the batch came full), open windows wait for the next messages;
+    caught up (a short batch), every held window is built, its session in the batch or not."""
+    w = RecordingWriterDouble()
+    p = Processor(w, StreamSettings(batch_max=3), turns=TURNS)
+    out = run(p.handle_turns(records(turn("a", 1), turn("b", 1), turn("c", 1))))
+    assert ("hold", ["a", "b", "c"]) in w.calls
+    assert not out.l0 and set(k[1] for k in p.held) == {"a", "b", "c"}
+    assert p.sessions["acme/maya/a"]["held"] == [1]
+    assert p.metrics.held_sessions._value.get() == 3  # noqa: SLF001
+    assert p.metrics.freshness_seconds._sum.get() == 0  # noqa: SLF001 - nothing searchable yet
+    out = run(p.handle_turns(records(turn("a", 2, "assistant"), start=3)))
+    assert {n.session_id: n.turns for n in out.l0} == {"a": [1], "b": [1], "c": [1]}
+    assert not p.held and p.sessions["acme/maya/b"]["held"] == []
+    assert p.metrics.held_sessions._value.get() == 0  # noqa: SLF001
+
+
+def test_held_windows_are_built_when_due_and_before_their_closes_in_one_write() -> None:
+    w = RecordingWriterDouble()
+    p = Processor(w, StreamSettings(batch_max=2, hold_max_s=30), turns=TURNS)
+    run(p.handle_turns(records(turn("a", 1), turn("b", 1))))
+    clock = p.held[(MAYA, "a")].since
+    p._last_batch = clock  # noqa: SLF001 - a batch just ended
+    assert run(p.build_held(clock + 0.5)) == []  # neither quiet (1 s) nor due (30 s)
+    # Due: built even though batches still come (not quiet).
+    p._last_batch = clock + 30.5  # noqa: SLF001
+    assert [n.session_id for n in run(p.build_held(clock + 31))] == ["a", "b"]
+    assert not p.held
+    # Quiet: no batch for half of freshness_s (caught up) builds what is held.
+    run(p.handle_turns(records(turn("a", 2, "assistant"), turn("b", 2, "assistant"), start=4)))
+    assert len(p.held) == 2
+    assert len(run(p.build_held(p._last_batch + 1.1))) == 2 and not p.held  # noqa: SLF001
+    # Held again, then both closed by one burst of closes: one build, then the closes.
+    run(p.handle_turns(records(turn("a", 3), turn("b", 3), start=2)))
+    assert set(k[1] for k in p.held) == {"a", "b"}
+    w.calls.clear()
+    run(p.handle_controls([control("close_session", "a", {}), control("close_session", "b", {})]))
+    assert [c[0] for c in w.calls] == ["append", "append", "close", "close"]
+    assert not p.held
+
+
+def test_hold_max_zero_indexes_every_batch_as_before() -> None:
+    w = RecordingWriterDouble()
+    p = Processor(w, StreamSettings(batch_max=2, hold_max_s=0), turns=TURNS)
+    out = run(p.handle_turns(records(turn("a", 1), turn("b", 1))))
+    assert not any(c[0] == "hold" for c in w.calls) and not p.held
+    assert {n.session_id for n in out.l0} == {"a", "b"}
