@@ -1,7 +1,8 @@
 """The worker's Prometheus metrics, all built in one place (one registry per worker).
 
 Freshness is event time (``ts``, set by the producer) to the moment the batch
-holding the event has been flushed to the stores, i.e. is searchable.
+holding the event has been flushed to the stores, i.e. is searchable (for a
+session whose open window was held, the moment that window is built).
 """
 
 from __future__ import annotations
