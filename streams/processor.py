@@ -146,6 +146,8 @@ class _Group:
     indices: list[int] = field(default_factory=list)
     #: Event times of those records (for the freshness metric).
     stamps: list[float] = field(default_factory=list)
+    #: The partition its records came from (None: no record, a held window's build).
+    partition: int | None = None
 
 
 @dataclass
@@ -157,6 +159,8 @@ class _Held:
     since: float
     #: Event times of its records not yet searchable (observed when it is built).
     stamps: list[float] = field(default_factory=list)
+    #: Its records' partition: after a rebalance the new owner builds the window.
+    partition: int | None = None
 
 
 def _log_retry(state: RetryCallState) -> None:
@@ -349,7 +353,8 @@ class Processor:
                                                    f"{str(exc)[:200]}"), rec))
                 handled[i] = True
                 continue
-            group = groups.setdefault((ev.scope, ev.session_id), _Group(meta))
+            group = groups.setdefault((ev.scope, ev.session_id),
+                                      _Group(meta, partition=rec.partition))
             # A date or labels only the batch's later events carry are not lost; what the
             # session already holds is kept by the writer (Memory: first ones stick).
             group.meta = group.meta.filled_from(meta)
@@ -363,9 +368,10 @@ class Processor:
         behind = (not replay and self.limits.hold_max_s > 0
                   and len(records) >= self.limits.batch_max)
         hold = {k for k in groups if not self._overdue(k, clock)} if behind else set()
+        self._forget_moved()
         for key, held in self.held.items():
             if key not in groups and (not behind or self._overdue(key, clock)):
-                groups[key] = _Group(held.meta)
+                groups[key] = _Group(held.meta, partition=held.partition)
         if groups:
             started = time.perf_counter()
             try:
@@ -383,6 +389,13 @@ class Processor:
             await self.progress.advance(rec.partition, rec.offset + 1)
         return out
 
+    def _forget_moved(self) -> None:
+        """Drop held sessions of partitions this worker no longer owns (a rebalance):
+        the new owner builds them, from the session table's note."""
+        for key in [k for k, h in self.held.items()
+                    if h.partition is not None and not self.owned(h.partition)]:
+            del self.held[key]
+
     def _overdue(self, key: tuple[Scope, str], clock: float) -> bool:
         held = self.held.get(key)
         return held is not None and clock - held.since >= self.limits.hold_max_s
@@ -399,7 +412,8 @@ class Processor:
             if rep.held:
                 held = self.held.get(key)
                 if held is None:
-                    held = self.held[key] = _Held(group.meta if group else _bare(key), clock)
+                    held = self.held[key] = _Held(group.meta if group else _bare(key), clock,
+                                                  partition=group.partition if group else None)
                 elif group is not None:
                     held.meta = held.meta.filled_from(group.meta)
                 held.stamps += stamps
@@ -407,7 +421,8 @@ class Processor:
                 done = self.held.pop(key, None)
                 for ts in [*stamps, *(done.stamps if done else ())]:
                     self.metrics.freshness_seconds.observe(max(0.0, now - ts))
-            notes += self._noted(rep, "append", now)
+            notes += self._noted(rep, "append", now,
+                                 group.partition if group is not None else None)
         self.metrics.held_sessions.set(len(self.held))
         return notes
 
@@ -453,7 +468,8 @@ class Processor:
         self.writer.flush()
         return reports
 
-    def _noted(self, rep: AppendReport, cause: str, now: float) -> list[L0Event]:
+    def _noted(self, rep: AppendReport, cause: str, now: float,
+               partition: int | None = None) -> list[L0Event]:
         """Update the session cache and metrics from one report; the L0 notice to send."""
         key = _session_key(rep.scope, rep.session_id)
         state = dict(self.sessions.get(key) or {
@@ -465,6 +481,8 @@ class Processor:
         state["provisional"] = sorted((before - final) | set(rep.provisional))
         state["held"] = sorted(rep.held)
         state["last"] = now
+        if partition is not None:
+            state["partition"] = partition
         self.sessions[key] = state
         self.metrics.turns_indexed.inc(len(rep.turns_written))
         self.metrics.units_indexed.labels("provisional").inc(len(rep.provisional))
@@ -610,9 +628,11 @@ class Processor:
         """
         clock = time.monotonic() if clock is None else clock
         quiet = clock - self._last_batch >= self.limits.freshness_s / 2
+        self._forget_moved()
         keys = [k for k in self.held if quiet or self._overdue(k, clock)]
         for state in list(self.sessions.values()):
-            if isinstance(state, dict) and state.get("held"):
+            if isinstance(state, dict) and state.get("held") \
+                    and self.owned(state.get("partition", -1)):
                 key = (Scope(tenant_id=state["tenant_id"], user_id=state["user_id"]),
                        state["session_id"])
                 if key not in self.held:

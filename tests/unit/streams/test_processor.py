@@ -368,3 +368,17 @@ def test_hold_max_zero_indexes_every_batch_as_before() -> None:
     out = run(p.handle_turns(records(turn("a", 1), turn("b", 1))))
     assert not any(c[0] == "hold" for c in w.calls) and not p.held
     assert {n.session_id for n in out.l0} == {"a", "b"}
+
+
+def test_held_sessions_of_a_partition_that_moved_are_left_to_its_new_owner() -> None:
+    owned = {0, 1}
+    w = RecordingWriterDouble()
+    p = Processor(w, StreamSettings(batch_max=2), turns=TURNS, owned=lambda part: part in owned)
+    run(p.handle_turns(records(turn("a", 1), turn("b", 1, content="b"), partition=1)))
+    assert p.sessions["acme/maya/a"]["partition"] == 1 and len(p.held) == 2
+    owned.discard(1)  # revoked: the other worker reads the session table and builds them
+    assert run(p.build_held(p._last_batch + 5)) == [] and not p.held  # noqa: SLF001
+    # A worker that owns the partition and finds only the table's note builds them.
+    q = Processor(w, StreamSettings(batch_max=2), turns=TURNS, sessions=p.sessions)
+    assert {n.session_id for n in run(q.build_held())} == {"a", "b"}
+    assert p.sessions["acme/maya/a"]["held"] == []
