@@ -516,7 +516,9 @@ class Processor:
                 closing.append((ev.scope, str(ev.session_id)))
         if closing:
             try:
-                out.l0 += await self._build_held(list(dict.fromkeys(closing)))
+                async with self._order:
+                    out.l0 += await self._build_held(
+                        [k for k in dict.fromkeys(closing) if k in self.held])
             except StoreUnavailable:
                 raise
             except Exception as exc:  # noqa: BLE001 - each close builds its own window then
@@ -626,30 +628,31 @@ class Processor:
         gets batch after batch). Due: held for ``hold_max_s``. A window held
         before a restart is known only from the session table: built now.
         """
-        clock = time.monotonic() if clock is None else clock
-        quiet = clock - self._last_batch >= self.limits.freshness_s / 2
-        self._forget_moved()
-        keys = [k for k in self.held if quiet or self._overdue(k, clock)]
-        for state in list(self.sessions.values()):
-            if isinstance(state, dict) and state.get("held") \
-                    and self.owned(state.get("partition", -1)):
-                key = (Scope(tenant_id=state["tenant_id"], user_id=state["user_id"]),
-                       state["session_id"])
-                if key not in self.held:
-                    keys.append(key)
-        return await self._build_held(keys)
+        async with self._order:  # after the batch in hand: it may build them itself
+            now = time.monotonic() if clock is None else clock
+            quiet = now - self._last_batch >= self.limits.freshness_s / 2
+            self._forget_moved()
+            keys = [k for k in self.held if quiet or self._overdue(k, now)]
+            for state in list(self.sessions.values()):
+                if isinstance(state, dict) and state.get("held") \
+                        and self.owned(state.get("partition", -1)):
+                    key = (Scope(tenant_id=state["tenant_id"], user_id=state["user_id"]),
+                           state["session_id"])
+                    if key not in self.held:
+                        keys.append(key)
+            return await self._build_held(keys)
 
     async def _build_held(self, keys: Sequence[tuple[Scope, str]]) -> list[L0Event]:
-        """Build the held windows of these sessions in one write (one encoder call)."""
+        """Build the held windows of these sessions in one write (one encoder call);
+        the caller holds ``_order``."""
         if not keys:
             return []
-        async with self._order:
-            groups: OrderedDict[tuple[Scope, str], _Group] = OrderedDict(
-                (k, _Group(self.held[k].meta if k in self.held else _bare(k))) for k in keys)
-            reports = await self._write(lambda: self._append_all(
-                [(g.meta, g.messages) for g in groups.values()], set()))
-            log.info("built %d held windows", len(reports))
-            return self._settle(reports, groups)
+        groups: OrderedDict[tuple[Scope, str], _Group] = OrderedDict(
+            (k, _Group(self.held[k].meta if k in self.held else _bare(k))) for k in keys)
+        reports = await self._write(lambda: self._append_all(
+            [(g.meta, g.messages) for g in groups.values()], set()))
+        log.info("built %d held windows", len(reports))
+        return self._settle(reports, groups)
 
     async def close_idle(self, now: float | None = None) -> list[L0Event]:
         """Build held windows that are due, then finalise the open windows of

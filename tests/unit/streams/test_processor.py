@@ -382,3 +382,18 @@ def test_held_sessions_of_a_partition_that_moved_are_left_to_its_new_owner() -> 
     q = Processor(w, StreamSettings(batch_max=2), turns=TURNS, sessions=p.sessions)
     assert {n.session_id for n in run(q.build_held())} == {"a", "b"}
     assert p.sessions["acme/maya/a"]["held"] == []
+
+
+def test_the_timer_does_not_take_a_long_batch_for_a_quiet_worker() -> None:
+    """A batch that takes longer than half of freshness_s is not a pause in the input:
+    the timer looks after the batch in hand, which just ended."""
+    async def scenario() -> int:
+        w = RecordingWriterDouble()
+        p = Processor(w, StreamSettings(batch_max=2), turns=TURNS)
+        await p.handle_turns(records(turn("a", 1), turn("b", 1)))
+        async with p._order:  # noqa: SLF001 - the next batch, in hand for a while
+            timer = asyncio.create_task(p.build_held(p._last_batch + 5))  # noqa: SLF001
+            await asyncio.sleep(0.01)
+            p._last_batch += 5  # noqa: SLF001 - it ends then
+        return len(await timer) + len(p.held)
+    assert run(scenario()) == 2  # nothing built, both still held
