@@ -64,7 +64,7 @@ _META_SCOPE = Scope.model_construct(tenant_id="#memstrata", user_id="#index")
 _META_SESSION, _FINGERPRINT = "#index", "fingerprint"
 #: Appended to the digest of a session that holds fallback units (see ``_commit``).
 FALLBACK_DIGEST = ":fallback"
-#: Appended to the digest of a session whose last window is held (not indexed yet).
+#: The digest of a session whose last window is held (not indexed yet): never a match.
 HELD_DIGEST = ":held"
 
 
@@ -90,6 +90,10 @@ class _Pending:
     #: The incomplete last window, held unbuilt (``append_batch(hold=...)``): also
     #: left out of the stored plan, so the next write of the session builds it.
     held: PlannedWindow | None = None
+    #: The plan as stored before this write (rewritten only if it changes).
+    stored_plan: dict[str, Any] | None = None
+    #: The stored digest is already :data:`HELD_DIGEST` with this meta (nothing to mark).
+    marked: bool = False
 
 
 def embedder_id(embedder: Embedder) -> str:
@@ -265,8 +269,12 @@ class Memory:
             dim=self.embedder.dim,
         )
 
+    @functools.cached_property
+    def _fp_key(self) -> str:
+        return self.fingerprint.key
+
     def _digest(self, turns: Sequence[Turn]) -> str:
-        return f"{self.fingerprint.key}:{turns_digest(list(turns))}"
+        return f"{self._fp_key}:{turns_digest(list(turns))}"
 
     # -- writing ------------------------------------------------------------
     def append(self, meta: SessionMeta, turns: Sequence[Turn], *,
@@ -430,7 +438,7 @@ class Memory:
         state = self.docs.get_layer(scope, sid, PLAN_LAYER, PLAN_KEY) if old_meta else None
         was_closed = bool(state and state.get("closed"))
         closed = close or (was_closed and not changed)
-        fp = self.fingerprint.key
+        fp = self._fp_key
         plan = plan_session(meta, all_turns, size=self.settings.l0_window_turns,
                             overlap=self.settings.l0_window_overlap,
                             max_chars=self.settings.l0_max_window_chars,
@@ -439,14 +447,18 @@ class Memory:
         if (not changed and not plan.stale and old_meta == meta and closed == was_closed
                 and self.docs.session_digest(scope, sid) == digest):
             return None
-        self.docs.put_session(meta, digest=None)  # not done until the units are indexed
-        self.docs.put_turns(scope, sid, list(changed.values()))
         # Held: the open session's last window, when it reads the last turn (a turn
         # may still gain replies, so a full-sized window there is not final either).
         held = None
         if (hold and not closed and plan.stale and plan.stale[-1] is plan.windows[-1]
                 and plan.windows[-1].span.stop == len(all_turns)):
             held = plan.stale[-1]
+        # Held before with this meta: the stored digest already never matches.
+        marked = (held is not None and old_meta == meta
+                  and self.docs.session_digest(scope, sid) == HELD_DIGEST)
+        if not marked:
+            self.docs.put_session(meta, digest=None)  # not done until the units are indexed
+        self.docs.put_turns(scope, sid, list(changed.values()))
         built: list[L0Unit] = []
         retry: set[str] = set()
         for w in plan.stale:
@@ -458,10 +470,11 @@ class Memory:
             built.extend(window_units)
         # A unit that came out as it was stored (a later turn joined its window
         # but did not change its summary) is neither re-embedded nor rewritten.
-        stored_units = {u.id: u for u in self.docs.get_units(scope, [u.id for u in built])}
+        stored_units = ({u.id: u for u in self.docs.get_units(scope, [u.id for u in built])}
+                        if built else {})
         units = [u for u in built if stored_units.get(u.id) != u]
         return _Pending(meta, digest, plan, closed, units, sorted(changed), all_turns, retry,
-                        held)
+                        held, state, marked)
 
     def _commit(self, batch: Sequence[_Pending],
                 ingest: IngestReport | None = None) -> list[AppendReport]:
@@ -475,12 +488,17 @@ class Memory:
             scope, sid = p.meta.scope, p.meta.session_id
             skip = p.retry | ({p.held.digest} if p.held is not None else set())
             # Durable once the upserts return, so the plan and digest can follow.
-            self.docs.put_layer(scope, sid, PLAN_LAYER, PLAN_KEY,
-                                p.plan.payload(self.fingerprint.key, p.closed, skip=skip))
+            payload = p.plan.payload(self._fp_key, p.closed, skip=skip)
+            if payload != p.stored_plan:
+                self.docs.put_layer(scope, sid, PLAN_LAYER, PLAN_KEY, payload)
             # A session with fallback units or a held window is stored but not "done":
             # its digest never matches, so the next write builds those windows.
-            self.docs.put_session(p.meta, digest=p.digest + (FALLBACK_DIGEST if p.retry else "")
-                                  + (HELD_DIGEST if p.held is not None else ""))
+            if p.held is not None:
+                if not p.marked:
+                    self.docs.put_session(p.meta, digest=HELD_DIGEST)
+            else:
+                self.docs.put_session(p.meta, digest=p.digest + FALLBACK_DIGEST if p.retry
+                                      else p.digest)
             if ingest is not None:
                 ingest.committed += 1
                 ingest.fallbacks += sum(1 for u in p.units if u.fallback)

@@ -288,6 +288,18 @@ class Processor:
         self.writer_thread = ThreadPoolExecutor(1, thread_name_prefix="memstrata-writer")
 
     def close(self) -> None:
+        """Build the windows still held (a stopped worker leaves its turns indexed), then
+        stop the writer thread. Their notices are not sent: the stores are the truth."""
+        if self.held:
+            items = [(h.meta, []) for h in self.held.values()]
+            try:
+                self.writer_thread.submit(self._append_all, items, set()).result()
+                log.info("built %d held windows before stopping", len(items))
+            except Exception as exc:  # noqa: BLE001 - stopping anyway; next write builds them
+                log.warning("could not build %d held windows before stopping (%s: %s); the "
+                            "sessions' next writes or closes build them", len(items),
+                            type(exc).__name__, exc)
+            self.held.clear()
         self.writer_thread.shutdown(wait=True)
 
     async def _write(self, fn: Callable[[], T], *, retry_any: bool = False) -> T:

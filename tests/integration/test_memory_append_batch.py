@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from memstrata.check import check_stores
 from memstrata.config import Settings
 from memstrata.embed.minilm import MiniLMEmbedder
 from memstrata.llm.extractive import ExtractiveBuilder
@@ -77,6 +78,8 @@ def test_a_held_window_waits_then_ends_as_if_never_held(tmp_path: Path,
             assert rep.turns_written == [last]
             assert last not in {u.turn_index for u in held.l0(A.scope, "a")}
             assert (held.docs.session_digest(A.scope, "a") or "").endswith(":held")
+        found = check_stores(held.docs, held.vectors, held.lexical).findings
+        assert [(f.severity, f.kind) for f in found] == [("warning", "held")]
         built = held.append_batch([(A, [])])[0]  # no messages: builds what was held
         assert not built.held and set(built.units_written) >= set(rep.held)
         assert built.provisional  # still open: provisional, as the plain path has it
