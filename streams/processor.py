@@ -291,7 +291,8 @@ class Processor:
         """Build the windows still held (a stopped worker leaves its turns indexed), then
         stop the writer thread. Their notices are not sent: the stores are the truth."""
         if self.held:
-            items = [(h.meta, []) for h in self.held.values()]
+            items: list[tuple[SessionMeta, list[Message]]] = [
+                (h.meta, []) for h in self.held.values()]
             try:
                 self.writer_thread.submit(self._append_all, items, set()).result()
                 log.info("built %d held windows before stopping", len(items))
