@@ -373,17 +373,18 @@ def _shapes(brokers: str, pids: list[int], sessions: list[Any], copies: int, pre
         data = [s for c in range(copies) for s in _retenant(sessions, f"{prefix}-{shape}-{c}")]
         console.print(f"{shape} ({label}): {len(data)} sessions, {_messages(data)} messages ...")
         spy = _spy(pids[0], profile, f"{prefix}-{shape}") if profile else None
-        start, cpu = time.monotonic(), sum(cpu_seconds(p) for p in pids)
+        start, before = time.monotonic(), [cpu_seconds(p) for p in pids]
         asyncio.run(_produce(brokers, data, None, interleave=shape == "interleaved"))
         _drain(brokers)
         if spy is not None:
             spy.send_signal(signal.SIGINT)
             spy.wait(60)
         seconds = time.monotonic() - start
-        cpu = sum(cpu_seconds(p) for p in pids) - cpu
-        shapes[shape] = (_turns(data) / seconds, _turns(data) / cpu)
+        used = [cpu_seconds(p) - b for p, b in zip(pids, before)]
+        shapes[shape] = (_turns(data) / seconds, _turns(data) / sum(used))
         console.print(f"  {shapes[shape][0]:.1f} turns/s, {shapes[shape][1]:.1f} "
-                      f"turns per CPU second; load {load_average():.1f}")
+                      f"turns per CPU second (worker {used[0]:.1f} s, broker {used[1]:.1f} s "
+                      f"of CPU); load {load_average():.1f}")
     return shapes
 
 if __name__ == "__main__":

@@ -285,6 +285,8 @@ class Processor:
         self.held: dict[tuple[Scope, str], _Held] = {}
         #: When the last batch of turns was stored (``time.monotonic``).
         self._last_batch = time.monotonic()
+        #: Per session key: when this worker last stored something of it (wall time).
+        self._seen: dict[str, float] = {}
         self.writer_thread = ThreadPoolExecutor(1, thread_name_prefix="memstrata-writer")
 
     def close(self) -> None:
@@ -405,8 +407,10 @@ class Processor:
     def _forget_moved(self) -> None:
         """Drop held sessions of partitions this worker no longer owns (a rebalance):
         the new owner builds them, from the session table's note."""
+        owned = {p: self.owned(p) for p in {h.partition for h in self.held.values()}
+                 if p is not None}
         for key in [k for k, h in self.held.items()
-                    if h.partition is not None and not self.owned(h.partition)]:
+                    if h.partition is not None and not owned[h.partition]]:
             del self.held[key]
 
     def _overdue(self, key: tuple[Scope, str], clock: float) -> bool:
@@ -485,7 +489,8 @@ class Processor:
                partition: int | None = None) -> list[L0Event]:
         """Update the session cache and metrics from one report; the L0 notice to send."""
         key = _session_key(rep.scope, rep.session_id)
-        state = dict(self.sessions.get(key) or {
+        old = self.sessions.get(key)
+        state = dict(old or {
             "tenant_id": rep.scope.tenant_id, "user_id": rep.scope.user_id,
             "session_id": rep.session_id, "provisional": []})
         before = set(state.get("provisional", []))
@@ -496,7 +501,13 @@ class Processor:
         state["last"] = now
         if partition is not None:
             state["partition"] = partition
-        self.sessions[key] = state
+        self._seen[key] = now
+        # Only the time moved, and the table's is recent: not rewritten (with many open
+        # sessions that is a changelog record per message). close_idle reads _seen;
+        # after a rebalance the table's time is at most idle_s / 10 old.
+        if not (isinstance(old, dict) and _but_last(old) == _but_last(state)
+                and now - old.get("last", 0) < self.limits.idle_s / 10):
+            self.sessions[key] = state
         self.metrics.turns_indexed.inc(len(rep.turns_written))
         self.metrics.units_indexed.labels("provisional").inc(len(rep.provisional))
         self.metrics.units_indexed.labels("final").inc(len(final))
@@ -584,6 +595,7 @@ class Processor:
             for key in [k for k, v in list(self.sessions.items())
                         if _same(v, scope, sid_or_none) or k == prefix]:
                 self.sessions.pop(key, None)
+                self._seen.pop(key, None)
             for held in [k for k in self.held if k[0] == scope
                          and sid_or_none in (None, k[1])]:
                 self._unhold(held, built=False)
@@ -674,8 +686,9 @@ class Processor:
         now = time.time() if now is None else now
         closed = False
         for key, state in list(self.sessions.items()):
+            last = max(state.get("last", now), self._seen.get(key, 0.0))
             if not (state.get("provisional") or state.get("held")) \
-                    or now - state.get("last", now) < self.limits.idle_s:
+                    or now - last < self.limits.idle_s:
                 continue
             scope = Scope(tenant_id=state["tenant_id"], user_id=state["user_id"])
             sid = state["session_id"]
@@ -696,6 +709,10 @@ class Processor:
         return bad.dead_letter(topic=rec.topic, partition=rec.partition, offset=rec.offset,
                                key=rec.key, value=rec.value or b"",
                                max_bytes=self.dead_letter_max_bytes)
+
+
+def _but_last(state: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in state.items() if k != "last"}
 
 
 def _bare(key: tuple[Scope, str]) -> SessionMeta:

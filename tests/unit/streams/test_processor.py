@@ -397,3 +397,18 @@ def test_the_timer_does_not_take_a_long_batch_for_a_quiet_worker() -> None:
             p._last_batch += 5  # noqa: SLF001 - it ends then
         return len(await timer) + len(p.held)
     assert run(scenario()) == 2  # nothing built, both still held
+
+
+def test_a_state_that_only_got_older_is_not_rewritten_but_still_counts_for_idle() -> None:
+    w = RecordingWriterDouble()
+    p = Processor(w, StreamSettings(batch_max=1, idle_s=100), turns=TURNS)
+    run(p.handle_turns(records(turn("a", 1))))
+    first = p.sessions["acme/maya/a"]["last"]
+    run(p.handle_turns(records(turn("a", 2, "assistant"), start=1)))  # held again, as it was
+    assert p.sessions["acme/maya/a"]["last"] == first  # no changelog record for the time alone
+    seen = p._seen["acme/maya/a"]  # noqa: SLF001
+    assert seen >= first
+    # Idle is counted from the last message, not from the table's older time.
+    p.sessions["acme/maya/a"] = {**p.sessions["acme/maya/a"], "last": seen - 50}
+    assert all(n.cause != "close" for n in run(p.close_idle(now=seen + 99)))
+    assert [n.cause for n in run(p.close_idle(now=seen + 101))] == ["close"]
