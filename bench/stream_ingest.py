@@ -17,7 +17,8 @@
    second of each (worker + broker), and whether both stored the same turns.
    ``--baseline`` runs them again through a worker on the old path
    (``MEMSTRATA_STREAM_HOLD_MAX_S=0``: a worker behind its topic still indexes
-   every batch's open windows provisionally) and shows both side by side.
+   every batch's open windows provisionally; the old batch limit, 256) and
+   shows both side by side.
 
 Targets: Kafka >= 70% of direct; freshness p99 < 5 s at 80% of the maximum rate;
 interleaved >= 0.9 of sequential per CPU second.
@@ -52,6 +53,8 @@ DEFAULT_DATASET = locomo_default()  # LOCOMO_PATH
 TARGET_RATIO = 0.70
 TARGET_P99_S = 5.0
 GROUP = "memstrata-bench"
+#: The worker's batch limit before holding came (the baseline's).
+OLD_BATCH_MAX = 256
 
 
 def _turns(sessions: list[Any]) -> int:
@@ -223,7 +226,8 @@ def main() -> None:
     parser.add_argument("--baseline", action="store_true",
                         help="Also run the traffic shapes through a second worker on the old "
                              "path (MEMSTRATA_STREAM_HOLD_MAX_S=0: every batch's open windows "
-                             "indexed provisionally) and report both.")
+                             "indexed provisionally; MEMSTRATA_STREAM_BATCH_MAX=256) and "
+                             "report both.")
     parser.add_argument("--profile", type=Path, default=None,
                         help="Record the worker with py-spy during each traffic shape into "
                              "DIR/<shape>.txt (collapsed stacks; needs py-spy installed).")
@@ -277,9 +281,10 @@ def main() -> None:
                 console.print(f"  {kafka_tps:.1f} turns/s ({max_rate:.1f} messages/s), "
                               f"{kafka_cpu:.1f} turns per CPU second (worker + broker)")
 
-                hold = os.environ.get("MEMSTRATA_STREAM_HOLD_MAX_S", "30 (default)")
+                hold = os.environ.get("MEMSTRATA_STREAM_HOLD_MAX_S", "default")
+                batch = env.get("MEMSTRATA_STREAM_BATCH_MAX", "default")
                 shapes = _shapes(broker.address, pids, sessions, args.copies, "bench",
-                                 args.profile, f"held open windows (hold_max_s {hold})")
+                                 args.profile, f"hold_max_s {hold}, batch_max {batch}")
 
                 rate = 0.8 * max_rate
                 fresh, sent = [float("nan")], {}
@@ -293,10 +298,13 @@ def main() -> None:
                 _stop(worker)
             old: dict[str, tuple[float, float]] = {}
             if args.baseline and args.copies:
-                console.print("baseline worker: MEMSTRATA_STREAM_HOLD_MAX_S=0 (every batch's "
-                              "open windows indexed provisionally) ...")
+                console.print(f"baseline worker: MEMSTRATA_STREAM_HOLD_MAX_S=0 (every batch's "
+                              f"open windows indexed provisionally), MEMSTRATA_STREAM_BATCH_MAX="
+                              f"{OLD_BATCH_MAX} ...")
                 worker = _start_worker({**env, "MEMSTRATA_DATA_DIR": str(base / "kafka-old"),
-                                        "MEMSTRATA_STREAM_HOLD_MAX_S": "0"}, log)
+                                        "MEMSTRATA_STREAM_HOLD_MAX_S": "0",
+                                        "MEMSTRATA_STREAM_BATCH_MAX": str(OLD_BATCH_MAX)},
+                                       log)
                 try:
                     _warm(broker.address, sessions, "bench-warm-old")
                     pids = [worker.pid, broker.proc.pid]  # type: ignore[union-attr]
@@ -324,7 +332,8 @@ def main() -> None:
                   f"{verdict(cpu_ratio >= TARGET_RATIO)} CPU")
     if shapes:
         rows = []
-        for name, got in (("baseline (hold_max_s 0)", old), ("this worker", shapes)):
+        for name, got in ((f"baseline (hold 0, batch {OLD_BATCH_MAX})", old),
+                          ("this worker", shapes)):
             if got:
                 seq, rr = got["sequential"], got["interleaved"]
                 rows += [[name, "session by session", f"{seq[0]:.1f}", f"{seq[1]:.1f}", "1.00"],

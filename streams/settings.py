@@ -31,7 +31,10 @@ class StreamSettings(BaseSettings):
     #: A session with no event for this long is closed: its open window is finalised.
     idle_s: float = Field(300.0, gt=0, le=7 * 24 * 3600)
     #: Events handled per batch (one embedding call and one upsert per store per batch).
-    batch_max: int = Field(256, ge=1, le=100_000)
+    #: A worker that keeps up takes what arrived within half of ``freshness_s`` (far
+    #: fewer); this bounds a batch when it is behind, where a larger one gives each of
+    #: many open sessions more of its messages at once (fewer writes per message).
+    batch_max: int = Field(1024, ge=1, le=100_000)
     #: While the worker is behind (a full batch), a session's incomplete last window
     #: waits for its next messages at most this long instead of being indexed
     #: provisionally at every message (0: never wait, index every batch's windows).
