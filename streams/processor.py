@@ -10,9 +10,9 @@ Writes run on one dedicated thread (``writer_thread``): the stores are written
 by one caller at a time, and the event loop (heartbeats, fetching) never waits
 on an embedding call.
 
-A full batch means more records are waiting: the worker is behind its topic,
-and with many sessions open at once a batch holds about one message per
-session. Indexing each session's incomplete last window then would be redone
+A full batch whose newest event is older than ``freshness_s`` means the
+worker is behind its topic, and with many sessions open at once a batch
+holds about one message per session. Indexing each session's incomplete last window then would be redone
 at its next message, which is already in the topic. So while behind, the
 writer holds those windows (turns stored, not indexed) until the session's
 next message, its close, the worker catching up, or ``hold_max_s``.
@@ -377,11 +377,15 @@ class Processor:
             group.indices.append(i)
             if not replay:
                 group.stamps.append(stamp)
-        # Behind the topic: hold the open windows of this batch's sessions (unless
-        # held too long already); caught up: build every window held so far.
+        # Behind the topic (a full batch, and even its newest event older than
+        # freshness_s: a burst of fresh events is not a backlog): hold the open windows
+        # of this batch's sessions (unless held too long already); otherwise build
+        # every window held so far.
         clock = time.monotonic()
+        newest = max((ts for g in groups.values() for ts in g.stamps), default=time.time())
         behind = (not replay and self.limits.hold_max_s > 0
-                  and len(records) >= self.limits.batch_max)
+                  and len(records) >= self.limits.batch_max
+                  and time.time() - newest >= self.limits.freshness_s)
         hold = {k for k in groups if not self._overdue(k, clock)} if behind else set()
         self._forget_moved()
         for key, held in self.held.items():

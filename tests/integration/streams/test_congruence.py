@@ -72,10 +72,12 @@ def streamed_and_batched(
     try:
         group = "memstrata-test-congruence"
         start_group_at_end(broker.address, group)
-        # Small batches, produced faster than the worker stores them: batches come full,
-        # so the worker holds open windows while behind (the path many open sessions take).
+        # Small batches, produced faster than the worker stores them: batches come full
+        # and older than the (short) freshness target, so the worker holds open windows
+        # while behind (the path many open sessions take).
         worker = WorkerProc(broker.address, tmp / "stream", group, tmp,
                             MEMSTRATA_STREAM_BATCH_MAX="16",
+                            MEMSTRATA_STREAM_FRESHNESS_S="0.2",
                             MEMSTRATA_STREAM_LOG_LEVEL="info").start()
         try:
             async def produce() -> None:
