@@ -10,9 +10,10 @@ previous cut (at once when handling took that long already), or when
 event waits about ``within + T``. Size and efficiency under a backlog are the
 same as before: a backlog fills ``batch_max`` at once.
 
-Chunks are read from the source in a task of their own (so events keep
-arriving while a batch is handled) into a bounded queue (so a slow writer
-still holds the consumer back).
+Chunks are read from the source in a task of their own, so events keep
+arriving while a batch is handled, until a full batch waits (a slow writer
+still holds the consumer back, and a worker behind its topic still gets full
+batches: what holds open windows, :mod:`streams.processor`).
 """
 
 from __future__ import annotations
@@ -26,10 +27,6 @@ from typing import TypeVar
 __all__ = ["paced"]
 
 T = TypeVar("T")
-
-#: How many chunks may wait beside the batch being handled (each up to ``batch_max``).
-QUEUE_CHUNKS = 4
-
 
 class _End:
     """The source is exhausted (``error`` None) or failed."""
@@ -49,44 +46,47 @@ async def paced(chunks: AsyncIterator[Sequence[T]], batch_max: int, within: floa
     """
     if batch_max < 1:
         raise ValueError(f"batch_max must be at least 1, got {batch_max}")
-    queue: asyncio.Queue[Sequence[T] | _End] = asyncio.Queue(QUEUE_CHUNKS)
+    waiting: list[T] = []
+    end: list[_End] = []
+    arrived, room = asyncio.Event(), asyncio.Event()
 
     async def pump() -> None:
         try:
             async for chunk in chunks:
-                await queue.put(chunk)
+                while len(waiting) >= batch_max:  # a full batch waits: hold the source back
+                    room.clear()
+                    await room.wait()
+                waiting.extend(chunk)
+                arrived.set()
         except asyncio.CancelledError:
             raise
         except BaseException as exc:  # noqa: BLE001 - handed to the reader, raised there
-            await queue.put(_End(exc))
+            end.append(_End(exc))
         else:
-            await queue.put(_End())
+            end.append(_End())
+        arrived.set()
 
     task = asyncio.create_task(pump(), name="paced-batches")
-    pending: list[T] = []
     cut = float("-inf")
-    end: _End | None = None
     try:
         while True:
-            if pending and (len(pending) >= batch_max or end is not None
-                            or clock() - cut >= within):
-                batch, pending = pending[:batch_max], pending[batch_max:]
+            if waiting and (len(waiting) >= batch_max or end or clock() - cut >= within):
+                batch = waiting[:batch_max]
+                del waiting[:batch_max]
+                room.set()
                 cut = clock()
                 yield batch
                 continue
-            if end is not None:
-                if end.error is not None:
-                    raise end.error
+            if end:
+                if end[0].error is not None:
+                    raise end[0].error
                 return
-            wait = None if not pending else max(0.0, cut + within - clock())
+            arrived.clear()
+            wait = None if not waiting else max(0.0, cut + within - clock())
             try:
-                item = await asyncio.wait_for(queue.get(), wait)
+                await asyncio.wait_for(arrived.wait(), wait)
             except TimeoutError:
-                continue
-            if isinstance(item, _End):
-                end = item
-            else:
-                pending.extend(item)
+                pass
     finally:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
