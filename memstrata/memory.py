@@ -481,8 +481,12 @@ class Memory:
         """Embed and index the prepared units, then mark each session done."""
         units = [u for p in batch for u in p.units]
         self._index(units)
-        if self.session_lexical is not None and batch:
-            self.session_lexical.upsert([session_document(p.meta, p.all_turns) for p in batch])
+        # A session holding its last window waits for its whole-session document too: the
+        # held turns are not searchable yet either, and with hundreds of sessions open
+        # rewriting each one's growing document at every message is most of the cost.
+        documents = [session_document(p.meta, p.all_turns) for p in batch if p.held is None]
+        if self.session_lexical is not None and documents:
+            self.session_lexical.upsert(documents)
         reports = []
         for p in batch:
             scope, sid = p.meta.scope, p.meta.session_id

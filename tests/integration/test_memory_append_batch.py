@@ -21,7 +21,8 @@ B = SessionMeta(scope=Scope(tenant_id="t", user_id="v"), session_id="b")
 def _memory(path: Path, embedder: MiniLMEmbedder) -> Memory:
     settings = Settings(data_dir=path)
     return Memory(settings, ExtractiveBuilder(), embedder, open_vector_store(settings, embedder.dim),
-                  open_lexical_store(settings), open_doc_store(settings))
+                  open_lexical_store(settings), open_doc_store(settings),
+                  session_lexical=open_lexical_store(settings, sessions=True))
 
 
 def _msgs(sid: str, start: int, n: int) -> list[Message]:
@@ -78,11 +79,17 @@ def test_a_held_window_waits_then_ends_as_if_never_held(tmp_path: Path,
             assert rep.turns_written == [last]
             assert last not in {u.turn_index for u in held.l0(A.scope, "a")}
             assert (held.docs.session_digest(A.scope, "a") or "").endswith(":held")
+            # Its whole-session document waits too (held from the first message: none yet).
+            assert held.session_lexical is not None
+            held.session_lexical.flush()
+            assert held.session_lexical.count_session(A.scope, "a") == 0
         found = check_stores(held.docs, held.vectors, held.lexical).findings
         assert [(f.severity, f.kind) for f in found] == [("warning", "held")]
         built = held.append_batch([(A, [])])[0]  # no messages: builds what was held
         assert not built.held and set(built.units_written) >= set(rep.held)
         assert built.provisional  # still open: provisional, as the plain path has it
+        held.session_lexical.flush()
+        assert held.session_lexical.count_session(A.scope, "a") == 1
         assert [u.model_dump() for u in held.l0(A.scope, "a")] == \
             [u.model_dump() for u in plain.l0(A.scope, "a")]
         # Held again, then closed: the close builds it final.
