@@ -155,7 +155,10 @@ class _Held:
     """A session whose incomplete last window the writer holds unbuilt."""
 
     meta: SessionMeta
-    #: When it was first held (``time.monotonic``); built by ``hold_max_s`` after.
+    #: When its last message was held (``time.monotonic``); built ``hold_max_s`` after,
+    #: so a session that went quiet while the worker is behind still gets built, and one
+    #: that keeps sending (its next message builds or holds it anyway) is not rebuilt
+    #: provisionally every ``hold_max_s`` of a long backlog.
     since: float
     #: Event times of its records not yet searchable (observed when it is built).
     stamps: list[float] = field(default_factory=list)
@@ -437,6 +440,8 @@ class Processor:
                                                   partition=group.partition if group else None)
                 elif group is not None:
                     held.meta = held.meta.filled_from(group.meta)
+                    if group.messages:  # still sending: hold_max_s counts from now
+                        held.since = clock
                 held.stamps += stamps
             else:
                 done = self.held.pop(key, None)

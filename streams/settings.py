@@ -36,8 +36,9 @@ class StreamSettings(BaseSettings):
     #: many open sessions more of its messages at once (fewer writes per message).
     batch_max: int = Field(1024, ge=1, le=100_000)
     #: While the worker is behind (a full batch), a session's incomplete last window
-    #: waits for its next messages at most this long instead of being indexed
-    #: provisionally at every message (0: never wait, index every batch's windows).
+    #: waits for its next messages instead of being indexed provisionally at every
+    #: message, up to this long after its last message (0: never wait, index every
+    #: batch's windows).
     hold_max_s: float = Field(30.0, ge=0, le=3600)
     #: Largest accepted event value in bytes, before JSON decoding (a transport guard:
     #: the limits of a turn's fields are ``MEMSTRATA_TURN_*``, see ``check_turns_fit``).

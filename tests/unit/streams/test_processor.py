@@ -376,6 +376,20 @@ def test_held_windows_are_built_when_due_and_before_their_closes_in_one_write() 
     assert not p.held
 
 
+def test_hold_max_counts_from_a_held_sessions_last_message() -> None:
+    w = RecordingWriterDouble()
+    p = Processor(w, StreamSettings(batch_max=2, hold_max_s=30), turns=TURNS)
+    run(p.handle_turns(records(old("a", 1), old("b", 1))))
+    first = p.held[(MAYA, "a")].since
+    for held in p.held.values():
+        held.since -= 10  # held 10 s ago
+    run(p.handle_turns(records(old("a", 2, "assistant"), old("c", 1), start=2)))
+    p._last_batch = first + 25  # noqa: SLF001 - batches still come (not quiet)
+    # b went quiet 35 s ago: due; a sent again since: not due although held 35 s.
+    assert [n.session_id for n in run(p.build_held(first + 25))] == ["b"]
+    assert set(k[1] for k in p.held) == {"a", "c"}
+
+
 def test_hold_max_zero_indexes_every_batch_as_before() -> None:
     w = RecordingWriterDouble()
     p = Processor(w, StreamSettings(batch_max=2, hold_max_s=0), turns=TURNS)
