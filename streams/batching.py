@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from typing import TypeVar
 
 __all__ = ["paced"]
@@ -36,7 +36,7 @@ class _End:
 
 
 async def paced(chunks: AsyncIterator[Sequence[T]], batch_max: int, within: float,
-                clock: Callable[[], float] = time.monotonic) -> AsyncIterator[list[T]]:
+                clock: Callable[[], float] = time.monotonic) -> AsyncGenerator[list[T], None]:
     """Regroup ``chunks`` into batches of at most ``batch_max``, in order.
 
     A batch is cut when ``batch_max`` items wait, or when items wait and
