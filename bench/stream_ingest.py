@@ -15,11 +15,16 @@
    one tenant per copy, produced session by session, then round-robin by
    message (what a platform with many open sessions sends); turns per CPU
    second of each (worker + broker), and whether both stored the same turns.
+   ``--baseline`` runs them again through a worker on the old path
+   (``MEMSTRATA_STREAM_HOLD_MAX_S=0``: a worker behind its topic still indexes
+   every batch's open windows provisionally; the old batch limit, 256) and
+   shows both side by side.
 
 Targets: Kafka >= 70% of direct; freshness p99 < 5 s at 80% of the maximum rate;
 interleaved >= 0.9 of sequential per CPU second.
 
-    python -m bench.stream_ingest [DATASET] [--sessions N] [--copies 4] [--encoder NAME]
+    python -m bench.stream_ingest [DATASET] [--sessions N] [--copies 4] [--baseline]
+                                  [--encoder NAME] [--profile DIR]
 
 ``--encoder`` sets ``MEMSTRATA_EMBED_BACKEND`` for every phase (direct and the
 worker): run it once per encoder to compare them.
@@ -30,6 +35,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -46,6 +53,8 @@ DEFAULT_DATASET = locomo_default()  # LOCOMO_PATH
 TARGET_RATIO = 0.70
 TARGET_P99_S = 5.0
 GROUP = "memstrata-bench"
+#: The worker's batch limit before holding came (the baseline's).
+OLD_BATCH_MAX = 256
 
 
 def _turns(sessions: list[Any]) -> int:
@@ -170,15 +179,28 @@ def _drain(brokers: str, timeout_s: float = 1800) -> None:
         raise SystemExit(f"the worker did not drain within {timeout_s:.0f}s")
 
 
-def _same_turns(data_dir: Path, sessions: list[Any], copies: int) -> bool:
+def _spy(pid: int, out_dir: Path, shape: str) -> subprocess.Popen[bytes]:
+    """py-spy sampling the worker (all threads, without pausing it) until SIGINT."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    exe = shutil.which("py-spy", path=f"{Path(sys.executable).parent}{os.pathsep}"
+                                      f"{os.environ.get('PATH', '')}")
+    if exe is None:
+        raise SystemExit("--profile needs py-spy (pip install py-spy)")
+    return subprocess.Popen([exe, "record", "--pid", str(pid), "--format", "raw",
+                             "--rate", "50", "--nonblocking", "--output",
+                             str(out_dir / f"{shape}.txt")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _same_turns(data_dir: Path, sessions: list[Any], copies: int, prefix: str) -> bool:
     """Whether each interleaved copy stored exactly the turns of its sequential twin."""
     from memstrata.config import Settings
     from memstrata.memory import Memory
 
     with Memory.open(Settings(data_dir=data_dir), read_only=True) as memory:
         for c in range(copies):
-            for a, b in zip(_retenant(sessions, f"bench-sequential-{c}"),
-                            _retenant(sessions, f"bench-interleaved-{c}")):
+            for a, b in zip(_retenant(sessions, f"{prefix}-sequential-{c}"),
+                            _retenant(sessions, f"{prefix}-interleaved-{c}")):
                 got_a = [t.model_dump() for t in memory.raw(a.scope, a.session_id)]
                 got_b = [t.model_dump() for t in memory.raw(b.scope, b.session_id)]
                 if got_a != got_b or len(got_a) != len(a.turns):
@@ -201,6 +223,14 @@ def main() -> None:
                         help="Traffic shapes: the data this many times over (one tenant per "
                              "copy), produced session by session, then round-robin by "
                              "message; 0 skips them.")
+    parser.add_argument("--baseline", action="store_true",
+                        help="Also run the traffic shapes through a second worker on the old "
+                             "path (MEMSTRATA_STREAM_HOLD_MAX_S=0: every batch's open windows "
+                             "indexed provisionally; MEMSTRATA_STREAM_BATCH_MAX=256) and "
+                             "report both.")
+    parser.add_argument("--profile", type=Path, default=None,
+                        help="Record the worker with py-spy during each traffic shape into "
+                             "DIR/<shape>.txt (collapsed stacks; needs py-spy installed).")
     parser.add_argument("--encoder", default=None,
                         help="MEMSTRATA_EMBED_BACKEND for every phase (minilm, wordllama, "
                              "minilm-static); default: the setting's.")
@@ -235,12 +265,9 @@ def main() -> None:
             if args.batch_max:
                 env["MEMSTRATA_STREAM_BATCH_MAX"] = str(args.batch_max)
             log = (args.worker_log or base / "worker.log").open("wb")
-            worker = subprocess.Popen([sys.executable, "-m", "streams", "worker"], cwd=ROOT,
-                                      env=env, stdout=log, stderr=subprocess.STDOUT)
+            worker = _start_worker(env, log)
             try:
-                warm = _retenant(sessions[:1], "bench-warm")
-                asyncio.run(_produce(broker.address, warm, None))
-                _drain(broker.address, 300)
+                _warm(broker.address, sessions, "bench-warm")
                 console.print("kafka: as fast as the broker takes it ...")
                 kafka_sessions = _retenant(sessions, "bench-kafka")
                 pids = [worker.pid, broker.proc.pid]  # type: ignore[union-attr]
@@ -254,21 +281,10 @@ def main() -> None:
                 console.print(f"  {kafka_tps:.1f} turns/s ({max_rate:.1f} messages/s), "
                               f"{kafka_cpu:.1f} turns per CPU second (worker + broker)")
 
-                shapes: dict[str, tuple[float, float]] = {}
-                for shape in ("sequential", "interleaved") if args.copies else ():
-                    copies = [s for c in range(args.copies)
-                              for s in _retenant(sessions, f"bench-{shape}-{c}")]
-                    console.print(f"{shape}: {len(copies)} sessions, "
-                                  f"{_messages(copies)} messages ...")
-                    start, cpu = time.monotonic(), sum(cpu_seconds(p) for p in pids)
-                    asyncio.run(_produce(broker.address, copies, None,
-                                         interleave=shape == "interleaved"))
-                    _drain(broker.address)
-                    seconds = time.monotonic() - start
-                    cpu = sum(cpu_seconds(p) for p in pids) - cpu
-                    shapes[shape] = (_turns(copies) / seconds, _turns(copies) / cpu)
-                    console.print(f"  {shapes[shape][0]:.1f} turns/s, {shapes[shape][1]:.1f} "
-                                  f"turns per CPU second; load {load_average():.1f}")
+                hold = os.environ.get("MEMSTRATA_STREAM_HOLD_MAX_S", "default")
+                batch = env.get("MEMSTRATA_STREAM_BATCH_MAX", "default")
+                shapes = _shapes(broker.address, pids, sessions, args.copies, "bench",
+                                 args.profile, f"hold_max_s {hold}, batch_max {batch}")
 
                 rate = 0.8 * max_rate
                 fresh, sent = [float("nan")], {}
@@ -279,10 +295,27 @@ def main() -> None:
                     _drain(broker.address)
                     fresh = _freshness(broker.address, sent)
             finally:
-                worker.terminate()
-                worker.wait(60)
-                log.close()
-        same = _same_turns(base / "kafka", sessions, args.copies) if shapes else None
+                _stop(worker)
+            old: dict[str, tuple[float, float]] = {}
+            if args.baseline and args.copies:
+                console.print(f"baseline worker: MEMSTRATA_STREAM_HOLD_MAX_S=0 (every batch's "
+                              f"open windows indexed provisionally), MEMSTRATA_STREAM_BATCH_MAX="
+                              f"{OLD_BATCH_MAX} ...")
+                worker = _start_worker({**env, "MEMSTRATA_DATA_DIR": str(base / "kafka-old"),
+                                        "MEMSTRATA_STREAM_HOLD_MAX_S": "0",
+                                        "MEMSTRATA_STREAM_BATCH_MAX": str(OLD_BATCH_MAX)},
+                                       log)
+                try:
+                    _warm(broker.address, sessions, "bench-warm-old")
+                    pids = [worker.pid, broker.proc.pid]  # type: ignore[union-attr]
+                    old = _shapes(broker.address, pids, sessions, args.copies, "bench-old",
+                                  args.profile, "baseline")
+                finally:
+                    _stop(worker)
+            log.close()
+        same = _same_turns(base / "kafka", sessions, args.copies, "bench") if shapes else None
+        same_old = (_same_turns(base / "kafka-old", sessions, args.copies, "bench-old")
+                    if old else None)
     p50, p99 = (float(np.percentile(fresh, q)) for q in (50, 99))
     ratio, cpu_ratio = kafka_tps / direct_tps, kafka_cpu / direct_cpu
     print_table("stream ingest (extractive builder, embedded stores, one worker)",
@@ -298,12 +331,24 @@ def main() -> None:
                   f"(target >= {TARGET_RATIO:.2f}): {verdict(ratio >= TARGET_RATIO)} wall, "
                   f"{verdict(cpu_ratio >= TARGET_RATIO)} CPU")
     if shapes:
+        rows = []
+        for name, got in ((f"baseline (hold 0, batch {OLD_BATCH_MAX})", old),
+                          ("this worker", shapes)):
+            if got:
+                seq, rr = got["sequential"], got["interleaved"]
+                rows += [[name, "session by session", f"{seq[0]:.1f}", f"{seq[1]:.1f}", "1.00"],
+                         [name, "round-robin by message", f"{rr[0]:.1f}", f"{rr[1]:.1f}",
+                          f"{rr[1] / seq[1]:.2f}"]]
+        print_table(f"traffic shape: the data {args.copies} times over "
+                    f"({len(sessions) * args.copies} sessions), one worker",
+                    ["worker", "produced", "turns/s", "turns/CPU s", "vs sequential (CPU)"],
+                    rows)
         seq, rr = shapes["sequential"], shapes["interleaved"]
-        print_table(f"traffic shape: the data {args.copies} times over, one worker",
-                    ["produced", "turns/s", "turns/CPU s", "vs sequential (CPU)"],
-                    [["session by session", f"{seq[0]:.1f}", f"{seq[1]:.1f}", "1.00"],
-                     ["round-robin by message", f"{rr[0]:.1f}", f"{rr[1]:.1f}",
-                      f"{rr[1] / seq[1]:.2f}"]])
+        if old:
+            console.print(f"round-robin turns per CPU second vs the baseline's: "
+                          f"{rr[1] / old['interleaved'][1]:.2f}x; baseline interleaved/"
+                          f"sequential {old['interleaved'][1] / old['sequential'][1]:.2f}, "
+                          f"stored turns identical: {verdict(bool(same_old))} ({same_old})")
         console.print(f"interleaved/sequential per CPU second = {rr[1] / seq[1]:.2f} (target "
                       f">= 0.90): {verdict(rr[1] / seq[1] >= 0.9)}; stored turns identical: "
                       f"{verdict(bool(same))} ({same})")
@@ -312,6 +357,44 @@ def main() -> None:
                           f"p50 {p50:.2f} s, p99 {p99:.2f} s (target p99 < {TARGET_P99_S:.0f} s): "
                       f"{verdict(p99 < TARGET_P99_S)}")
 
+
+def _start_worker(env: dict[str, str], log: Any) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-m", "streams", "worker"], cwd=ROOT,
+                            env=env, stdout=log, stderr=subprocess.STDOUT)
+
+
+def _stop(worker: subprocess.Popen[bytes]) -> None:
+    worker.terminate()
+    worker.wait(60)
+
+
+def _warm(brokers: str, sessions: list[Any], tenant: str) -> None:
+    """One session through a fresh worker: it has joined the group and loaded its encoder."""
+    asyncio.run(_produce(brokers, _retenant(sessions[:1], tenant), None))
+    _drain(brokers, 300)
+
+
+def _shapes(brokers: str, pids: list[int], sessions: list[Any], copies: int, prefix: str,
+            profile: Path | None, label: str) -> dict[str, tuple[float, float]]:
+    """{shape: (turns/s, turns per CPU second of worker + broker)} for both traffic shapes."""
+    shapes: dict[str, tuple[float, float]] = {}
+    for shape in ("sequential", "interleaved") if copies else ():
+        data = [s for c in range(copies) for s in _retenant(sessions, f"{prefix}-{shape}-{c}")]
+        console.print(f"{shape} ({label}): {len(data)} sessions, {_messages(data)} messages ...")
+        spy = _spy(pids[0], profile, f"{prefix}-{shape}") if profile else None
+        start, before = time.monotonic(), [cpu_seconds(p) for p in pids]
+        asyncio.run(_produce(brokers, data, None, interleave=shape == "interleaved"))
+        _drain(brokers)
+        if spy is not None:
+            spy.send_signal(signal.SIGINT)
+            spy.wait(60)
+        seconds = time.monotonic() - start
+        used = [cpu_seconds(p) - b for p, b in zip(pids, before)]
+        shapes[shape] = (_turns(data) / seconds, _turns(data) / sum(used))
+        console.print(f"  {shapes[shape][0]:.1f} turns/s, {shapes[shape][1]:.1f} "
+                      f"turns per CPU second (worker {used[0]:.1f} s, broker {used[1]:.1f} s "
+                      f"of CPU); load {load_average():.1f}")
+    return shapes
 
 if __name__ == "__main__":
     main()

@@ -169,6 +169,8 @@ def check_stores(docs: DocStore, vectors: VectorStore, lexical: LexicalStore,
     was interrupted part way; one whose hash differs from its turns holds
     turns its L0 was not built from.
     """
+    from memstrata.memory import HELD_DIGEST
+
     report = report or CheckReport()
     report = _totals_once(docs, vectors, lexical, report)
     try:
@@ -214,6 +216,10 @@ def check_stores(docs: DocStore, vectors: VectorStore, lexical: LexicalStore,
         if tally.digest is None:
             add("unfinished", f"written but never finished ({tally.turns} raw turns, "
                 f"{tally.units} L0 units, no digest): an ingest or append stopped part way")
+        elif tally.digest == HELD_DIGEST:
+            add("held", "its last window is stored as raw turns but not indexed yet (held "
+                "by a stream worker that was behind)", "warning",
+                "the session's next message, its close or an idle close builds it")
         else:
             key, _, content = tally.digest.rpartition(":")
             actual = turns_digest(docs.get_turns(scope, sid))

@@ -10,7 +10,9 @@ re-plans the session's windows and rebuilds and re-embeds only the windows
 whose span or content changed; records are upserted by deterministic id, never
 deleted first, so readers never lose a session while it grows. Batch
 :meth:`Memory.ingest` is the same path over whole sessions, so both give the
-same records.
+same records. A caller that already holds more of a session (a stream worker
+behind its topic) may ask :meth:`Memory.append_batch` to hold the session's
+incomplete last window instead of indexing it provisionally now.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from __future__ import annotations
 import functools
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,7 +29,13 @@ from memstrata.embed.types import Embedder
 from memstrata.fingerprint import SETTING_OF, IndexFingerprint, IndexMismatch
 from memstrata.layers.l0 import build_window
 from memstrata.layers.lazy import LazyLayers, SessionNotFound
-from memstrata.layers.plan import PLAN_KEY, PLAN_LAYER, SessionPlan, plan_session
+from memstrata.layers.plan import (
+    PLAN_KEY,
+    PLAN_LAYER,
+    PlannedWindow,
+    SessionPlan,
+    plan_session,
+)
 from memstrata.llm.types import LayerBuilder
 from memstrata.llm.usage import UsageMeter
 from memstrata.model import (
@@ -56,6 +64,8 @@ _META_SCOPE = Scope.model_construct(tenant_id="#memstrata", user_id="#index")
 _META_SESSION, _FINGERPRINT = "#index", "fingerprint"
 #: Appended to the digest of a session that holds fallback units (see ``_commit``).
 FALLBACK_DIGEST = ":fallback"
+#: The digest of a session whose last window is held (not indexed yet): never a match.
+HELD_DIGEST = ":held"
 
 
 class ReadOnlyMemory(RuntimeError):
@@ -77,6 +87,13 @@ class _Pending:
     #: Windows (by digest) that the fallback built: left out of the stored plan, so
     #: the next write of the session builds them again.
     retry: set[str] = field(default_factory=set)
+    #: The incomplete last window, held unbuilt (``append_batch(hold=...)``): also
+    #: left out of the stored plan, so the next write of the session builds it.
+    held: PlannedWindow | None = None
+    #: The plan as stored before this write (rewritten only if it changes).
+    stored_plan: dict[str, Any] | None = None
+    #: The stored digest is already :data:`HELD_DIGEST` with this meta (nothing to mark).
+    marked: bool = False
 
 
 def embedder_id(embedder: Embedder) -> str:
@@ -252,8 +269,12 @@ class Memory:
             dim=self.embedder.dim,
         )
 
+    @functools.cached_property
+    def _fp_key(self) -> str:
+        return self.fingerprint.key
+
     def _digest(self, turns: Sequence[Turn]) -> str:
-        return f"{self.fingerprint.key}:{turns_digest(list(turns))}"
+        return f"{self._fp_key}:{turns_digest(list(turns))}"
 
     # -- writing ------------------------------------------------------------
     def append(self, meta: SessionMeta, turns: Sequence[Turn], *,
@@ -291,25 +312,34 @@ class Memory:
             self._maybe_flush()
         return report
 
-    def append_batch(self, items: Sequence[tuple[SessionMeta, Sequence[Message]]]
-                     ) -> list[AppendReport]:
+    def append_batch(self, items: Sequence[tuple[SessionMeta, Sequence[Message]]], *,
+                     hold: Collection[tuple[Scope, str]] = ()) -> list[AppendReport]:
         """:meth:`append_messages` for several sessions in one write, one report each.
 
         Every session's changed windows are built first, then embedded in one
         encoder call and upserted once per store (what the stream worker does
         with a batch of events). Each session may appear once per call.
+
+        Sessions in ``hold`` (scope, session id) keep an incomplete last window
+        unbuilt: its turns are stored but not indexed (``AppendReport.held``),
+        because the caller has more of the session waiting and would otherwise
+        index the window provisionally only to rebuild it at the next message.
+        The next write of the session (an append, even of no messages, or its
+        close) builds it; the session's digest never matches until then.
         """
         self._writable()
         keys = [(meta.scope, meta.session_id) for meta, _ in items]
         if len(set(keys)) != len(keys):
             raise ValueError("append_batch: a session appears more than once in one call")
+        held = set(hold)
         with self._write_lock:
             prepared = []
             for meta, messages in items:
                 stored = self.docs.get_turns(meta.scope, meta.session_id)
                 turns, duplicates = _merge_messages(stored, messages)
-                prepared.append((meta, self._prepare(meta, turns, stored, close=False),
-                                 duplicates))
+                prepared.append((meta, self._prepare(
+                    meta, turns, stored, close=False,
+                    hold=(meta.scope, meta.session_id) in held), duplicates))
             committed = iter(self._commit([p for _, p, _ in prepared if p is not None]))
             reports = []
             for meta, pending, duplicates in prepared:
@@ -387,11 +417,12 @@ class Memory:
         return report
 
     def _prepare(self, meta: SessionMeta, turns: Sequence[Turn], stored: Sequence[Turn], *,
-                 close: bool) -> _Pending | None:
+                 close: bool, hold: bool = False) -> _Pending | None:
         """Store changed turns and build the windows they touch; None when nothing changed.
 
         ``meta`` only fills what the stored session lacks (:meth:`SessionMeta.filled_from`):
         a later message without a date or labels never erases the session's.
+        ``hold``: an incomplete last window that needs building is left for later.
         """
         scope, sid = meta.scope, meta.session_id
         merged = {t.index: t for t in stored}
@@ -407,7 +438,7 @@ class Memory:
         state = self.docs.get_layer(scope, sid, PLAN_LAYER, PLAN_KEY) if old_meta else None
         was_closed = bool(state and state.get("closed"))
         closed = close or (was_closed and not changed)
-        fp = self.fingerprint.key
+        fp = self._fp_key
         plan = plan_session(meta, all_turns, size=self.settings.l0_window_turns,
                             overlap=self.settings.l0_window_overlap,
                             max_chars=self.settings.l0_max_window_chars,
@@ -416,38 +447,62 @@ class Memory:
         if (not changed and not plan.stale and old_meta == meta and closed == was_closed
                 and self.docs.session_digest(scope, sid) == digest):
             return None
-        self.docs.put_session(meta, digest=None)  # not done until the units are indexed
+        # Held: the open session's last window, when it reads the last turn (a turn
+        # may still gain replies, so a full-sized window there is not final either).
+        held = None
+        if (hold and not closed and plan.stale and plan.stale[-1] is plan.windows[-1]
+                and plan.windows[-1].span.stop == len(all_turns)):
+            held = plan.stale[-1]
+        # Held before with this meta: the stored digest already never matches.
+        marked = (held is not None and old_meta == meta
+                  and self.docs.session_digest(scope, sid) == HELD_DIGEST)
+        if not marked:
+            self.docs.put_session(meta, digest=None)  # not done until the units are indexed
         self.docs.put_turns(scope, sid, list(changed.values()))
         built: list[L0Unit] = []
         retry: set[str] = set()
         for w in plan.stale:
+            if w is held:
+                continue
             window_units = build_window(meta, all_turns, w.span, self.builder)
             if any(u.fallback for u in window_units):
                 retry.add(w.digest)
             built.extend(window_units)
         # A unit that came out as it was stored (a later turn joined its window
         # but did not change its summary) is neither re-embedded nor rewritten.
-        stored_units = {u.id: u for u in self.docs.get_units(scope, [u.id for u in built])}
+        stored_units = ({u.id: u for u in self.docs.get_units(scope, [u.id for u in built])}
+                        if built else {})
         units = [u for u in built if stored_units.get(u.id) != u]
-        return _Pending(meta, digest, plan, closed, units, sorted(changed), all_turns, retry)
+        return _Pending(meta, digest, plan, closed, units, sorted(changed), all_turns, retry,
+                        held, state, marked)
 
     def _commit(self, batch: Sequence[_Pending],
                 ingest: IngestReport | None = None) -> list[AppendReport]:
         """Embed and index the prepared units, then mark each session done."""
         units = [u for p in batch for u in p.units]
         self._index(units)
-        if self.session_lexical is not None and batch:
-            self.session_lexical.upsert([session_document(p.meta, p.all_turns) for p in batch])
+        # A session holding its last window waits for its whole-session document too: the
+        # held turns are not searchable yet either, and with hundreds of sessions open
+        # rewriting each one's growing document at every message is most of the cost.
+        documents = [session_document(p.meta, p.all_turns) for p in batch if p.held is None]
+        if self.session_lexical is not None and documents:
+            self.session_lexical.upsert(documents)
         reports = []
         for p in batch:
             scope, sid = p.meta.scope, p.meta.session_id
+            skip = p.retry | ({p.held.digest} if p.held is not None else set())
             # Durable once the upserts return, so the plan and digest can follow.
-            self.docs.put_layer(scope, sid, PLAN_LAYER, PLAN_KEY,
-                                p.plan.payload(self.fingerprint.key, p.closed, skip=p.retry))
-            # A session with fallback units is stored but not "done": its digest
-            # never matches, so the next ingest builds those windows again.
-            self.docs.put_session(p.meta, digest=p.digest + FALLBACK_DIGEST if p.retry
-                                  else p.digest)
+            payload = p.plan.payload(self._fp_key, p.closed, skip=skip)
+            if payload != p.stored_plan:
+                self.docs.put_layer(scope, sid, PLAN_LAYER, PLAN_KEY, payload)
+            # A session with fallback units or a held window is stored but not "done":
+            # its digest never matches, so the next write builds those windows.
+            if p.held is not None:
+                if not p.marked:
+                    self.docs.put_session(p.meta, digest=HELD_DIGEST)
+            else:
+                self.docs.put_session(p.meta, digest=p.digest + FALLBACK_DIGEST if p.retry
+                                      else p.digest)
             if ingest is not None:
                 ingest.committed += 1
                 ingest.fallbacks += sum(1 for u in p.units if u.fallback)
@@ -456,7 +511,8 @@ class Memory:
                 scope=scope, session_id=sid, turns_written=p.turns_written,
                 units_written=written,
                 provisional=[i for i in written if i in p.plan.provisional],
-                unit_ids=[u.id for u in p.units], embedded=len(p.units)))
+                unit_ids=[u.id for u in p.units], embedded=len(p.units),
+                held=list(p.held.targets) if p.held is not None else []))
         return reports
 
     def _writable(self) -> None:

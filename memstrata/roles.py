@@ -12,7 +12,7 @@ runs on. What the roles return and raise beyond the domain model (answers,
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -95,6 +95,9 @@ class AppendReport:
     duplicates: int = 0
     #: Texts sent to the encoder by this call.
     embedded: int = 0
+    #: Turns stored but not indexed yet: their window was held (``append_batch(hold=...)``)
+    #: and is built by the session's next write.
+    held: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -191,13 +194,15 @@ class MemoryWriter(Protocol):
         """
         ...
 
-    def append_batch(self, items: Sequence[tuple[SessionMeta, Sequence[Message]]]
-                     ) -> list[AppendReport]:
+    def append_batch(self, items: Sequence[tuple[SessionMeta, Sequence[Message]]], *,
+                     hold: Collection[tuple[Scope, str]] = ()) -> list[AppendReport]:
         """:meth:`append_messages` for several sessions as one write, one report each.
 
         What a batch of turn events becomes (the stream worker, the service's
         Ingest): no delete falls between its sessions, and a writer that can
         embeds and upserts them together. Each session appears at most once.
+        A writer may leave the incomplete last window of a session in ``hold``
+        unbuilt (``AppendReport.held``) until the session's next write.
         """
         ...
 

@@ -3,7 +3,8 @@
 Values arrive as raw bytes (``value_serializer="raw"``) and are decoded by
 :mod:`streams.events` inside the agent: Faust's own decoding would crash the
 agent on a poison message. Turns are taken in batches
-(``noack_take(batch_max, within=freshness_s / 2)``), written through
+(up to ``batch_max``, cut ``freshness_s / 2`` after the previous cut:
+:mod:`streams.batching`), written through
 :class:`~streams.processor.Processor`, and acknowledged only after the stores
 have them and the L0 / DLQ notices are sent; offsets are committed from acks.
 (``take_events`` would acknowledge a batch in its ``finally`` even when the
@@ -14,6 +15,7 @@ records were never stored.)
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 from collections.abc import Awaitable, Callable, Sequence
@@ -28,6 +30,7 @@ from memstrata.limits import TurnLimits
 from memstrata.offsets import committed_offsets
 from memstrata.roles import MemoryWriter
 from streams import topics
+from streams.batching import paced
 from streams.faust_compat import ReadOffsets
 from streams.metrics import StreamMetrics
 from streams.processor import (
@@ -43,6 +46,8 @@ from streams.settings import KafkaSettings, StreamSettings
 __all__ = ["ExtraService", "StreamApp", "build_app", "settle_outage"]
 
 log = logging.getLogger("memstrata.stream")
+#: How often events move from Faust's take buffer to the batcher (seconds).
+TAKE_TICK_S = 0.05
 
 #: An extra asyncio service started on the worker's event loop (e.g. the gRPC
 #: server in embedded mode). It receives the worker's Memory, runs until
@@ -238,17 +243,22 @@ def build_app(
 
     @app.agent(turns_topic, name="memstrata-turns")
     async def turns_agent(stream_: Any) -> None:
+        # Cut every freshness_s / 2 counted from the previous cut (streams.batching): the
+        # chunks come from noack_take on a short tick.
         within = max(0.05, stream.freshness_s / 2)
-        async for events in stream_.noack_take(stream.batch_max, within=within):
-            try:
-                await deliver(await processor.handle_turns([record(e) for e in events]))
-                await ack_all(stream_, events)
-            except asyncio.CancelledError:
-                raise
-            except StoreUnavailable as down:
-                await stop_on_outage(down, stream_, events)
-            except BaseException as exc:  # noqa: BLE001
-                runtime.fatal(exc)
+        tick = min(within, TAKE_TICK_S)
+        async with contextlib.aclosing(paced(stream_.noack_take(stream.batch_max, within=tick),
+                                             stream.batch_max, within)) as batches:
+            async for events in batches:
+                try:
+                    await deliver(await processor.handle_turns([record(e) for e in events]))
+                    await ack_all(stream_, events)
+                except asyncio.CancelledError:
+                    raise
+                except StoreUnavailable as down:
+                    await stop_on_outage(down, stream_, events)
+                except BaseException as exc:  # noqa: BLE001
+                    runtime.fatal(exc)
 
     @app.agent(control_topic, name="memstrata-control")
     async def control_agent(stream_: Any) -> None:

@@ -1,7 +1,8 @@
 """The worker's Prometheus metrics, all built in one place (one registry per worker).
 
 Freshness is event time (``ts``, set by the producer) to the moment the batch
-holding the event has been flushed to the stores, i.e. is searchable.
+holding the event has been flushed to the stores, i.e. is searchable (for a
+session whose open window was held, the moment that window is built).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ class StreamMetrics:
     freshness_seconds: Histogram
     consumer_lag: Gauge
     control_applied: Counter
+    held_sessions: Gauge
 
     @classmethod
     def create(cls, registry: CollectorRegistry | None = None) -> "StreamMetrics":
@@ -56,6 +58,9 @@ class StreamMetrics:
                                ["topic", "partition"], registry=reg),
             control_applied=Counter(p + "control_applied_total",
                                     "Control events applied, by type.", ["type"], registry=reg),
+            held_sessions=Gauge(p + "held_sessions",
+                                "Sessions whose last window waits for more messages "
+                                "(the worker is behind its topic).", registry=reg),
         )
 
     def serve(self, port: int, addr: str = "127.0.0.1") -> None:

@@ -9,6 +9,13 @@ drive it directly.
 Writes run on one dedicated thread (``writer_thread``): the stores are written
 by one caller at a time, and the event loop (heartbeats, fetching) never waits
 on an embedding call.
+
+A full batch whose newest event is older than ``freshness_s`` means the
+worker is behind its topic, and with many sessions open at once a batch
+holds about one message per session. Indexing each session's incomplete last window then would be redone
+at its next message, which is already in the topic. So while behind, the
+writer holds those windows (turns stored, not indexed) until the session's
+next message, its close, the worker catching up, or ``hold_max_s``.
 """
 
 from __future__ import annotations
@@ -137,6 +144,26 @@ class _Group:
     meta: SessionMeta
     messages: list[Message] = field(default_factory=list)
     indices: list[int] = field(default_factory=list)
+    #: Event times of those records (for the freshness metric).
+    stamps: list[float] = field(default_factory=list)
+    #: The partition its records came from (None: no record, a held window's build).
+    partition: int | None = None
+
+
+@dataclass
+class _Held:
+    """A session whose incomplete last window the writer holds unbuilt."""
+
+    meta: SessionMeta
+    #: When its last message was held (``time.monotonic``); built ``hold_max_s`` after,
+    #: so a session that went quiet while the worker is behind still gets built, and one
+    #: that keeps sending (its next message builds or holds it anyway) is not rebuilt
+    #: provisionally every ``hold_max_s`` of a long backlog.
+    since: float
+    #: Event times of its records not yet searchable (observed when it is built).
+    stamps: list[float] = field(default_factory=list)
+    #: Its records' partition: after a rebalance the new owner builds the window.
+    partition: int | None = None
 
 
 def _log_retry(state: RetryCallState) -> None:
@@ -257,9 +284,28 @@ class Processor:
         #: Held while a batch is stored and its offsets noted, and while a delete
         #: and its replay run: a delete sees exactly which turns are stored.
         self._order = asyncio.Lock()
+        #: Sessions whose last window is held (see the module doc), by (scope, session).
+        self.held: dict[tuple[Scope, str], _Held] = {}
+        #: When the last batch of turns was stored (``time.monotonic``).
+        self._last_batch = time.monotonic()
+        #: Per session key: when this worker last stored something of it (wall time).
+        self._seen: dict[str, float] = {}
         self.writer_thread = ThreadPoolExecutor(1, thread_name_prefix="memstrata-writer")
 
     def close(self) -> None:
+        """Build the windows still held (a stopped worker leaves its turns indexed), then
+        stop the writer thread. Their notices are not sent: the stores are the truth."""
+        if self.held:
+            items: list[tuple[SessionMeta, list[Message]]] = [
+                (h.meta, []) for h in self.held.values()]
+            try:
+                self.writer_thread.submit(self._append_all, items, set()).result()
+                log.info("built %d held windows before stopping", len(items))
+            except Exception as exc:  # noqa: BLE001 - stopping anyway; next write builds them
+                log.warning("could not build %d held windows before stopping (%s: %s); the "
+                            "sessions' next writes or closes build them", len(items),
+                            type(exc).__name__, exc)
+            self.held.clear()
         self.writer_thread.shutdown(wait=True)
 
     async def _write(self, fn: Callable[[], T], *, retry_any: bool = False) -> T:
@@ -310,7 +356,6 @@ class Processor:
         out = Outbox()
         groups: OrderedDict[tuple[Scope, str], _Group] = OrderedDict()
         handled = [False] * len(records)
-        stamps: list[float] = []
         for i, rec in enumerate(records):
             if not replay:
                 self.metrics.events_in.labels(rec.topic).inc()
@@ -326,39 +371,94 @@ class Processor:
                                                    f"{str(exc)[:200]}"), rec))
                 handled[i] = True
                 continue
-            group = groups.setdefault((ev.scope, ev.session_id), _Group(meta))
+            group = groups.setdefault((ev.scope, ev.session_id),
+                                      _Group(meta, partition=rec.partition))
             # A date or labels only the batch's later events carry are not lost; what the
             # session already holds is kept by the writer (Memory: first ones stick).
             group.meta = group.meta.filled_from(meta)
             group.messages.append(message)
             group.indices.append(i)
-            stamps.append(stamp)
+            if not replay:
+                group.stamps.append(stamp)
+        # Behind the topic (a full batch, and even its newest event older than
+        # freshness_s: a burst of fresh events is not a backlog): hold the open windows
+        # of this batch's sessions (unless held too long already); otherwise build
+        # every window held so far.
+        clock = time.monotonic()
+        newest = max((ts for g in groups.values() for ts in g.stamps), default=time.time())
+        behind = (not replay and self.limits.hold_max_s > 0
+                  and len(records) >= self.limits.batch_max
+                  and time.time() - newest >= self.limits.freshness_s)
+        hold = {k for k in groups if not self._overdue(k, clock)} if behind else set()
+        self._forget_moved()
+        for key, held in self.held.items():
+            if key not in groups and (not behind or self._overdue(key, clock)):
+                groups[key] = _Group(held.meta, partition=held.partition)
         if groups:
             started = time.perf_counter()
             try:
                 reports = await self._store_groups(list(groups.values()), records, out,
-                                                   handled)
+                                                   handled, hold)
             except StoreUnavailable as down:
                 raise down.after(records, handled, out) from down.__cause__
             took = time.perf_counter() - started
             self.metrics.l0_build_seconds.observe(took)
-            log.info("batch: %d records, %d sessions, stored in %.2fs", len(records),
-                     len(groups), took)
-            now = time.time()
-            for ts in stamps if not replay else ():
-                self.metrics.freshness_seconds.observe(max(0.0, now - ts))
-            for rep in reports:
-                out.l0 += self._noted(rep, "append", now)
+            log.info("batch: %d records, %d sessions (%d held), stored in %.2fs",
+                     len(records), len(groups), len(hold), took)
+            out.l0 += self._settle(reports, groups)
+        self._last_batch = time.monotonic()
         for rec in records:
             await self.progress.advance(rec.partition, rec.offset + 1)
         return out
 
+    def _forget_moved(self) -> None:
+        """Drop held sessions of partitions this worker no longer owns (a rebalance):
+        the new owner builds them, from the session table's note."""
+        owned = {p: self.owned(p) for p in {h.partition for h in self.held.values()}
+                 if p is not None}
+        for key in [k for k, h in self.held.items()
+                    if h.partition is not None and not owned[h.partition]]:
+            del self.held[key]
+
+    def _overdue(self, key: tuple[Scope, str], clock: float) -> bool:
+        held = self.held.get(key)
+        return held is not None and clock - held.since >= self.limits.hold_max_s
+
+    def _settle(self, reports: Sequence[AppendReport],
+                groups: MutableMapping[tuple[Scope, str], _Group]) -> list[L0Event]:
+        """Note the reports; freshness is observed once nothing of a session is held."""
+        now, clock = time.time(), time.monotonic()
+        notes: list[L0Event] = []
+        for rep in reports:
+            key = (rep.scope, rep.session_id)
+            group = groups.get(key)
+            stamps = group.stamps if group is not None else []
+            if rep.held:
+                held = self.held.get(key)
+                if held is None:
+                    held = self.held[key] = _Held(group.meta if group else _bare(key), clock,
+                                                  partition=group.partition if group else None)
+                elif group is not None:
+                    held.meta = held.meta.filled_from(group.meta)
+                    if group.messages:  # still sending: hold_max_s counts from now
+                        held.since = clock
+                held.stamps += stamps
+            else:
+                done = self.held.pop(key, None)
+                for ts in [*stamps, *(done.stamps if done else ())]:
+                    self.metrics.freshness_seconds.observe(max(0.0, now - ts))
+            notes += self._noted(rep, "append", now,
+                                 group.partition if group is not None else None)
+        self.metrics.held_sessions.set(len(self.held))
+        return notes
+
     async def _store_groups(self, groups: list[_Group], records: Sequence[Record], out: Outbox,
-                            handled: list[bool]) -> list[AppendReport]:
+                            handled: list[bool], hold: set[tuple[Scope, str]]
+                            ) -> list[AppendReport]:
         """Store every session; one that keeps failing is dead-lettered, the rest stored."""
         try:
             reports = await self._write(lambda: self._append_all(
-                [(g.meta, g.messages) for g in groups]))
+                [(g.meta, g.messages) for g in groups], hold))
         except StoreUnavailable:
             raise
         except Exception as exc:  # noqa: BLE001 - isolate the session that fails
@@ -373,7 +473,7 @@ class Processor:
         for g in groups:
             one = [(g.meta, g.messages)]
             try:
-                reports += await self._write(functools.partial(self._append_all, one),
+                reports += await self._write(functools.partial(self._append_all, one, hold),
                                              retry_any=True)
             except StoreUnavailable:
                 raise
@@ -385,25 +485,38 @@ class Processor:
                 handled[i] = True
         return reports
 
-    def _append_all(self, groups: list[tuple[SessionMeta, list[Message]]]) -> list[AppendReport]:
+    def _append_all(self, groups: list[tuple[SessionMeta, list[Message]]],
+                    hold: set[tuple[Scope, str]]) -> list[AppendReport]:
         # One write for the whole batch (Memory.append_batch: one embedding call and
         # one upsert per store).
-        reports = self.writer.append_batch(groups)
+        reports = self.writer.append_batch(groups, hold=hold & {(m.scope, m.session_id)
+                                                               for m, _ in groups})
         self.writer.flush()
         return reports
 
-    def _noted(self, rep: AppendReport, cause: str, now: float) -> list[L0Event]:
+    def _noted(self, rep: AppendReport, cause: str, now: float,
+               partition: int | None = None) -> list[L0Event]:
         """Update the session cache and metrics from one report; the L0 notice to send."""
         key = _session_key(rep.scope, rep.session_id)
-        state = dict(self.sessions.get(key) or {
+        old = self.sessions.get(key)
+        state = dict(old or {
             "tenant_id": rep.scope.tenant_id, "user_id": rep.scope.user_id,
             "session_id": rep.session_id, "provisional": []})
         before = set(state.get("provisional", []))
         final = set(rep.units_written) - set(rep.provisional)
         replaced = len(before & final)
         state["provisional"] = sorted((before - final) | set(rep.provisional))
+        state["held"] = sorted(rep.held)
         state["last"] = now
-        self.sessions[key] = state
+        if partition is not None:
+            state["partition"] = partition
+        self._seen[key] = now
+        # Only the time moved, and the table's is recent: not rewritten (with many open
+        # sessions that is a changelog record per message). close_idle reads _seen;
+        # after a rebalance the table's time is at most idle_s / 10 old.
+        if not (isinstance(old, dict) and _but_last(old) == _but_last(state)
+                and now - old.get("last", 0) < self.limits.idle_s / 10):
+            self.sessions[key] = state
         self.metrics.turns_indexed.inc(len(rep.turns_written))
         self.metrics.units_indexed.labels("provisional").inc(len(rep.provisional))
         self.metrics.units_indexed.labels("final").inc(len(final))
@@ -424,6 +537,26 @@ class Processor:
         """Apply control events in order, then flush once (closes come in bursts)."""
         out = Outbox()
         applied = 0
+        # Windows held for sessions that these events close are built together first
+        # (one encoder call); each close then finds its last window already built.
+        closing = []
+        for rec in records:
+            try:
+                ev = decode_control(rec.value, self.limits, rec.key)
+            except Invalid:
+                continue
+            if ev.type == "close_session" and (ev.scope, ev.session_id) in self.held:
+                closing.append((ev.scope, str(ev.session_id)))
+        if closing:
+            try:
+                async with self._order:
+                    out.l0 += await self._build_held(
+                        [k for k in dict.fromkeys(closing) if k in self.held])
+            except StoreUnavailable:
+                raise
+            except Exception as exc:  # noqa: BLE001 - each close builds its own window then
+                log.warning("building held windows before closes failed (%s: %s)",
+                            type(exc).__name__, exc)
         for rec in records:
             applied += await self._control(rec, out)
         if applied:
@@ -462,6 +595,7 @@ class Processor:
             assert ev.session_id is not None
             sid = ev.session_id
             rep = await self._write(lambda: self._close(scope, sid))
+            self._unhold((scope, sid), built=rep is not None)
             return self._noted(rep, "close", time.time()) if rep is not None else []
         sid_or_none = ev.session_id if ev.type == "delete_session" else None
         async with self._order:
@@ -470,6 +604,10 @@ class Processor:
             for key in [k for k, v in list(self.sessions.items())
                         if _same(v, scope, sid_or_none) or k == prefix]:
                 self.sessions.pop(key, None)
+                self._seen.pop(key, None)
+            for held in [k for k in self.held if k[0] == scope
+                         and sid_or_none in (None, k[1])]:
+                self._unhold(held, built=False)
             return await self._replay_after(ev, scope, sid_or_none)
 
     async def _replay_after(self, ev: ControlEvent, scope: Scope,
@@ -507,21 +645,69 @@ class Processor:
             raise OSError(f"delete of {scope} {session_id or '(all)'} incomplete: "
                           f"{receipt.errors}")
 
+    def _unhold(self, key: tuple[Scope, str], *, built: bool) -> None:
+        """The session's held window is built (closed) or gone (deleted)."""
+        held = self.held.pop(key, None)
+        if held is not None and built:
+            now = time.time()
+            for ts in held.stamps:
+                self.metrics.freshness_seconds.observe(max(0.0, now - ts))
+        self.metrics.held_sessions.set(len(self.held))
+
     # -- idle sessions ------------------------------------------------------
+    async def build_held(self, clock: float | None = None) -> list[L0Event]:
+        """Build the held windows once the worker has caught up or they are due.
+
+        Caught up: no batch for half of ``freshness_s`` (a worker still behind
+        gets batch after batch). Due: held for ``hold_max_s``. A window held
+        before a restart is known only from the session table: built now.
+        """
+        async with self._order:  # after the batch in hand: it may build them itself
+            now = time.monotonic() if clock is None else clock
+            quiet = now - self._last_batch >= self.limits.freshness_s / 2
+            self._forget_moved()
+            keys = [k for k in self.held if quiet or self._overdue(k, now)]
+            for state in list(self.sessions.values()):
+                if isinstance(state, dict) and state.get("held") \
+                        and self.owned(state.get("partition", -1)):
+                    key = (Scope(tenant_id=state["tenant_id"], user_id=state["user_id"]),
+                           state["session_id"])
+                    if key not in self.held:
+                        keys.append(key)
+            return await self._build_held(keys)
+
+    async def _build_held(self, keys: Sequence[tuple[Scope, str]]) -> list[L0Event]:
+        """Build the held windows of these sessions in one write (one encoder call);
+        the caller holds ``_order``."""
+        if not keys:
+            return []
+        groups: OrderedDict[tuple[Scope, str], _Group] = OrderedDict(
+            (k, _Group(self.held[k].meta if k in self.held else _bare(k))) for k in keys)
+        reports = await self._write(lambda: self._append_all(
+            [(g.meta, g.messages) for g in groups.values()], set()))
+        log.info("built %d held windows", len(reports))
+        return self._settle(reports, groups)
+
     async def close_idle(self, now: float | None = None) -> list[L0Event]:
-        """Finalise the open windows of sessions without events for ``idle_s``."""
+        """Build held windows that are due, then finalise the open windows of
+        sessions without events for ``idle_s``."""
+        out = await self.build_held()
         now = time.time() if now is None else now
-        out: list[L0Event] = []
+        closed = False
         for key, state in list(self.sessions.items()):
-            if not state.get("provisional") or now - state.get("last", now) < self.limits.idle_s:
+            last = max(state.get("last", now), self._seen.get(key, 0.0))
+            if not (state.get("provisional") or state.get("held")) \
+                    or now - last < self.limits.idle_s:
                 continue
             scope = Scope(tenant_id=state["tenant_id"], user_id=state["user_id"])
             sid = state["session_id"]
             rep = await self._write(functools.partial(self._close, scope, sid))
+            self._unhold((scope, sid), built=rep is not None)
             if rep is not None:
                 out += self._noted(rep, "close", now)
+                closed = True
             self.metrics.control_applied.labels("idle_close").inc()
-        if out:
+        if closed:
             await self._write(self.writer.flush)
         return out
 
@@ -532,6 +718,15 @@ class Processor:
         return bad.dead_letter(topic=rec.topic, partition=rec.partition, offset=rec.offset,
                                key=rec.key, value=rec.value or b"",
                                max_bytes=self.dead_letter_max_bytes)
+
+
+def _but_last(state: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in state.items() if k != "last"}
+
+
+def _bare(key: tuple[Scope, str]) -> SessionMeta:
+    """A session known only by key (the writer keeps the date and labels it stored)."""
+    return SessionMeta(scope=key[0], session_id=key[1])
 
 
 def _same(state: Any, scope: Scope, session_id: str | None) -> bool:

@@ -31,7 +31,15 @@ class StreamSettings(BaseSettings):
     #: A session with no event for this long is closed: its open window is finalised.
     idle_s: float = Field(300.0, gt=0, le=7 * 24 * 3600)
     #: Events handled per batch (one embedding call and one upsert per store per batch).
-    batch_max: int = Field(256, ge=1, le=100_000)
+    #: A worker that keeps up takes what arrived within half of ``freshness_s`` (far
+    #: fewer); this bounds a batch when it is behind, where a larger one gives each of
+    #: many open sessions more of its messages at once (fewer writes per message).
+    batch_max: int = Field(1024, ge=1, le=100_000)
+    #: While the worker is behind (a full batch), a session's incomplete last window
+    #: waits for its next messages instead of being indexed provisionally at every
+    #: message, up to this long after its last message (0: never wait, index every
+    #: batch's windows).
+    hold_max_s: float = Field(30.0, ge=0, le=3600)
     #: Largest accepted event value in bytes, before JSON decoding (a transport guard:
     #: the limits of a turn's fields are ``MEMSTRATA_TURN_*``, see ``check_turns_fit``).
     max_event_bytes: int = Field(256 * 1024, ge=256, le=16 * 1024 * 1024)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from memstrata.model import Message, Scope, Session, SessionMeta, Turn
@@ -68,9 +68,12 @@ class RemoteWriter:
                                           for m in messages])
         return AppendReport(scope=meta.scope, session_id=meta.session_id, duplicates=duplicates)
 
-    def append_batch(self, items: Sequence[tuple[SessionMeta, Sequence[Message]]]
-                     ) -> list[AppendReport]:
-        """Each session's messages in turn (the service makes each IngestBatch one write)."""
+    def append_batch(self, items: Sequence[tuple[SessionMeta, Sequence[Message]]], *,
+                     hold: Collection[tuple[Scope, str]] = ()) -> list[AppendReport]:
+        """Each session's messages in turn (the service makes each IngestBatch one write).
+
+        ``hold`` is ignored: the service decides what it indexes when.
+        """
         return [self.append_messages(meta, messages) for meta, messages in items]
 
     def ingest(self, sessions: Iterable[Session], *,

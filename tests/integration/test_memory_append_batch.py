@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from memstrata.check import check_stores
 from memstrata.config import Settings
 from memstrata.embed.minilm import MiniLMEmbedder
 from memstrata.llm.extractive import ExtractiveBuilder
@@ -20,7 +21,8 @@ B = SessionMeta(scope=Scope(tenant_id="t", user_id="v"), session_id="b")
 def _memory(path: Path, embedder: MiniLMEmbedder) -> Memory:
     settings = Settings(data_dir=path)
     return Memory(settings, ExtractiveBuilder(), embedder, open_vector_store(settings, embedder.dim),
-                  open_lexical_store(settings), open_doc_store(settings))
+                  open_lexical_store(settings), open_doc_store(settings),
+                  session_lexical=open_lexical_store(settings, sessions=True))
 
 
 def _msgs(sid: str, start: int, n: int) -> list[Message]:
@@ -29,9 +31,9 @@ def _msgs(sid: str, start: int, n: int) -> list[Message]:
                     source_id=f"{sid}#{i}") for i in range(start, start + n)]
 
 
-def _dump(memory: Memory) -> list[object]:
+def _dump(memory: Memory, metas: tuple[SessionMeta, ...] = (A, B)) -> list[object]:
     out: list[object] = []
-    for meta in (A, B):
+    for meta in metas:
         out.append(memory.docs.session_digest(meta.scope, meta.session_id))
         out.append([t.model_dump() for t in memory.raw(meta.scope, meta.session_id)])
         out.append([u.model_dump() for u in memory.l0(meta.scope, meta.session_id)])
@@ -60,3 +62,41 @@ def test_a_session_twice_in_one_batch_is_refused(tmp_path: Path,
                                                  embedder: MiniLMEmbedder) -> None:
     with _memory(tmp_path, embedder) as memory, pytest.raises(ValueError, match="more than once"):
         memory.append_batch([(A, _msgs("a", 1, 2)), (A, _msgs("a", 3, 2))])
+
+
+def test_a_held_window_waits_then_ends_as_if_never_held(tmp_path: Path,
+                                                        embedder: MiniLMEmbedder) -> None:
+    """Held one message at a time (a worker behind its topic): the open window is stored
+    as turns only, the session is not "done", and once built and closed every record is
+    the one the unheld path writes."""
+    with _memory(tmp_path / "plain", embedder) as plain, \
+            _memory(tmp_path / "held", embedder) as held:
+        for i in range(1, 12):
+            plain.append_batch([(A, _msgs("a", i, 1))])
+            (rep,) = held.append_batch([(A, _msgs("a", i, 1))], hold=[(A.scope, "a")])
+            last = max(t.index for t in held.raw(A.scope, "a"))
+            assert last in rep.held and not rep.provisional  # the open window waits
+            assert rep.turns_written == [last]
+            assert last not in {u.turn_index for u in held.l0(A.scope, "a")}
+            assert (held.docs.session_digest(A.scope, "a") or "").endswith(":held")
+            # Its whole-session document waits too (held from the first message: none yet).
+            assert held.session_lexical is not None
+            held.session_lexical.flush()
+            assert held.session_lexical.count_session(A.scope, "a") == 0
+        found = check_stores(held.docs, held.vectors, held.lexical).findings
+        assert [(f.severity, f.kind) for f in found] == [("warning", "held")]
+        built = held.append_batch([(A, [])])[0]  # no messages: builds what was held
+        assert not built.held and set(built.units_written) >= set(rep.held)
+        assert built.provisional  # still open: provisional, as the plain path has it
+        held.session_lexical.flush()
+        assert held.session_lexical.count_session(A.scope, "a") == 1
+        assert [u.model_dump() for u in held.l0(A.scope, "a")] == \
+            [u.model_dump() for u in plain.l0(A.scope, "a")]
+        # Held again, then closed: the close builds it final.
+        held.append_batch([(A, _msgs("a", 12, 1))], hold=[(A.scope, "a")])
+        plain.append_batch([(A, _msgs("a", 12, 1))])
+        for memory in (plain, held):
+            memory.close_session(A.scope, "a")
+        assert _dump(held, (A,)) == _dump(plain, (A,))
+        # A closed session holds nothing.
+        assert not held.append_batch([(A, [])], hold=[(A.scope, "a")])[0].held

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -71,7 +72,13 @@ def streamed_and_batched(
     try:
         group = "memstrata-test-congruence"
         start_group_at_end(broker.address, group)
-        worker = WorkerProc(broker.address, tmp / "stream", group, tmp).start()
+        # Small batches, produced faster than the worker stores them: batches come full
+        # and older than the (short) freshness target, so the worker holds open windows
+        # while behind (the path many open sessions take).
+        worker = WorkerProc(broker.address, tmp / "stream", group, tmp,
+                            MEMSTRATA_STREAM_BATCH_MAX="16",
+                            MEMSTRATA_STREAM_FRESHNESS_S="0.2",
+                            MEMSTRATA_STREAM_LOG_LEVEL="info").start()
         try:
             async def produce() -> None:
                 async with StreamProducer(broker.address) as producer:
@@ -110,6 +117,13 @@ def test_stream_equals_batch_record_by_record(streamed_and_batched: dict[str, An
                 assert s["sessions"][sid][part] == b["sessions"][sid][part], (scope, sid, part)
         assert (s["vectors"], s["lexical"], s["raw_turns"]) == \
             (b["vectors"], b["lexical"], b["raw_turns"]), scope
+
+
+def test_the_worker_held_open_windows_while_behind(streamed_and_batched: dict[str, Any]) -> None:
+    """What makes the record-by-record equality above cover held windows too."""
+    held = [int(n) for n in re.findall(r"sessions \((\d+) held\)",
+                                       streamed_and_batched["worker_log"])]
+    assert held and sum(held) > 0, streamed_and_batched["worker_log"][-2000:]
 
 
 def test_each_tenant_sees_exactly_its_own_data(streamed_and_batched: dict[str, Any]) -> None:

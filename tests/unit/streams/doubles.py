@@ -7,7 +7,7 @@ is enough to drive the stream processor without stores or an encoder.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from memstrata.ids import record_id
 from memstrata.layers.windowing import group_turns
@@ -24,6 +24,8 @@ class RecordingWriterDouble:
         self.closed: set[tuple[Scope, str]] = set()
         self.calls: list[tuple[str, object]] = []
         self.flushes = 0
+        #: Sessions whose last turns the double holds (``append_batch(hold=...)``).
+        self.held: dict[tuple[Scope, str], list[int]] = {}
         #: Content that makes append_messages raise ValueError (a poison event).
         self.fail_on = fail_on
 
@@ -59,18 +61,37 @@ class RecordingWriterDouble:
         rep.duplicates = dup
         return rep
 
-    def append_batch(self, items: Sequence[tuple[SessionMeta, Sequence[Message]]]
-                     ) -> list[AppendReport]:
+    def append_batch(self, items: Sequence[tuple[SessionMeta, Sequence[Message]]], *,
+                     hold: Collection[tuple[Scope, str]] = ()) -> list[AppendReport]:
         # As Memory does: a batch that fails changes nothing (checked before any write).
         for _, messages in items:
             if self.fail_on and any(m.content == self.fail_on for m in messages):
                 raise ValueError(f"cannot index {self.fail_on!r}")
-        return [self.append_messages(meta, messages) for meta, messages in items]
+        if hold:
+            self.calls.append(("hold", sorted(sid for _, sid in hold)))
+        reports = []
+        for meta, messages in items:
+            rep = self.append_messages(meta, messages)
+            key = (meta.scope, meta.session_id)
+            was = self.held.pop(key, [])
+            if was:  # what was held is built now
+                rep = self._report(meta.scope, meta.session_id,
+                                   sorted(set(was) | set(rep.turns_written)), final=False)
+            if key in hold and rep.provisional:  # as Memory: the open window waits
+                kept = self._report(meta.scope, meta.session_id,
+                                    [t for t in rep.units_written if t not in rep.provisional],
+                                    final=False)
+                kept.turns_written, kept.duplicates = rep.turns_written, rep.duplicates
+                kept.held = self.held[key] = list(rep.provisional)
+                rep = kept
+            reports.append(rep)
+        return reports
 
     def close_session(self, scope: Scope, session_id: str) -> AppendReport:
         self.calls.append(("close", session_id))
         key = (scope, session_id)
         self.closed.add(key)
+        self.held.pop(key, None)
         turns = group_turns(self.messages.get(key, []))
         return self._report(scope, session_id, [turns[-1].index] if turns else [], final=True)
 

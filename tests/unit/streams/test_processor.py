@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import timedelta
 
 from memstrata.limits import TurnLimits
 from memstrata.model import Scope
@@ -319,3 +320,123 @@ def test_on_an_outage_the_handled_records_are_acked_after_their_notices_then_com
     run(settle_outage(down, events, deliver=deliver, ack=ack, commit=commit))
     assert calls == [("deliver", 0), ("ack", (0, 10)), ("ack", (0, 11)),
                      ("commit", None), ("commit", None)]
+
+
+def old(sid: str, n: int, role: str = "user", content: str | None = None) -> TurnEvent:
+    """A turn event produced a minute ago: read from a backlog."""
+    ev = turn(sid, n, role, content)
+    return ev.model_copy(update={"ts": ev.ts - timedelta(seconds=60)})
+
+
+def test_a_full_batch_of_fresh_events_is_a_burst_not_a_backlog() -> None:
+    w = RecordingWriterDouble()
+    p = Processor(w, StreamSettings(batch_max=2), turns=TURNS)
+    out = run(p.handle_turns(records(turn("a", 1), turn("b", 1))))
+    assert not p.held and {n.session_id for n in out.l0} == {"a", "b"}
+
+
+def test_a_full_batch_holds_open_windows_and_a_short_one_builds_them() -> None:
+    """Behind the topic (the batch came full), open windows wait for the next messages;
+    caught up (a short batch), every held window is built, its session in the batch or not."""
+    w = RecordingWriterDouble()
+    p = Processor(w, StreamSettings(batch_max=3), turns=TURNS)
+    out = run(p.handle_turns(records(old("a", 1), old("b", 1), old("c", 1))))
+    assert ("hold", ["a", "b", "c"]) in w.calls
+    assert not out.l0 and set(k[1] for k in p.held) == {"a", "b", "c"}
+    assert p.sessions["acme/maya/a"]["held"] == [1]
+    assert p.metrics.held_sessions._value.get() == 3  # noqa: SLF001
+    assert p.metrics.freshness_seconds._sum.get() == 0  # noqa: SLF001 - nothing searchable yet
+    out = run(p.handle_turns(records(old("a", 2, "assistant"), start=3)))
+    assert {n.session_id: n.turns for n in out.l0} == {"a": [1], "b": [1], "c": [1]}
+    assert not p.held and p.sessions["acme/maya/b"]["held"] == []
+    assert p.metrics.held_sessions._value.get() == 0  # noqa: SLF001
+
+
+def test_held_windows_are_built_when_due_and_before_their_closes_in_one_write() -> None:
+    w = RecordingWriterDouble()
+    p = Processor(w, StreamSettings(batch_max=2, hold_max_s=30), turns=TURNS)
+    run(p.handle_turns(records(old("a", 1), old("b", 1))))
+    clock = p.held[(MAYA, "a")].since
+    p._last_batch = clock  # noqa: SLF001 - a batch just ended
+    assert run(p.build_held(clock + 0.5)) == []  # neither quiet (1 s) nor due (30 s)
+    # Due: built even though batches still come (not quiet).
+    p._last_batch = clock + 30.5  # noqa: SLF001
+    assert [n.session_id for n in run(p.build_held(clock + 31))] == ["a", "b"]
+    assert not p.held
+    # Quiet: no batch for half of freshness_s (caught up) builds what is held.
+    run(p.handle_turns(records(old("a", 2, "assistant"), old("b", 2, "assistant"), start=4)))
+    assert len(p.held) == 2
+    assert len(run(p.build_held(p._last_batch + 1.1))) == 2 and not p.held  # noqa: SLF001
+    # Held again, then both closed by one burst of closes: one build, then the closes.
+    run(p.handle_turns(records(old("a", 3), old("b", 3), start=2)))
+    assert set(k[1] for k in p.held) == {"a", "b"}
+    w.calls.clear()
+    run(p.handle_controls([control("close_session", "a", {}), control("close_session", "b", {})]))
+    assert [c[0] for c in w.calls] == ["append", "append", "close", "close"]
+    assert not p.held
+
+
+def test_hold_max_counts_from_a_held_sessions_last_message() -> None:
+    w = RecordingWriterDouble()
+    p = Processor(w, StreamSettings(batch_max=2, hold_max_s=30), turns=TURNS)
+    run(p.handle_turns(records(old("a", 1), old("b", 1))))
+    first = p.held[(MAYA, "a")].since
+    for held in p.held.values():
+        held.since -= 10  # held 10 s ago
+    run(p.handle_turns(records(old("a", 2, "assistant"), old("c", 1), start=2)))
+    p._last_batch = first + 25  # noqa: SLF001 - batches still come (not quiet)
+    # b went quiet 35 s ago: due; a sent again since: not due although held 35 s.
+    assert [n.session_id for n in run(p.build_held(first + 25))] == ["b"]
+    assert set(k[1] for k in p.held) == {"a", "c"}
+
+
+def test_hold_max_zero_indexes_every_batch_as_before() -> None:
+    w = RecordingWriterDouble()
+    p = Processor(w, StreamSettings(batch_max=2, hold_max_s=0), turns=TURNS)
+    out = run(p.handle_turns(records(old("a", 1), old("b", 1))))
+    assert not any(c[0] == "hold" for c in w.calls) and not p.held
+    assert {n.session_id for n in out.l0} == {"a", "b"}
+
+
+def test_held_sessions_of_a_partition_that_moved_are_left_to_its_new_owner() -> None:
+    owned = {0, 1}
+    w = RecordingWriterDouble()
+    p = Processor(w, StreamSettings(batch_max=2), turns=TURNS, owned=lambda part: part in owned)
+    run(p.handle_turns(records(old("a", 1), old("b", 1, content="b"), partition=1)))
+    assert p.sessions["acme/maya/a"]["partition"] == 1 and len(p.held) == 2
+    owned.discard(1)  # revoked: the other worker reads the session table and builds them
+    assert run(p.build_held(p._last_batch + 5)) == [] and not p.held  # noqa: SLF001
+    # A worker that owns the partition and finds only the table's note builds them.
+    q = Processor(w, StreamSettings(batch_max=2), turns=TURNS, sessions=p.sessions)
+    assert {n.session_id for n in run(q.build_held())} == {"a", "b"}
+    assert p.sessions["acme/maya/a"]["held"] == []
+
+
+def test_the_timer_does_not_take_a_long_batch_for_a_quiet_worker() -> None:
+    """A batch that takes longer than half of freshness_s is not a pause in the input:
+    the timer looks after the batch in hand, which just ended."""
+    async def scenario() -> int:
+        w = RecordingWriterDouble()
+        p = Processor(w, StreamSettings(batch_max=2), turns=TURNS)
+        await p.handle_turns(records(old("a", 1), old("b", 1)))
+        async with p._order:  # noqa: SLF001 - the next batch, in hand for a while
+            timer = asyncio.create_task(p.build_held(p._last_batch + 5))  # noqa: SLF001
+            await asyncio.sleep(0.01)
+            p._last_batch += 5  # noqa: SLF001 - it ends then
+        return len(await timer) + len(p.held)
+    assert run(scenario()) == 2  # nothing built, both still held
+
+
+def test_a_state_that_only_got_older_is_not_rewritten_but_still_counts_for_idle() -> None:
+    w = RecordingWriterDouble()
+    p = Processor(w, StreamSettings(batch_max=1, idle_s=100), turns=TURNS)
+    run(p.handle_turns(records(old("a", 1))))
+    first = p.sessions["acme/maya/a"]["last"]
+    run(p.handle_turns(records(old("a", 2, "assistant"), start=1)))  # held again, as it was
+    assert p.sessions["acme/maya/a"]["last"] == first  # no changelog record for the time alone
+    seen = p._seen["acme/maya/a"]  # noqa: SLF001
+    assert seen >= first
+    # Idle is counted from the last message, not from the table's older time.
+    p.sessions["acme/maya/a"] = {**p.sessions["acme/maya/a"], "last": seen - 50}
+    assert all(n.cause != "close" for n in run(p.close_idle(now=seen + 99)))
+    assert [n.cause for n in run(p.close_idle(now=seen + 101))] == ["close"]
