@@ -77,6 +77,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         items.sort(key=_rank)  # stable: files stay whole and in order within a group
 
 
+@pytest.hookimpl(optionalhook=True)  # a known hook only where pytest-xdist is installed
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """Hand out whole groups (see ``_group``), in collection order, to whichever worker is free.
 
