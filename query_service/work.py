@@ -201,13 +201,19 @@ class _PoolObserver:
 
 
 def _queue_wait_observer(metrics: ServiceMetrics) -> Callable[[str, str | None, float], None]:
-    """Records a call's queue wait; the histogram child per (method, tenant) found once."""
+    """Records a call's queue wait; the histogram child per label set found once.
+
+    Keyed by the labels the child has: without the tenant label every tenant
+    shares one child per method, so the cache holds one entry per method.
+    """
     children: dict[tuple[str, str | None], Any] = {}
+    by_tenant = metrics.tenant_label
 
     def observe(method: str, tenant: str | None, seconds: float) -> None:
-        child = children.get((method, tenant))
+        key = (method, tenant if by_tenant else None)
+        child = children.get(key)
         if child is None:
-            child = children[(method, tenant)] = metrics.queue_wait.labels(
+            child = children[key] = metrics.queue_wait.labels(
                 method=method, **metrics._t(tenant))
         child.observe(seconds)
 
