@@ -27,7 +27,8 @@ from memstrata.kafka import KafkaSettings
 from memstrata.kafka_ends import log_end_offsets
 from memstrata.kafka_security import kafka_client_kwargs
 
-__all__ = ["committed_offsets", "group_lag", "wait_committed", "wait_committed_to"]
+__all__ = ["committed_offsets", "group_lag", "topic_ends", "wait_committed",
+           "wait_committed_to"]
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +60,21 @@ async def _ends(consumer: Any, topic_names: Sequence[str]) -> dict[Any, int]:
     tps = [TopicPartition(t, p) for t in topic_names
            for p in sorted(consumer.partitions_for_topic(t) or ())]
     return await log_end_offsets(consumer, tps)  # not end_offsets: see memstrata.kafka_ends
+
+
+async def topic_ends(brokers: str, topic_names: Sequence[str], *,
+                     kafka: KafkaSettings | None = None) -> dict[tuple[str, int], int]:
+    """The end offset (records produced so far) of every partition of ``topic_names``."""
+    from aiokafka import AIOKafkaConsumer
+
+    consumer = AIOKafkaConsumer(bootstrap_servers=brokers, enable_auto_commit=False,
+                                **kafka_client_kwargs(kafka or defaults(KafkaSettings)))
+    try:
+        await consumer.start()
+        ends = await _ends(consumer, topic_names)
+    finally:
+        await consumer.stop()
+    return {(tp.topic, tp.partition): end for tp, end in ends.items()}
 
 
 async def _lag(admin: Any, group: str, ends: dict[Any, int]) -> dict[tuple[str, int], int]:

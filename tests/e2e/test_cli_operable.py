@@ -123,25 +123,10 @@ def _healthy_now(address: str) -> bool:
 
 
 def _events(brokers: str, topic: str) -> int:
-    """How many events the broker holds in ``topic`` (each step bounded: never hangs a test)."""
-    from aiokafka import AIOKafkaConsumer, TopicPartition
+    """How many events the broker holds in ``topic`` (bounded: never hangs a test)."""
+    from memstrata.offsets import topic_ends
 
-    from memstrata.kafka_ends import log_end_offsets
-
-    async def count() -> int:
-        consumer = AIOKafkaConsumer(bootstrap_servers=brokers, enable_auto_commit=False)
-        await asyncio.wait_for(consumer.start(), 20)
-        try:
-            await asyncio.wait_for(consumer.topics(), 20)
-            parts = consumer.partitions_for_topic(topic) or set()
-            tps = [TopicPartition(topic, p) for p in sorted(parts)]
-            # Not end_offsets: the broker's ListOffsets counts a multi-record batch as one.
-            ends = await asyncio.wait_for(log_end_offsets(consumer, tps, timeout_s=10), 20)
-            return sum(ends.values())
-        finally:
-            await asyncio.wait_for(consumer.stop(), 20)
-
-    return asyncio.run(count())
+    return sum(asyncio.run(asyncio.wait_for(topic_ends(brokers, [topic]), 40)).values())
 
 
 def _one_line_error(text: str) -> None:
