@@ -129,6 +129,8 @@ class StreamWorker(faust.Worker):
         self.began = time.monotonic()
         #: What was not stored when the drain gave up, per (topic, partition); None: drained.
         self.left: dict[tuple[str, int], int] | None = None
+        #: The drain gave up but the broker did not say how much was left.
+        self.uncounted = False
         self._drain: asyncio.Task[bool] | None = None
         #: A second signal stopped it without draining (the process exits 130).
         self.forced = False
@@ -182,7 +184,7 @@ class StreamWorker(faust.Worker):
 
     async def _give_up_draining(self) -> None:
         """Stop without waiting for the events in hand; note what is left."""
-        self.app.conf.stream_wait_empty = False
+        self._no_wait_empty()
         why = ("stopped by a second signal" if self.forced else
                f"not drained after {self.drain_timeout_s:.0f}s (MEMSTRATA_STREAM_DRAIN_TIMEOUT_S)")
         try:
@@ -190,13 +192,20 @@ class StreamWorker(faust.Worker):
                 group_lag(self.stream_app.brokers, self.app.conf.id,
                           kafka=self.stream_app.kafka),
                 1.0 if self.forced else COUNT_LEFT_S)
-        except Exception as exc:  # noqa: BLE001 - the broker is busy: count later
+        except Exception as exc:  # noqa: BLE001 - the broker is busy: say so, not "0"
             stop_log.debug("cannot count what is left: %s", exc)
-            self.left = {}
+            self.left, self.uncounted = {}, True
+            what = "the events not yet stored (not counted: the broker did not answer in time)"
+        else:
+            what = _left_text(self.left, self.stream_app.kafka.topic_turns)
         where = ("they are lost when the embedded broker stops (it keeps topics in memory "
                  "only)" if self.memory_only else "they stay in the broker for the next worker")
-        stop_log.warning("%s: %s are not stored; %s", why,
-                         _left_text(self.left, self.stream_app.kafka.topic_turns), where)
+        stop_log.warning("%s: %s are not stored; %s", why, what, where)
+
+    def _no_wait_empty(self) -> None:
+        """Stop without waiting for the streams' buffers (set once: Faust warns on a reset)."""
+        if self.app.conf.stream_wait_empty:
+            self.app.conf.stream_wait_empty = False
 
     def _stop_now(self, sig: signal.Signals) -> None:
         """A second signal: stop draining; if winding down takes longer than STOP_NOW_S, exit."""
@@ -205,7 +214,7 @@ class StreamWorker(faust.Worker):
         self.forced = True
         stop_log.warning("%s again: stopping now, without waiting for the topics to drain",
                          sig.name)
-        self.app.conf.stream_wait_empty = False
+        self._no_wait_empty()
         if self._drain is not None and not self._drain.done():
             self._drain.cancel()
         self._hard_exit = threading.Timer(STOP_NOW_S, self._exit_now)
@@ -237,6 +246,8 @@ class StreamWorker(faust.Worker):
             # Counted when the drain stopped: a batch in hand then may still have been stored.
             fate = "lost (memory-only broker)" if self.memory_only else "left in the broker"
             line += f"; up to {_left_text(self.left, self.stream_app.kafka.topic_turns)} {fate}"
+        elif self.uncounted:
+            line += "; what was left unstored is not counted"
         elif self.drain_timeout_s > 0:
             line += "; nothing left unstored"
         return line
