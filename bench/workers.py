@@ -136,6 +136,7 @@ def rollouts_slow_llm(memory: Any, data: Any, n: int) -> list[list[object]]:
     """Part 3: questions/s with a 300 ms-per-call chat double: in-process, 1 actor, 8 over
     two nodes."""
     import ray
+    from ray._private.utils import get_ray_address_file
     from ray.cluster_utils import Cluster
 
     from bench.doubles import FixedLatencyChat
@@ -155,6 +156,9 @@ def rollouts_slow_llm(memory: Any, data: Any, n: int) -> list[list[object]]:
     local.answer_many(few[:1])
     rate, err = _throughput(local, few)
     rows.append(["in-process (1 thread)", "-", len(few), rate, err])
+    # Cluster() records the head's address under Ray's default temp dir (not the
+    # node's), which a fresh machine has only once some Ray process made it.
+    Path(get_ray_address_file(None)).parent.mkdir(parents=True, exist_ok=True)
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0,
                                                              "include_dashboard": False})
     nodes = [cluster.add_node(num_cpus=2) for _ in range(2)]

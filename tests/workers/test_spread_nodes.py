@@ -233,6 +233,7 @@ def _restore_env(saved: dict[str, str | None]) -> None:
 
 @pytest.fixture(scope="module")
 def shared() -> Iterator[Shared]:
+    from ray._private.utils import get_ray_address_file
     from ray.cluster_utils import Cluster
 
     with ExitStack() as stack:
@@ -248,6 +249,9 @@ def shared() -> Iterator[Shared]:
         ray_env()
         sh = Shared(None, None, None, ip, temp_dir, net, why)
         stack.callback(sh.kill_all)  # runs last: whatever the Cluster's shutdown left
+        # Cluster() records the head's address under Ray's default temp dir (not the
+        # node's), which a fresh machine has only once some Ray process made it.
+        Path(get_ray_address_file(None)).parent.mkdir(parents=True, exist_ok=True)
         c = Cluster(initialize_head=True, shutdown_at_exit=False,
                     head_node_args={"num_cpus": 0, "include_dashboard": False,
                                     "node_ip_address": ip, "temp_dir": temp_dir})
