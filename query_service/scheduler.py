@@ -367,7 +367,11 @@ class FairScheduler:
             self._pump()
             raise
 
-        def done(_: Any) -> None:
+        def done(f: asyncio.Future[T]) -> None:
+            if not f.cancelled():
+                # Marked as seen: a caller that went away (the shield below) no longer
+                # awaits it, and asyncio would log its error as never retrieved.
+                f.exception()
             took = max(0.0, self.clock() - began)
             t.vtime += (took - estimate) / t.weight  # the real cost, not the estimate
             self._service.setdefault(method, _Ewma(50)).add(took)

@@ -1,5 +1,11 @@
 """Fixtures shared by the whole suite.
 
+``hypothesis`` is imported here because its pytest plugin otherwise imports it
+(and pytest rewrites, so parses, it) in the terminal summary, while a service
+thread of the last tests may still be formatting a traceback: CPython 3.11's
+traceback module parses source lines with ``ast``, and 3.11.7's AST state is
+not thread-safe ("AST constructor recursion depth mismatch").
+
 The MiniLM encoder takes a second or two to load, so every test that needs a
 real encoder shares one instance (it is thread-safe and stateless once loaded).
 """
@@ -10,6 +16,7 @@ import os
 import signal
 from typing import Any
 
+import hypothesis  # noqa: F401 - imported now, not by its plugin's summary (see below)
 import pytest
 
 from memstrata.embed.minilm import MiniLMEmbedder

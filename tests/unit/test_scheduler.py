@@ -9,6 +9,7 @@ the scheduler to measure.
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -298,6 +299,27 @@ def test_cancel_while_queued_leaves_the_queue_and_a_running_call_keeps_its_slot(
         assert work.started == ["b0", "a0"] and s.in_flight == 1
         work.finish_oldest()
         assert await nxt == "ok"
+
+    run(body)
+
+
+def test_work_that_fails_after_its_caller_went_away_is_not_reported_as_never_retrieved():
+    async def body() -> None:
+        clock, work = FakeClock(), FakeWork()
+        s = scheduler(clock)
+        unhandled: list[dict[str, Any]] = []
+        asyncio.get_running_loop().set_exception_handler(lambda _, ctx: unhandled.append(ctx))
+        caller = spawn(s, work, "b", "b0")
+        await settle()
+        caller.cancel()  # the client went away; the work (in its thread) still runs
+        await settle()
+        work.futures[0].set_exception(RuntimeError("cancelled at its next step"))
+        await settle()
+        assert s.in_flight == 0  # the slot came back
+        del work.futures[:], caller  # (the cancelled task's traceback holds the future)
+        gc.collect()  # asyncio reports a never-retrieved error when the future is freed
+        await settle()
+        assert unhandled == []
 
     run(body)
 
