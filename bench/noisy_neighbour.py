@@ -2,7 +2,7 @@
 
 ```bash
 LOCOMO_PATH=... .venv/bin/python -m bench.service_load --noisy [--seconds 10] \
-    [--callers 64] [--modes fifo,fair] [--rounds 1] [--limit N]
+    [--callers 64] [--quiet-rate 10] [--modes fifo,fair] [--rounds 1] [--limit N]
 ```
 
 (the same as ``python -m bench.noisy_neighbour ...``). LoCoMo dev is ingested
@@ -13,7 +13,10 @@ service runs in its own process over a copy of that data (as ``serve
 environment says otherwise) and is measured three ways, each for
 ``--seconds``:
 
-1. **A alone**: one closed-loop caller of tenant ``quiet`` (Search);
+1. **A alone**: one caller of tenant ``quiet`` (Search) at ``--quiet-rate``
+   calls/s on a fixed timetable (default 10: a busy user, a few percent of the
+   machine); ``--quiet-rate 0`` makes it a closed-loop caller, which on a fast
+   path asks for as much of the machine as the flood does;
 2. **B alone**: ``--callers`` closed-loop callers of tenant ``flood``, in a
    process of their own (so their client work does not share A's
    interpreter);
@@ -26,9 +29,9 @@ p50/p99 alone and beside the flood, B's throughput alone and beside, errors
 (calls shed by the fair scheduler count as errors of their tenant), and the
 load average. Targets (the fair scheduler): A's p99 beside the flood <= 3x
 alone; B's throughput beside >= 90% of B alone. Also shown: A's and B's calls
-together beside the flood against B alone, since A's one caller, once served
-promptly, takes its own share of the machine (at about 6 ms of machine per
-Search, a caller answered within 30 ms asks for 20% of it). Results go to
+together beside the flood against B alone, since a closed-loop caller of A,
+once served promptly, takes its own share of the machine (at about 6 ms of
+machine per Search, a caller answered within 30 ms asks for 20% of it). Results go to
 ``bench/out/noisy_neighbour.json`` and a plot to ``bench/out/noisy_neighbour.png``.
 """
 
@@ -143,7 +146,10 @@ class Quiet:
 
         self.client = self.loop.run_until_complete(make())
 
-    def measure(self, seconds: float) -> dict[str, Any]:
+    def measure(self, seconds: float, rate: float = 0.0) -> dict[str, Any]:
+        """One caller for ``seconds``: closed loop (``rate`` 0), or a call every
+        ``1 / rate`` s on a fixed timetable (a late call goes at once, and its latency
+        counts from when it was due, so a slow service cannot hide by asking less)."""
         from memstrata.model import Scope
 
         async def go() -> dict[str, Any]:
@@ -153,8 +159,12 @@ class Quiet:
             i = 0
             while time.monotonic() - t0 < seconds:
                 user, question = self.asks[i % len(self.asks)]
-                i += 1
                 s = time.perf_counter()
+                if rate > 0:
+                    due = t0 + i / rate
+                    await asyncio.sleep(max(0.0, due - time.monotonic()))
+                    s = time.perf_counter() - max(0.0, time.monotonic() - due)
+                i += 1
                 try:
                     await self.client.search(Scope(tenant_id=QUIET, user_id=user), question)
                     lat.append(time.perf_counter() - s)
@@ -194,7 +204,7 @@ def measure_mode(mode: str, data_dir: Path, keys: Path, key_a: str, key_b: str,
         quiet = Quiet(svc.address, key_a, asks_a)
         quiet.measure(min(2.0, args.seconds / 4))  # warm-up
         bar.update(task, description=f"{mode}: A alone")
-        out["a_alone"] = quiet.measure(args.seconds)
+        out["a_alone"] = quiet.measure(args.seconds, args.quiet_rate)
         bar.advance(task)
 
         bar.update(task, description=f"{mode}: B alone ({args.callers} callers)")
@@ -215,7 +225,7 @@ def measure_mode(mode: str, data_dir: Path, keys: Path, key_a: str, key_b: str,
         floods.append(flood)
         flood.wait_ready()
         time.sleep(warm)  # the flood's queue builds up first
-        a = quiet.measure(args.seconds)
+        a = quiet.measure(args.seconds, args.quiet_rate)
         b = flood.result()
         span = a["t1"] - a["t0"]
         out["a_beside"] = a
@@ -262,6 +272,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                     help="Ingest only the first N conversations (per tenant).")
     ap.add_argument("--seconds", type=float, default=10.0, help="Length of each measurement.")
     ap.add_argument("--callers", type=int, default=64, help="Tenant B's concurrent callers.")
+    ap.add_argument("--quiet-rate", type=float, default=10.0,
+                    help="Tenant A's calls per second (0: closed loop, as fast as answered).")
     ap.add_argument("--modes", default="fifo,fair", help="Schedulers to compare, in order.")
     ap.add_argument("--rounds", type=int, default=1,
                     help="Repeat, alternating the order of the schedulers.")
@@ -285,7 +297,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     console.print(f"{len(sessions)} sessions over two tenants, "
                   f"{len(parts[QUIET][1])} questions each; load average {load_average():.2f}")
     results: dict[str, Any] = {"load_average_start": load_average(), "seconds": args.seconds,
-                               "callers": args.callers, "sessions": len(sessions),
+                               "callers": args.callers, "quiet_rate": args.quiet_rate, "sessions": len(sessions),
                                "modes": {}}
     with tempfile.TemporaryDirectory(prefix="memstrata-bench-noisy-") as tmp_name:
         tmp = Path(tmp_name)
@@ -326,7 +338,9 @@ def report(results: dict[str, Any]) -> None:
                      (a1["throughput"] + b1["throughput"]) / b0["throughput"],
                      f"{int(a0['errors'] + a1['errors'])}/{int(b0['errors'] + b1['errors'])}",
                      f"{r['load_start']:.1f}-{r['load_end']:.1f}"])
-    print_table(f"noisy neighbour: tenant A (1 caller) beside tenant B ({results['callers']} "
+    rate = results.get("quiet_rate", 0.0)
+    a_is = f"1 caller, {rate:g} calls/s" if rate else "1 closed-loop caller"
+    print_table(f"noisy neighbour: tenant A ({a_is}) beside tenant B ({results['callers']} "
                 f"callers), Search, {results['seconds']:g} s each; load average "
                 f"{results['load_average_start']:.1f} -> {results['load_average_end']:.1f}",
                 ["scheduler", "A p50 alone", "A p99 alone", "A p50 beside", "A p99 beside",
