@@ -72,8 +72,11 @@ def _base_image() -> None:
     tar = CACHE / "bookworm-python3.tar"
     if not tar.exists():
         part = tar.with_suffix(".part")
-        subprocess.run(["mmdebstrap", "--variant=minbase", "--include=python3,python3-venv",
-                        "bookworm", str(part)], check=True, capture_output=True, timeout=240)
+        # --format: mmdebstrap otherwise picks the format from the file name, and a
+        # name without ".tar" makes a directory (which podman import cannot read).
+        subprocess.run(["mmdebstrap", "--variant=minbase", "--format=tar",
+                        "--include=python3,python3-venv", "bookworm", str(part)],
+                       check=True, capture_output=True, timeout=240)
         part.rename(tar)
     podman("import", "--change", "CMD [\"python3\"]", str(tar), BASE_IMAGE, timeout=120)
 
