@@ -2,16 +2,17 @@
 
 ```bash
 LOCOMO_PATH=... .venv/bin/python -m bench.service_load --noisy [--seconds 10] \
-    [--callers 64] [--quiet-rate 10] [--modes fifo,fair] [--rounds 1] [--limit N]
+    [--callers 64] [--quiet-rate 10] [--modes fifo,fair,fair-spare] [--rounds 1] [--limit N]
 ```
 
 (the same as ``python -m bench.noisy_neighbour ...``). LoCoMo dev is ingested
-for two tenants, ``quiet`` and ``flood``. For each scheduler
-(``MEMSTRATA_SERVICE_SCHEDULER=fifo``, the old path, and ``fair``) the query
+for two tenants, ``quiet`` and ``flood``. For each scheduler (``fifo``: the
+old path, ``MEMSTRATA_SERVICE_SCHEDULER=fifo``; ``fair``: the default;
+``fair-spare``: fair with ``MEMSTRATA_SERVICE_SPARE_SLOTS=1``) the query
 service runs in its own process over a copy of that data (as ``serve
---no-stream``: no stream worker, offline, float queries unless the
-environment says otherwise) and is measured three ways, each for
-``--seconds``:
+--no-stream``: no stream worker, offline, the query-vector cache off, since
+each phase asks the questions of the phase before again) and is measured
+three ways, each for ``--seconds``:
 
 1. **A alone**: one caller of tenant ``quiet`` (Search) at ``--quiet-rate``
    calls/s on a fixed timetable (default 10: a busy user, a few percent of the
@@ -54,6 +55,12 @@ from bench._common import OUT_DIR, ROOT, console, load_average, percentiles_ms, 
 from bench._common import locomo_default, progress, require_dataset, setup_matplotlib, verdict
 
 QUIET, FLOOD = "quiet", "flood"
+#: The schedulers compared (``--modes``): the service's environment for each.
+MODES: dict[str, dict[str, str]] = {
+    "fifo": {"MEMSTRATA_SERVICE_SCHEDULER": "fifo"},
+    "fair": {"MEMSTRATA_SERVICE_SCHEDULER": "fair"},
+    "fair-spare": {"MEMSTRATA_SERVICE_SCHEDULER": "fair", "MEMSTRATA_SERVICE_SPARE_SLOTS": "1"},
+}
 
 
 # -- the flood: its own process -------------------------------------------------------
@@ -191,11 +198,10 @@ def measure_mode(mode: str, data_dir: Path, keys: Path, key_a: str, key_b: str,
     from query_service.settings import ServiceSettings
 
     default = ServiceSettings()
-    os.environ["MEMSTRATA_SERVICE_SCHEDULER"] = mode  # the service process inherits it
-    try:
-        svc = ServiceProcess(data_dir, keys, default.read_threads, default.answer_threads)
-    finally:
-        os.environ.pop("MEMSTRATA_SERVICE_SCHEDULER", None)
+    # The query-vector cache off: each phase asks the questions of the one before again,
+    # and cached questions would make the later phases (A and B beside) cheaper.
+    svc = ServiceProcess(data_dir, keys, default.read_threads, default.answer_threads,
+                         env={**MODES[mode], "MEMSTRATA_QUERY_CACHE_SIZE": "0"})
     quiet: Quiet | None = None
     floods: list[Flood] = []
     out: dict[str, Any] = {"load_start": load_average()}
@@ -274,12 +280,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--callers", type=int, default=64, help="Tenant B's concurrent callers.")
     ap.add_argument("--quiet-rate", type=float, default=10.0,
                     help="Tenant A's calls per second (0: closed loop, as fast as answered).")
-    ap.add_argument("--modes", default="fifo,fair", help="Schedulers to compare, in order.")
+    ap.add_argument("--modes", default="fifo,fair,fair-spare",
+                    help=f"Schedulers to compare, in order ({', '.join(MODES)}).")
     ap.add_argument("--rounds", type=int, default=1,
                     help="Repeat, alternating the order of the schedulers.")
     args = ap.parse_args(argv)
     args.dataset = require_dataset(args.dataset)
     modes = [m for m in args.modes.split(",") if m]
+    if unknown := [m for m in modes if m not in MODES]:
+        ap.error(f"--modes: unknown {', '.join(unknown)} (known: {', '.join(MODES)})")
 
     from memstrata.config import load_settings
     from memstrata.eval.datasets import load_dataset

@@ -76,7 +76,8 @@ class ServiceSettings(BaseSettings):
     #: backlog (per unit of weight) is refused.
     queue_max: int = Field(1000, ge=1, le=1_000_000)
     #: Floor and ceiling of the adaptive concurrency limit (calls a pool works on at once).
-    #: Ceiling default: the pool's thread count, so no call waits in the pool's FIFO queue.
+    #: Ceiling default: the pool's thread count less ``spare_slots``, so no call waits in
+    #: the pool's FIFO queue.
     limit_min: int = Field(1, ge=1, le=256)
     limit_max: int | None = Field(None, ge=1, le=256)
     #: The limit is cut when recent service times exceed their long-run average this many times.
@@ -86,6 +87,14 @@ class ServiceSettings(BaseSettings):
     #: quiet tenant's p99 beside a flood 3.25x -> 1.99x its p99 alone, but the flood's own
     #: throughput 111% -> 69% of what it gets alone, as the quiet tenant is served faster.
     share_window_s: float = Field(0.0, ge=0, le=3600)
+    #: Threads of each pool kept for tenants with no call running (the fair scheduler's
+    #: spare slots; the limit's default ceiling is then the pool's threads less these, at
+    #: least 1): a quiet tenant's call starts at once beside a flood that fills the limit.
+    #: Measured (bench.service_load --noisy, 2 cores, 2 threads, query cache off): a quiet
+    #: tenant's Search p99 beside a 64-caller flood 2.14x its p99 alone with 1 spare slot,
+    #: 2.11-3.48x without; but one busy tenant alone gets about 25% fewer Searches/s, as
+    #: it keeps one thread of two. 0: off (the default).
+    spare_slots: int = Field(0, ge=0, le=16)
 
     # -- input limits --
     max_question_chars: int = Field(2000, ge=1, le=100_000)

@@ -230,18 +230,28 @@ def _queue_wait_observer(metrics: ServiceMetrics) -> Callable[[str, str | None, 
 def build_pools(settings: ServiceSettings, metrics: ServiceMetrics,
                 weight_of: Callable[[str], float]) -> Pools:
     """The service's pools, with fair schedulers unless ``scheduler`` is ``fifo``."""
-    pools = Pools(settings.read_threads, settings.answer_threads,
+    fair = settings.scheduler == "fair"
+    spare = settings.spare_slots if fair else 0
+
+    def ceiling(threads: int) -> int:
+        """The limit's ceiling: the pool's threads less the spare ones (at least 1)."""
+        return settings.limit_max or max(1, threads - spare)
+
+    # Threads: the ceiling plus the spare slots (the configured count, unless a larger
+    # limit_max asks for more), so no call the scheduler starts waits in a pool queue.
+    pools = Pools(max(settings.read_threads, ceiling(settings.read_threads) + spare),
+                  max(settings.answer_threads, ceiling(settings.answer_threads) + spare),
                   on_abandoned=lambda method, reason: metrics.abandoned.labels(
                       method=method, reason=reason).inc(),
                   on_queue_wait=_queue_wait_observer(metrics))
-    if settings.scheduler == "fair":
+    if fair:
         for name, pool, threads in (("read", pools.read, settings.read_threads),
                                     ("answer", pools.answer, settings.answer_threads)):
-            top = settings.limit_max or threads
+            top = ceiling(threads)
             low = min(settings.limit_min, top)
             pools.schedulers[pool] = FairScheduler(
                 AdaptiveLimit(top, low, top, tolerance=settings.limit_tolerance),
                 weight_of=weight_of, max_wait_s=settings.queue_max_wait_s,
                 queue_max=settings.queue_max, observer=_PoolObserver(metrics, name), name=name,
-                share_window_s=settings.share_window_s)
+                share_window_s=settings.share_window_s, spare_slots=spare)
     return pools

@@ -400,6 +400,42 @@ def test_build_pools_fair_by_default_and_fifo_by_setting():
     finally:
         fair.shutdown()
         fifo.shutdown()
+    # A spare slot is one of the pool's threads: the ceiling is the threads less it.
+    spare = build_pools(ServiceSettings(read_threads=3, answer_threads=1, spare_slots=1),
+                        ServiceMetrics(), weight_of=lambda t: 1.0)
+    try:
+        assert spare.schedulers[spare.read].limiter.value == 2
+        assert spare.schedulers[spare.read].spare_slots == 1
+        assert spare.schedulers[spare.answer].limiter.value == 1  # never below 1 ...
+        assert (spare.read._max_workers, spare.answer._max_workers) == (3, 2)  # ... + spare
+    finally:
+        spare.shutdown()
+
+
+def test_a_spare_slot_goes_to_a_tenant_with_nothing_running_never_to_the_flood():
+    async def body() -> None:
+        clock, work = FakeClock(), FakeWork()
+        s = scheduler(clock, limit=1, spare_slots=1)
+        flood = [spawn(s, work, "b", f"b{i}") for i in range(3)]
+        await settle()
+        assert work.started == ["b0"]  # the flood fills the limit; the spare stays free
+        quiet = spawn(s, work, "a", "a0")
+        await settle()
+        assert work.started == ["b0", "a0"] and s.in_flight == 2  # at once, in the spare
+        again = spawn(s, work, "a", "a1")  # a has a call running now: it waits its turn
+        await settle()
+        assert work.started == ["b0", "a0"]
+        work.futures[1].set_result("ok")  # a0 ends: the spare is free, a has none running
+        await settle()
+        assert work.started == ["b0", "a0", "a1"]
+        for _ in range(4):
+            work.finish_oldest()
+            await settle()
+        assert await quiet == "ok" and await again == "ok"
+        assert [await f for f in flood] == ["ok"] * 3
+        assert work.started[3:] == ["b1", "b2"] and s.in_flight == 0
+
+    run(body)
 
 
 def test_a_shed_call_carries_retry_after_ms():
