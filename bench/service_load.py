@@ -752,7 +752,8 @@ def main() -> None:
                         calls = args.search_calls if op == "search" else args.answer_calls
                         # Alternate which path goes first, so neither always meets a
                         # cold cache or the other's leftovers.
-                        order = [("library", library), ("service", service)]
+                        order: list[tuple[str, LibraryPath | ServicePath]] = [
+                            ("library", library), ("service", service)]
                         for name, path in order if r % 2 == 0 else order[::-1]:
                             runs.setdefault((name, f"{op}/{c}"), []).append(
                                 path.measure(op, max(1, calls // args.rounds), c))
