@@ -25,11 +25,10 @@ only as many calls as the concurrency limit allows:
   calls running can take. A flooding tenant always has calls running, so it
   keeps every slot of the limit, and a quiet tenant's call does not wait for
   one of them to end. The service keeps that many of each pool's threads for
-  them (the limit's ceiling is the threads less the spare ones). Unlike the
-  kept slot above, this costs the flood nothing while the quiet tenant is
-  idle: on 2 cores and under the GIL, one Search at a time serves a flood
-  about as fast as two (measured: 95%), and the quiet tenant's call then
-  shares the interpreter with one of the flood's calls, not two.
+  them (the limit's ceiling is the threads less the spare ones), so the quiet
+  tenant's call shares the machine with fewer of the flood's calls. The cost
+  is the flood's peak: alone it keeps the spare threads idle (measured on 2
+  cores, 2 threads, query cache off: about 25% fewer Searches/s with 1 spare).
 * **Adaptive concurrency limit** (:class:`AdaptiveLimit`): how many calls the
   pool works on at once, between a floor and a ceiling (by default the pool's
   thread count, so nothing waits in the pool's own FIFO queue), lowered when

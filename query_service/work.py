@@ -237,10 +237,12 @@ def build_pools(settings: ServiceSettings, metrics: ServiceMetrics,
         """The limit's ceiling: the pool's threads less the spare ones (at least 1)."""
         return settings.limit_max or max(1, threads - spare)
 
-    # Threads: the ceiling plus the spare slots (the configured count, unless a larger
-    # limit_max asks for more), so no call the scheduler starts waits in a pool queue.
-    pools = Pools(max(settings.read_threads, ceiling(settings.read_threads) + spare),
-                  max(settings.answer_threads, ceiling(settings.answer_threads) + spare),
+    def threads_of(threads: int) -> int:
+        """The configured threads, or more where the ceiling plus the spare slots need
+        them (so no call the scheduler starts waits in the pool's own queue)."""
+        return max(threads, ceiling(threads) + spare) if spare else threads
+
+    pools = Pools(threads_of(settings.read_threads), threads_of(settings.answer_threads),
                   on_abandoned=lambda method, reason: metrics.abandoned.labels(
                       method=method, reason=reason).inc(),
                   on_queue_wait=_queue_wait_observer(metrics))

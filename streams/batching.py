@@ -28,6 +28,7 @@ __all__ = ["paced"]
 
 T = TypeVar("T")
 
+
 class _End:
     """The source is exhausted (``error`` None) or failed."""
 

@@ -12,8 +12,9 @@ on an embedding call.
 
 A full batch whose newest event is older than ``freshness_s`` means the
 worker is behind its topic, and with many sessions open at once a batch
-holds about one message per session. Indexing each session's incomplete last window then would be redone
-at its next message, which is already in the topic. So while behind, the
+holds about one message per session. Indexing each session's incomplete
+last window then would be redone at its next message, which is already in
+the topic. So while behind, the
 writer holds those windows (turns stored, not indexed) until the session's
 next message, its close, the worker catching up, or ``hold_max_s``.
 """
@@ -445,8 +446,7 @@ class Processor:
                 held.stamps += stamps
             else:
                 done = self.held.pop(key, None)
-                for ts in [*stamps, *(done.stamps if done else ())]:
-                    self.metrics.freshness_seconds.observe(max(0.0, now - ts))
+                self._searchable([*stamps, *(done.stamps if done else ())], now)
             notes += self._noted(rep, "append", now,
                                  group.partition if group is not None else None)
         self.metrics.held_sessions.set(len(self.held))
@@ -649,10 +649,13 @@ class Processor:
         """The session's held window is built (closed) or gone (deleted)."""
         held = self.held.pop(key, None)
         if held is not None and built:
-            now = time.time()
-            for ts in held.stamps:
-                self.metrics.freshness_seconds.observe(max(0.0, now - ts))
+            self._searchable(held.stamps, time.time())
         self.metrics.held_sessions.set(len(self.held))
+
+    def _searchable(self, stamps: Sequence[float], now: float) -> None:
+        """Events with these times became searchable ``now``: their freshness."""
+        for ts in stamps:
+            self.metrics.freshness_seconds.observe(max(0.0, now - ts))
 
     # -- idle sessions ------------------------------------------------------
     async def build_held(self, clock: float | None = None) -> list[L0Event]:
