@@ -106,7 +106,8 @@ class Candidates:
     pos: dict[str, int] = field(default_factory=dict)
     session_ids: list[str] = field(default_factory=list)
     session_pos: dict[str, int] = field(default_factory=dict)
-    #: Per unit, the session it belongs to (as the hits said, the last one winning).
+    #: Per unit, the session it belongs to (as the hits said, the last one winning;
+    #: empty while only hits without sessions named it: see :meth:`sessions_from`).
     unit_session: list[str] = field(default_factory=list)
 
     def add_units(self, hits: Iterable[Hit]) -> None:
@@ -116,8 +117,22 @@ class Candidates:
                 self.pos[h.unit_id] = len(self.ids)
                 self.ids.append(h.unit_id)
                 self.unit_session.append(h.session_id)
-            else:
+            elif h.session_id:
                 self.unit_session[p] = h.session_id
+
+    def sessions_from(self, facts: Sequence[Facts | None]) -> None:
+        """Fill the sessions no hit named from the units read (by position).
+
+        A unit that neither a hit nor the doc store places keeps the empty
+        session, which the ranking drops: it cannot lift a session it may not
+        belong to.
+        """
+        us = self.unit_session
+        for i, sid in enumerate(us):
+            if not sid:
+                f = facts[i]
+                if f is not None:
+                    us[i] = f.unit.session_id
 
     def add_session(self, sid: str) -> int:
         p = self.session_pos.get(sid)

@@ -175,7 +175,9 @@ class HybridRetriever:
         use_sessions = self.session_lexical is not None and p.session_lexical_weight > 0
         for q, qv in zip(qs, qvecs):
             lex = self.lexical.search(scope, q, p.candidate_units, session_ids)
-            dense = self.vectors.search(scope, qv, p.candidate_units, session_ids)
+            # Without sessions: each unit's session is read from the doc store below.
+            dense = self.vectors.search(scope, qv, p.candidate_units, session_ids,
+                                        sessions=False)
             whole = (self.session_lexical.search(scope, q, p.session_candidates, session_ids)
                      if use_sessions and self.session_lexical is not None else [])
             cands.add_units(lex)
@@ -185,6 +187,7 @@ class HybridRetriever:
         n = len(cands.ids)
         found = {u.id: u for u in self.docs.get_units(scope, cands.ids)}
         facts = [None if u is None else self.facts(u) for u in map(found.get, cands.ids)]
+        cands.sessions_from(facts)
         for sid in cands.unit_session:
             cands.add_session(sid)
         for _, _, whole in hits:
@@ -193,6 +196,7 @@ class HybridRetriever:
         unit_sess = np.fromiter((cands.session_pos[sid] for sid in cands.unit_session),
                                 dtype=np.intp, count=n)
         n_sessions = len(cands.session_ids)
+        unplaced = cands.session_pos.get("")
         longest = max((f.longest for f in facts if f is not None), default=0)
 
         unit_best = np.full(n, -np.inf)
@@ -214,6 +218,8 @@ class HybridRetriever:
             order.extend(i for i in seen if not first_seen[i])
             first_seen |= present
             sessions, has = arrays.session_best(cands, unit_sess, scores, present)
+            if unplaced is not None:  # units no hit and no stored unit placed: no session
+                has[unplaced] = False
             counts = arrays.keyword_counts(facts, unit_sess, present, n_sessions,
                                            fusion.tokens(q), longest)
             sessions = arrays.keyword_boost(sessions, has, counts, p.keyword_alpha,

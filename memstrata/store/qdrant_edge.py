@@ -40,6 +40,32 @@ def _to_list(vector: np.ndarray, dim: int) -> list[float]:
     return arr.tolist()
 
 
+class _IdText:
+    """Point ids as the text the rest of memstrata uses, remembered by value.
+
+    Qdrant Edge returns each id as a ``uuid.UUID``, and ``str()`` of one is
+    pure Python (about 1 us: a 50-hit search spent more on it than on its
+    query's filter). Hits recur across searches, so the text is kept by the
+    id's integer; past ``limit`` ids the map starts again (ids never change
+    meaning, so a stale entry cannot exist).
+    """
+
+    def __init__(self, limit: int = 200_000) -> None:
+        self.limit = limit
+        self._texts: dict[int, str] = {}
+
+    def text(self, point_id: object) -> str:
+        number = getattr(point_id, "int", None)
+        if number is None:  # an integer id, or a binding that returns text
+            return str(point_id)
+        found = self._texts.get(number)
+        if found is None:
+            if len(self._texts) >= self.limit:
+                self._texts.clear()
+            found = self._texts[number] = str(point_id)
+        return found
+
+
 def _scope_conditions(scope: Scope) -> list[qe.ConditionType]:
     return [
         qe.FieldCondition(key="tenant_id", match=qe.MatchValue(scope.tenant_id)),
@@ -84,6 +110,7 @@ class QdrantEdgeVectorStore(VectorStore):
         self._optimize_on_flush = optimize_on_flush
         self._params = qe.SearchParams(hnsw_ef=hnsw_ef) if hnsw_ef else None
         self._lock = threading.Lock()  # serialises writes, flush and close
+        self._ids = _IdText()
         self._closed = False
         config = qe.EdgeConfig(
             vectors=qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine),
@@ -163,6 +190,8 @@ class QdrantEdgeVectorStore(VectorStore):
         vector: np.ndarray,
         limit: int,
         session_ids: Collection[str] | None = None,
+        *,
+        sessions: bool = True,
     ) -> list[Hit]:
         if limit <= 0 or (session_ids is not None and not session_ids):
             return []
@@ -176,14 +205,17 @@ class QdrantEdgeVectorStore(VectorStore):
             limit=limit,
             query=qe.Query.Nearest(query),
             filter=qe.Filter(must=must),
-            with_payload=["session_id"],
+            with_payload=["session_id"] if sessions else False,
             params=self._params,
         )
         with guard(BACKEND, f"search {scope}"):
             self._open()
             points = self._shard.query(request)
+        ids = self._ids.text
+        if not sessions:
+            return [Hit(ids(p.id), "", float(p.score)) for p in points]
         return [
-            Hit(str(p.id), str((p.payload or {}).get("session_id", "")), float(p.score))
+            Hit(ids(p.id), str((p.payload or {}).get("session_id", "")), float(p.score))
             for p in points
         ]
 

@@ -157,6 +157,8 @@ class QdrantVectorStore(VectorStore):
         vector: np.ndarray,
         limit: int,
         session_ids: Collection[str] | None = None,
+        *,
+        sessions: bool = True,
     ) -> list[Hit]:
         if limit <= 0 or (session_ids is not None and not session_ids):
             return []
@@ -167,10 +169,11 @@ class QdrantVectorStore(VectorStore):
                 query=query,
                 query_filter=_scope_filter(scope, session_ids),
                 limit=limit,
-                with_payload=["session_id"],
+                with_payload=["session_id"] if sessions else False,
             )
         return [
-            Hit(str(p.id), str((p.payload or {}).get("session_id", "")), float(p.score))
+            Hit(str(p.id), str((p.payload or {}).get("session_id", "")) if sessions else "",
+                float(p.score))
             for p in res.points
         ]
 

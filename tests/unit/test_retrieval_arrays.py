@@ -53,6 +53,15 @@ def reference_rank(r: HybridRetriever, scope: Scope, qs: list[str],
             unit_session[h.unit_id] = h.session_id
         hits.append((lex, dense, whole))
     units = {u.id: u for u in r.docs.get_units(scope, list(unit_session))}
+    # Since the vector store stopped returning sessions, a dense hit's session is
+    # its unit's (the same where the stores agree); a unit that only dense hits
+    # name and the doc store lacks is placed in no session.
+    lex_session = {h.unit_id: h.session_id for lex, _, _ in hits for h in lex}
+    for uid in list(unit_session):
+        if uid in units and uid not in lex_session:
+            unit_session[uid] = units[uid].session_id
+        elif uid not in units and uid not in lex_session:
+            del unit_session[uid]
     unit_keywords = {uid: indexing.lexical_keywords(u) for uid, u in units.items()}
     unit_phrases = {uid: fusion.phrases(tuple(kws)) for uid, kws in unit_keywords.items()}
     session_dates = {u.session_id: u.session_date for u in units.values()
@@ -145,8 +154,10 @@ class ReplayVectors:
         self.lists = lists
 
     def search(self, scope: Scope, vector: np.ndarray, limit: int,
-               session_ids: Collection[str] | None = None) -> list[Hit]:
-        return self.lists[int(vector[0])][:limit]
+               session_ids: Collection[str] | None = None, *,
+               sessions: bool = True) -> list[Hit]:
+        hits = self.lists[int(vector[0])][:limit]
+        return hits if sessions else [h._replace(session_id="") for h in hits]
 
 
 class ReplayDocs:

@@ -142,3 +142,20 @@ def test_count_session_counts_one_session_of_one_scope(vector_store: VectorStore
     counts = [vector_store.count_session(sc, s)
               for sc, s in ((ALICE, "s1"), (ALICE, "s2"), (BOB, "s1"), (ALICE, "s9"))]
     assert counts == [2, 1, 1, 0]
+
+
+def test_hits_without_sessions_rank_the_same(vector_store: VectorStore) -> None:
+    """``sessions=False`` (the retriever reads sessions from the units): same ids and scores."""
+    vector_store.upsert(
+        [vrec(ALICE, s, t, unit_vector(1.0, 0.1 * t)) for s in ("s1", "s2") for t in (1, 2, 3)]
+    )
+    vector_store.flush()
+
+    full = vector_store.search(ALICE, basis(0), limit=10)
+    bare = vector_store.search(ALICE, basis(0), limit=10, sessions=False)
+    assert [(h.unit_id, h.score) for h in bare] == [(h.unit_id, h.score) for h in full]
+    assert {h.session_id for h in full} == {"s1", "s2"}
+    assert {h.session_id for h in bare} == {""}
+    # The session filter still applies when sessions are not returned.
+    only = vector_store.search(ALICE, basis(0), limit=10, session_ids=["s2"], sessions=False)
+    assert {h.unit_id for h in only} == {h.unit_id for h in full if h.session_id == "s2"}
