@@ -74,7 +74,7 @@ class RetrievalParams:
     top_k: int = 20
     max_top_k: int = 1000
     units_per_hit: int = 5
-    candidate_units: int = 50
+    candidate_units: int = 40
     session_lexical_weight: float = 0.7
     session_min_unit_coverage: float = 0.6
     session_min_session_coverage: float = 0.8
