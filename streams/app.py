@@ -236,6 +236,27 @@ def build_app(
         m = event.message
         return Record(m.topic, m.partition, m.offset, m.key, m.value)
 
+    def waiting_after(events: Sequence[Any]) -> int | None:
+        """Records still in the topic past ``events``, over their partitions (None: unknown).
+
+        From the consumer's high-water marks as of its last fetch: a lower
+        bound, which is all the hold decision needs.
+        """
+        last: dict[Any, int] = {}
+        for e in events:
+            m = e.message
+            last[m.tp] = max(last.get(m.tp, -1), int(m.offset))
+        total = 0
+        try:
+            for tp, offset in last.items():
+                high = app.consumer.highwater(tp)
+                if high is None:
+                    return None
+                total += max(0, int(high) - offset - 1)
+        except Exception:  # noqa: BLE001 - a missing mark only means "not known"
+            return None
+        return total
+
     async def ack_all(stream_: Any, events: Sequence[Any]) -> None:
         """Acknowledge a batch the stores hold (noack_take acknowledges nothing itself)."""
         for e in events:
@@ -251,7 +272,8 @@ def build_app(
                                              stream.batch_max, within)) as batches:
             async for events in batches:
                 try:
-                    await deliver(await processor.handle_turns([record(e) for e in events]))
+                    await deliver(await processor.handle_turns([record(e) for e in events],
+                                                                waiting_after(events)))
                     await ack_all(stream_, events)
                 except asyncio.CancelledError:
                     raise

@@ -343,17 +343,24 @@ class Processor:
         raise AssertionError("unreachable: tenacity returns or raises")  # pragma: no cover
 
     # -- turns ------------------------------------------------------------
-    async def handle_turns(self, records: Sequence[Record]) -> Outbox:
+    async def handle_turns(self, records: Sequence[Record], waiting: int | None = None
+                           ) -> Outbox:
         """Store a batch of turn records; returns what to publish.
+
+        ``waiting``: records of the batch's partitions still in the topic after
+        it (None: not known). A full batch with at least another full batch
+        waiting is a backlog even when its events are fresh (a worker that has
+        just started, or a producer that sent a burst bigger than a batch).
 
         Raises :class:`StoreUnavailable` (with what may still be published and
         committed) only when the stores stay unreachable; every other failure
         becomes a dead letter.
         """
         async with self._order:
-            return await self._store_turns(records)
+            return await self._store_turns(records, waiting=waiting)
 
-    async def _store_turns(self, records: Sequence[Record], replay: bool = False) -> Outbox:
+    async def _store_turns(self, records: Sequence[Record], replay: bool = False,
+                           waiting: int | None = None) -> Outbox:
         out = Outbox()
         groups: OrderedDict[tuple[Scope, str], _Group] = OrderedDict()
         handled = [False] * len(records)
@@ -381,15 +388,17 @@ class Processor:
             group.indices.append(i)
             if not replay:
                 group.stamps.append(stamp)
-        # Behind the topic (a full batch, and even its newest event older than
-        # freshness_s: a burst of fresh events is not a backlog): hold the open windows
-        # of this batch's sessions (unless held too long already); otherwise build
-        # every window held so far.
+        # Behind the topic (a full batch, and either its newest event older than
+        # freshness_s or another full batch already waiting: a burst of fresh events
+        # that fits in one batch is not a backlog): hold the open windows of this
+        # batch's sessions (unless held too long already); otherwise build every
+        # window held so far.
         clock = time.monotonic()
         newest = max((ts for g in groups.values() for ts in g.stamps), default=time.time())
-        behind = (not replay and self.limits.hold_max_s > 0
-                  and len(records) >= self.limits.batch_max
-                  and time.time() - newest >= self.limits.freshness_s)
+        full = len(records) >= self.limits.batch_max
+        behind = (not replay and self.limits.hold_max_s > 0 and full
+                  and (time.time() - newest >= self.limits.freshness_s
+                       or (waiting is not None and waiting >= self.limits.batch_max)))
         hold = {k for k in groups if not self._overdue(k, clock)} if behind else set()
         self._forget_moved()
         for key, held in self.held.items():

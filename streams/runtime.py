@@ -80,8 +80,8 @@ class StoredTurns:
         processor = app.processor
         handle = processor.handle_turns
 
-        async def handle_turns(records: Sequence[Any]) -> Any:
-            out = await handle(records)
+        async def handle_turns(records: Sequence[Any], waiting: int | None = None) -> Any:
+            out = await handle(records, waiting)
             self.note(records, out.dead)
             return out
 

@@ -440,3 +440,16 @@ def test_a_state_that_only_got_older_is_not_rewritten_but_still_counts_for_idle(
     p.sessions["acme/maya/a"] = {**p.sessions["acme/maya/a"], "last": seen - 50}
     assert all(n.cause != "close" for n in run(p.close_idle(now=seen + 99)))
     assert [n.cause for n in run(p.close_idle(now=seen + 101))] == ["close"]
+
+
+def test_a_full_batch_of_fresh_events_with_another_batch_waiting_is_a_backlog() -> None:
+    """Fresh events but a full batch more already in the topic (a worker that just started,
+    a burst bigger than a batch): the open windows wait, as when the events are old."""
+    w = RecordingWriterDouble()
+    p = Processor(w, StreamSettings(batch_max=2), turns=TURNS)
+    out = run(p.handle_turns(records(turn("a", 1), turn("b", 1)), waiting=1))
+    assert not p.held and {n.session_id for n in out.l0} == {"a", "b"}  # less than a batch
+    out = run(p.handle_turns(records(turn("c", 1), turn("d", 1), start=2), waiting=2))
+    assert not out.l0 and set(k[1] for k in p.held) == {"c", "d"}
+    out = run(p.handle_turns(records(turn("e", 1), start=4), waiting=0))  # caught up
+    assert {n.session_id for n in out.l0} == {"c", "d", "e"} and not p.held
