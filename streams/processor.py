@@ -348,9 +348,9 @@ class Processor:
         """Store a batch of turn records; returns what to publish.
 
         ``waiting``: records of the batch's partitions still in the topic after
-        it (None: not known). A full batch with at least another full batch
-        waiting is a backlog even when its events are fresh (a worker that has
-        just started, or a producer that sent a burst bigger than a batch).
+        it (None: not known). A full batch of them waiting is a backlog even when
+        this batch's events are fresh or it was cut short (a worker that has just
+        started, a producer that sent a burst bigger than a batch).
 
         Raises :class:`StoreUnavailable` (with what may still be published and
         committed) only when the stores stay unreachable; every other failure
@@ -388,17 +388,17 @@ class Processor:
             group.indices.append(i)
             if not replay:
                 group.stamps.append(stamp)
-        # Behind the topic (a full batch, and either its newest event older than
-        # freshness_s or another full batch already waiting: a burst of fresh events
+        # Behind the topic (a full batch whose newest event is older than freshness_s,
+        # or a full batch already waiting behind this one: a burst of fresh events
         # that fits in one batch is not a backlog): hold the open windows of this
         # batch's sessions (unless held too long already); otherwise build every
         # window held so far.
         clock = time.monotonic()
         newest = max((ts for g in groups.values() for ts in g.stamps), default=time.time())
-        full = len(records) >= self.limits.batch_max
-        behind = (not replay and self.limits.hold_max_s > 0 and full
-                  and (time.time() - newest >= self.limits.freshness_s
-                       or (waiting is not None and waiting >= self.limits.batch_max)))
+        stale = (len(records) >= self.limits.batch_max
+                 and time.time() - newest >= self.limits.freshness_s)
+        backlog = waiting is not None and waiting >= self.limits.batch_max
+        behind = not replay and self.limits.hold_max_s > 0 and (stale or backlog)
         hold = {k for k in groups if not self._overdue(k, clock)} if behind else set()
         self._forget_moved()
         for key, held in self.held.items():

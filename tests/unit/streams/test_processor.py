@@ -453,3 +453,10 @@ def test_a_full_batch_of_fresh_events_with_another_batch_waiting_is_a_backlog() 
     assert not out.l0 and set(k[1] for k in p.held) == {"c", "d"}
     out = run(p.handle_turns(records(turn("e", 1), start=4), waiting=0))  # caught up
     assert {n.session_id for n in out.l0} == {"c", "d", "e"} and not p.held
+
+
+def test_a_short_batch_with_a_full_batch_waiting_behind_it_holds_too() -> None:
+    w = RecordingWriterDouble()
+    p = Processor(w, StreamSettings(batch_max=4), turns=TURNS)
+    out = run(p.handle_turns(records(turn("a", 1)), waiting=4))
+    assert not out.l0 and set(k[1] for k in p.held) == {"a"}
