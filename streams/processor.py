@@ -515,7 +515,10 @@ class Processor:
         final = set(rep.units_written) - set(rep.provisional)
         replaced = len(before & final)
         state["provisional"] = sorted((before - final) | set(rep.provisional))
-        state["held"] = sorted(rep.held)
+        # The first held turn only: enough to know the session holds a window (what a
+        # restarted worker builds from), and it stays the same while that window grows,
+        # so a held session is not rewritten to the table at every message.
+        state["held"] = sorted(rep.held)[:1]
         state["last"] = now
         if partition is not None:
             state["partition"] = partition

@@ -8,6 +8,7 @@ from datetime import timedelta
 
 from memstrata.limits import TurnLimits
 from memstrata.model import Scope
+from memstrata.roles import AppendReport
 from streams import topics
 from streams.events import ControlEvent, TurnEvent, utcnow
 from streams.processor import Processor, Record
@@ -460,3 +461,19 @@ def test_a_short_batch_with_a_full_batch_waiting_behind_it_holds_too() -> None:
     p = Processor(w, StreamSettings(batch_max=4), turns=TURNS)
     out = run(p.handle_turns(records(turn("a", 1)), waiting=4))
     assert not out.l0 and set(k[1] for k in p.held) == {"a"}
+
+
+def test_a_held_window_that_grows_is_not_rewritten_to_the_session_table() -> None:
+    """The table keeps the first held turn: a held session's next messages change nothing there."""
+    w = RecordingWriterDouble()
+    p = Processor(w, StreamSettings(batch_max=2), turns=TURNS)
+    run(p.handle_turns(records(old("a", 1), old("b", 1))))
+    first = p.sessions["acme/maya/a"]
+    assert first["held"] == [1]
+    # The held window grows by a turn (what Memory reports; the double holds one turn).
+    grown = AppendReport(scope=MAYA, session_id="a", turns_written=[2], held=[1, 2])
+    p._noted(grown, "append", first["last"] + 1)  # noqa: SLF001
+    assert p.sessions["acme/maya/a"] is first  # not rewritten: only the time moved
+    built = AppendReport(scope=MAYA, session_id="a", units_written=[1, 2], unit_ids=["u1", "u2"])
+    p._noted(built, "append", first["last"] + 2)  # noqa: SLF001
+    assert p.sessions["acme/maya/a"]["held"] == []  # built: the table says so
