@@ -212,10 +212,9 @@ class QdrantEdgeVectorStore(VectorStore):
             self._open()
             points = self._shard.query(request)
         ids = self._ids.text
-        if not sessions:
-            return [Hit(ids(p.id), "", float(p.score)) for p in points]
         return [
-            Hit(ids(p.id), str((p.payload or {}).get("session_id", "")), float(p.score))
+            Hit(ids(p.id), str((p.payload or {}).get("session_id", "")) if sessions else "",
+                float(p.score))
             for p in points
         ]
 
