@@ -15,6 +15,8 @@
    one tenant per copy, produced session by session, then round-robin by
    message (what a platform with many open sessions sends); turns per CPU
    second of each (worker + broker), and whether both stored the same turns.
+   ``--rounds`` (default 2) repeats both shapes with fresh tenants, alternating
+   which goes first, and compares the sums: the machine's speed drifts.
    ``--baseline`` runs them again through a worker on the old path
    (``MEMSTRATA_STREAM_HOLD_MAX_S=0``: a worker behind its topic still indexes
    every batch's open windows provisionally; the old batch limit, 256) and
@@ -23,8 +25,8 @@
 Targets: Kafka >= 70% of direct; freshness p99 < 5 s at 80% of the maximum rate;
 interleaved >= 0.9 of sequential per CPU second.
 
-    python -m bench.stream_ingest [DATASET] [--sessions N] [--copies 4] [--baseline]
-                                  [--encoder NAME] [--profile DIR]
+    python -m bench.stream_ingest [DATASET] [--sessions N] [--copies 4] [--rounds 2]
+                                  [--baseline] [--encoder NAME] [--profile DIR]
 
 ``--encoder`` sets ``MEMSTRATA_EMBED_BACKEND`` for every phase (direct and the
 worker): run it once per encoder to compare them.
@@ -47,7 +49,7 @@ from typing import Any
 import numpy as np
 
 from bench._common import locomo_default, require_dataset
-from bench._common import ROOT, console, load_average, print_table, verdict
+from bench._common import ROOT, console, load_average, print_table, thread_cpu_seconds, verdict
 
 DEFAULT_DATASET = locomo_default()  # LOCOMO_PATH
 TARGET_RATIO = 0.70
@@ -55,6 +57,8 @@ TARGET_P99_S = 5.0
 GROUP = "memstrata-bench"
 #: The worker's batch limit before holding came (the baseline's).
 OLD_BATCH_MAX = 256
+#: The traffic shapes, in the order of a round (odd rounds reverse it).
+SHAPES = ("sequential", "interleaved")
 
 
 def _turns(sessions: list[Any]) -> int:
@@ -192,15 +196,17 @@ def _spy(pid: int, out_dir: Path, shape: str) -> subprocess.Popen[bytes]:
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def _same_turns(data_dir: Path, sessions: list[Any], copies: int, prefix: str) -> bool:
+def _same_turns(data_dir: Path, sessions: list[Any], copies: int, prefix: str,
+                rounds: int = 1) -> bool:
     """Whether each interleaved copy stored exactly the turns of its sequential twin."""
     from memstrata.config import Settings
     from memstrata.memory import Memory
 
     with Memory.open(Settings(data_dir=data_dir), read_only=True) as memory:
-        for c in range(copies):
-            for a, b in zip(_retenant(sessions, f"{prefix}-sequential-{c}"),
-                            _retenant(sessions, f"{prefix}-interleaved-{c}")):
+        for c, r in ((c, r) for r in range(rounds) for c in range(copies)):
+            tenants = _round_prefix(prefix, r)
+            for a, b in zip(_retenant(sessions, f"{tenants}-sequential-{c}"),
+                            _retenant(sessions, f"{tenants}-interleaved-{c}")):
                 got_a = [t.model_dump() for t in memory.raw(a.scope, a.session_id)]
                 got_b = [t.model_dump() for t in memory.raw(b.scope, b.session_id)]
                 if got_a != got_b or len(got_a) != len(a.turns):
@@ -228,9 +234,12 @@ def main() -> None:
                              "path (MEMSTRATA_STREAM_HOLD_MAX_S=0: every batch's open windows "
                              "indexed provisionally; MEMSTRATA_STREAM_BATCH_MAX=256) and "
                              "report both.")
+    parser.add_argument("--rounds", type=int, default=2,
+                        help="Run both traffic shapes this many times, alternating which goes "
+                             "first, and compare their sums (the machine's speed drifts).")
     parser.add_argument("--profile", type=Path, default=None,
                         help="Record the worker with py-spy during each traffic shape into "
-                             "DIR/<shape>.txt (collapsed stacks; needs py-spy installed).")
+                             "DIR/<tenants>.txt (collapsed stacks; needs py-spy installed).")
     parser.add_argument("--encoder", default=None,
                         help="MEMSTRATA_EMBED_BACKEND for every phase (minilm, wordllama, "
                              "minilm-static); default: the setting's.")
@@ -283,8 +292,9 @@ def main() -> None:
 
                 hold = os.environ.get("MEMSTRATA_STREAM_HOLD_MAX_S", "default")
                 batch = env.get("MEMSTRATA_STREAM_BATCH_MAX", "default")
-                shapes = _shapes(broker.address, pids, sessions, args.copies, "bench",
-                                 args.profile, f"hold_max_s {hold}, batch_max {batch}")
+                shapes, ratios = _shapes(broker.address, pids, sessions, args.copies, "bench",
+                                         args.profile, f"hold_max_s {hold}, batch_max {batch}",
+                                         args.rounds)
 
                 rate = 0.8 * max_rate
                 fresh, sent = [float("nan")], {}
@@ -297,6 +307,7 @@ def main() -> None:
             finally:
                 _stop(worker)
             old: dict[str, tuple[float, float]] = {}
+            old_ratios: list[float] = []
             if args.baseline and args.copies:
                 console.print(f"baseline worker: MEMSTRATA_STREAM_HOLD_MAX_S=0 (every batch's "
                               f"open windows indexed provisionally), MEMSTRATA_STREAM_BATCH_MAX="
@@ -308,14 +319,15 @@ def main() -> None:
                 try:
                     _warm(broker.address, sessions, "bench-warm-old")
                     pids = [worker.pid, broker.proc.pid]  # type: ignore[union-attr]
-                    old = _shapes(broker.address, pids, sessions, args.copies, "bench-old",
-                                  args.profile, "baseline")
+                    old, old_ratios = _shapes(broker.address, pids, sessions, args.copies,
+                                              "bench-old", args.profile, "baseline", args.rounds)
                 finally:
                     _stop(worker)
             log.close()
-        same = _same_turns(base / "kafka", sessions, args.copies, "bench") if shapes else None
-        same_old = (_same_turns(base / "kafka-old", sessions, args.copies, "bench-old")
-                    if old else None)
+        same = (_same_turns(base / "kafka", sessions, args.copies, "bench", args.rounds)
+                if shapes else None)
+        same_old = (_same_turns(base / "kafka-old", sessions, args.copies, "bench-old",
+                                args.rounds) if old else None)
     p50, p99 = (float(np.percentile(fresh, q)) for q in (50, 99))
     ratio, cpu_ratio = kafka_tps / direct_tps, kafka_cpu / direct_cpu
     print_table("stream ingest (extractive builder, embedded stores, one worker)",
@@ -349,8 +361,10 @@ def main() -> None:
                           f"{rr[1] / old['interleaved'][1]:.2f}x; baseline interleaved/"
                           f"sequential {old['interleaved'][1] / old['sequential'][1]:.2f}, "
                           f"stored turns identical: {verdict(bool(same_old))} ({same_old})")
-        console.print(f"interleaved/sequential per CPU second = {rr[1] / seq[1]:.2f} (target "
-                      f">= 0.90): {verdict(rr[1] / seq[1] >= 0.9)}; stored turns identical: "
+        console.print(f"interleaved/sequential per CPU second = {rr[1] / seq[1]:.2f} over "
+                      f"{args.rounds} round(s) (each: "
+                      f"{', '.join(f'{x:.2f}' for x in ratios)}; target >= 0.90): "
+                      f"{verdict(rr[1] / seq[1] >= 0.9)}; stored turns identical: "
                       f"{verdict(bool(same))} ({same})")
     if not args.skip_freshness:
         console.print(f"freshness at {rate:.0f} msg/s (80% of max) over {len(fresh)}/{len(sent)} turns: "
@@ -374,27 +388,59 @@ def _warm(brokers: str, sessions: list[Any], tenant: str) -> None:
     _drain(brokers, 300)
 
 
+def _round_prefix(prefix: str, r: int) -> str:
+    """Tenants of round ``r`` (round 0 keeps the bare prefix)."""
+    return prefix if r == 0 else f"{prefix}-r{r}"
+
+
 def _shapes(brokers: str, pids: list[int], sessions: list[Any], copies: int, prefix: str,
-            profile: Path | None, label: str) -> dict[str, tuple[float, float]]:
-    """{shape: (turns/s, turns per CPU second of worker + broker)} for both traffic shapes."""
-    shapes: dict[str, tuple[float, float]] = {}
-    for shape in ("sequential", "interleaved") if copies else ():
-        data = [s for c in range(copies) for s in _retenant(sessions, f"{prefix}-{shape}-{c}")]
-        console.print(f"{shape} ({label}): {len(data)} sessions, {_messages(data)} messages ...")
-        spy = _spy(pids[0], profile, f"{prefix}-{shape}") if profile else None
-        start, before = time.monotonic(), [cpu_seconds(p) for p in pids]
-        asyncio.run(_produce(brokers, data, None, interleave=shape == "interleaved"))
-        _drain(brokers)
-        if spy is not None:
-            spy.send_signal(signal.SIGINT)
-            spy.wait(60)
-        seconds = time.monotonic() - start
-        used = [cpu_seconds(p) - b for p, b in zip(pids, before)]
-        shapes[shape] = (_turns(data) / seconds, _turns(data) / sum(used))
-        console.print(f"  {shapes[shape][0]:.1f} turns/s, {shapes[shape][1]:.1f} "
-                      f"turns per CPU second (worker {used[0]:.1f} s, broker {used[1]:.1f} s "
-                      f"of CPU); load {load_average():.1f}")
-    return shapes
+            profile: Path | None, label: str, rounds: int = 1
+            ) -> tuple[dict[str, tuple[float, float]], list[float]]:
+    """Both traffic shapes, ``rounds`` times in alternating order (fresh tenants each time).
+
+    Returns {shape: (turns/s, turns per CPU second of worker + broker)} over all
+    rounds, and each round's interleaved/sequential ratio per CPU second. The
+    machine's speed drifts by tens of percent within minutes here, so a single
+    sequential-then-interleaved pair can be off by more than the effect measured;
+    alternating the order spreads the drift over both shapes.
+    """
+    sums: dict[str, list[float]] = {}  # shape: [turns, seconds, CPU seconds]
+    ratios: list[float] = []
+    for r in range(rounds):
+        order = SHAPES if r % 2 == 0 else SHAPES[::-1]
+        this_round: dict[str, float] = {}
+        for shape in order if copies else ():
+            tenants = f"{_round_prefix(prefix, r)}-{shape}"
+            data = [s for c in range(copies) for s in _retenant(sessions, f"{tenants}-{c}")]
+            console.print(f"{shape} ({label}, round {r + 1} of {rounds}): {len(data)} sessions, "
+                          f"{_messages(data)} messages ...")
+            spy = _spy(pids[0], profile, tenants) if profile else None
+            start, before = time.monotonic(), [cpu_seconds(p) for p in pids]
+            threads_before = thread_cpu_seconds(pids[0])
+            asyncio.run(_produce(brokers, data, None, interleave=shape == "interleaved"))
+            _drain(brokers)
+            if spy is not None:
+                spy.send_signal(signal.SIGINT)
+                spy.wait(60)
+            seconds = time.monotonic() - start
+            used = [cpu_seconds(p) - b for p, b in zip(pids, before)]
+            total = sums.setdefault(shape, [0.0, 0.0, 0.0])
+            total[0] += _turns(data)
+            total[1] += seconds
+            total[2] += sum(used)
+            this_round[shape] = _turns(data) / sum(used)
+            console.print(f"  {_turns(data) / seconds:.1f} turns/s, {this_round[shape]:.1f} "
+                          f"turns per CPU second (worker {used[0]:.1f} s, broker {used[1]:.1f} s "
+                          f"of CPU); load {load_average():.1f}")
+            threads = thread_cpu_seconds(pids[0])
+            spent = sorted(((threads[n] - threads_before.get(n, 0.0), n) for n in threads),
+                           reverse=True)
+            console.print("  worker threads (CPU s): " + ", ".join(
+                f"{name} {s:.1f}" for s, name in spent[:6] if s >= 0.05))
+        if len(this_round) == 2:
+            ratios.append(this_round["interleaved"] / this_round["sequential"])
+    shapes = {shape: (t / secs, t / cpu) for shape, (t, secs, cpu) in sums.items()}
+    return shapes, ratios
 
 if __name__ == "__main__":
     main()
