@@ -26,7 +26,7 @@ import base64
 import functools
 import logging
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -273,6 +273,9 @@ class Processor:
         check_turns_fit(limits, turns)
         self.turns = turns
         self.metrics = metrics or StreamMetrics.create()
+        # Looked up once: _noted runs for every session of every batch.
+        self._units_provisional = self.metrics.units_indexed.labels("provisional")
+        self._units_final = self.metrics.units_indexed.labels("final")
         #: Per open session: tenant, user, session, last event time, provisional turns.
         #: Under Faust this is a table backed by its changelog topic (a cache of the stores).
         self.sessions: MutableMapping[str, Any] = {} if sessions is None else sessions
@@ -364,9 +367,11 @@ class Processor:
         out = Outbox()
         groups: OrderedDict[tuple[Scope, str], _Group] = OrderedDict()
         handled = [False] * len(records)
+        if not replay:
+            # One increment per topic, not per record: a labels() lookup takes a lock.
+            for topic, n in Counter(rec.topic for rec in records).items():
+                self.metrics.events_in.labels(topic).inc(n)
         for i, rec in enumerate(records):
-            if not replay:
-                self.metrics.events_in.labels(rec.topic).inc()
             try:
                 ev = decode_turn(rec.value, self.limits, rec.key, turns=self.turns)
                 meta, message, stamp = ev.meta(), ev.message(), ev.ts.timestamp()
@@ -530,8 +535,8 @@ class Processor:
                 and now - old.get("last", 0) < self.limits.idle_s / 10):
             self.sessions[key] = state
         self.metrics.turns_indexed.inc(len(rep.turns_written))
-        self.metrics.units_indexed.labels("provisional").inc(len(rep.provisional))
-        self.metrics.units_indexed.labels("final").inc(len(final))
+        self._units_provisional.inc(len(rep.provisional))
+        self._units_final.inc(len(final))
         self.metrics.provisional_replaced.inc(replaced)
         if not rep.unit_ids:
             return []
