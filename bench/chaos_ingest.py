@@ -110,7 +110,7 @@ def run_mode(mode: str, kills: int, args: argparse.Namespace, rng: random.Random
                 restart_s = time.perf_counter() - t0
                 with MemoryClient(serve.address, api_key=key) as client:
                     stored = stored_message_ids(client, Scope(tenant_id="chaos", user_id=user))
-                row = {"mode": mode, "kill": k + 1, "delay_s": round(delay, 2),
+                row: dict[str, Any] = {"mode": mode, "kill": k + 1, "delay_s": round(delay, 2),
                        "acked": len(acked), "acked_stored": len(acked & stored),
                        "lost": len(acked - stored), "unacked_stored": len(stored - acked),
                        "failed_calls": sum(w.failed for w in workers),

@@ -30,6 +30,7 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from bench._common import locomo_default, require_dataset
 from bench._common import (
@@ -101,8 +102,10 @@ def main() -> None:
         finally:
             memory.close()
 
-    rows, result = [], {"dataset": str(args.dataset), "questions": len(questions),
-                        "load_average": [load_before, load_average()], "seconds": seconds}
+    rows: list[list[object]] = []
+    result: dict[str, Any] = {"dataset": str(args.dataset), "questions": len(questions),
+                              "load_average": [load_before, load_average()],
+                              "seconds": seconds}
     for name, row in samples.items():
         t50, t99 = percentiles_ms(row["total"])
         m50, m99 = percentiles_ms(row["memory"])

@@ -27,7 +27,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from bench._common import OUT_DIR, ROOT, console, load_average, print_table
 
@@ -143,6 +143,7 @@ def rollouts_slow_llm(memory: Any, data: Any, n: int) -> list[list[object]]:
     from memstrata.controller.config import ControllerSettings
     from memstrata.controller.run import Controller
     from memstrata.executor import LocalRolloutExecutor, RolloutRequest
+    from memstrata.llm.openai_compat import ChatClient
     from workers.readers import serve_memory
     from workers.rollout import RayRolloutExecutor
     from workers.settings import WorkersSettings
@@ -152,7 +153,9 @@ def rollouts_slow_llm(memory: Any, data: Any, n: int) -> list[list[object]]:
     reqs = [RolloutRequest(q.scope, q.question, q.asked_on) for q in qs]
     few = reqs[: max(4, n // 8)]
     rows: list[list[object]] = []
-    local = LocalRolloutExecutor(Controller(memory, cs, FixedLatencyChat(LATENCY_S)))
+    # The double is duck-typed to the chat client the controller calls.
+    chat = cast(ChatClient, FixedLatencyChat(LATENCY_S))
+    local = LocalRolloutExecutor(Controller(memory, cs, chat))
     local.answer_many(few[:1])
     rate, err = _throughput(local, few)
     rows.append(["in-process (1 thread)", "-", len(few), rate, err])
@@ -222,21 +225,24 @@ def main(argv: list[str] | None = None) -> int:
             console.print(f"load average before: {load_average():.1f} "
                           f"({os.cpu_count()} cores)")
             rows = first_reads(memory, data.parsed.sessions) if 1 in parts else []
-            _ = rows and print_table("first read of a cold session's L1 (ms)",
-                        ["builder", "sessions", "cold p50", "cold max", "pre-warmed p50",
-                         "pre-warmed max", "pre-warm built"], rows)
+            if rows:
+                print_table("first read of a cold session's L1 (ms)",
+                            ["builder", "sessions", "cold p50", "cold max", "pre-warmed p50",
+                             "pre-warmed max", "pre-warm built"], rows)
             result["first_read_ms"] = rows
             rows = rollouts_offline(memory, data, args.questions) if 2 in parts else []
-            _ = rows and print_table("rollout throughput, offline rules controller (questions/s)",
-                        ["where", "questions", "q/s", "errors"], rows)
+            if rows:
+                print_table("rollout throughput, offline rules controller (questions/s)",
+                            ["where", "questions", "q/s", "errors"], rows)
             result["rollouts_offline"] = rows
             rows = rollouts_slow_llm(memory, data, args.llm_questions) if 3 in parts else []
             base = next((r[3] for r in rows if r[0] == "Ray, 1 actor(s)"), 1.0)
             for r in rows:
                 r.append(f"{float(r[3]) / float(base):.1f}x")  # type: ignore[arg-type]
-            _ = rows and print_table(f"rollout throughput, LLM controller with FixedLatencyChat "
-                        f"({LATENCY_S * 1000:.0f} ms/call, test double) (questions/s)",
-                        ["where", "nodes", "questions", "q/s", "errors", "vs 1 actor"], rows)
+            if rows:
+                print_table(f"rollout throughput, LLM controller with FixedLatencyChat "
+                            f"({LATENCY_S * 1000:.0f} ms/call, test double) (questions/s)",
+                            ["where", "nodes", "questions", "q/s", "errors", "vs 1 actor"], rows)
             result["rollouts_llm_double"] = rows
             result["load_average_after"] = load_average()
             console.print(f"load average after: {result['load_average_after']:.1f}")

@@ -1,8 +1,9 @@
 """The packages ship ``py.typed``, so their annotations are a promise: mypy checks them.
 
 Configuration is ``[tool.mypy]`` in pyproject.toml (the pydantic plugin, the
-three packages, generated stubs excluded). About 15 s of CPU, one run per
-session, started in the background as the session starts (tests/support/early.py).
+four packages and ``bench``, whose numbers the README quotes; generated stubs
+excluded). About 17 s of CPU, one run per session, started in the background
+as the session starts (tests/support/early.py).
 """
 
 from __future__ import annotations
