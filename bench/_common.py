@@ -78,24 +78,34 @@ def peak_rss_mb() -> float:
     return max(own, kids) / scale
 
 
+def _stat_cpu(stat: Path) -> float:
+    """User + system CPU seconds from a ``/proc/.../stat`` file (process or thread)."""
+    fields = stat.read_text().rsplit(")", 1)[1].split()  # the name may hold spaces
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (all its threads) so far."""
+    return _stat_cpu(Path(f"/proc/{pid}/stat"))
+
+
 def thread_cpu_seconds(pid: int) -> dict[str, float]:
     """CPU seconds so far of a process's live threads, summed by thread name.
 
     Digits are dropped from the names, so a pool's threads (``edge-search-0``,
     ``edge-search-1``) count as one group. Tells whether a cost is the
-    interpreter's main thread or a native library's own threads, which a
-    Python sampling profiler does not see.
+    interpreter's threads or a native library's own, which a Python sampling
+    profiler does not see.
     """
-    tick = os.sysconf("SC_CLK_TCK")
     out: dict[str, float] = {}
     for task in Path(f"/proc/{pid}/task").iterdir():
         try:
             name = (task / "comm").read_text().strip()
-            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+            used = _stat_cpu(task / "stat")
         except OSError:  # the thread ended meanwhile
             continue
         group = "".join(c for c in name if not c.isdigit()).rstrip("-_") or name
-        out[group] = out.get(group, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+        out[group] = out.get(group, 0.0) + used
     return out
 
 

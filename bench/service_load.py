@@ -63,7 +63,7 @@ from typing import Any
 
 from bench._common import locomo_default, require_dataset
 from bench._common import OUT_DIR, ROOT, console, load_average, percentiles_ms, print_table
-from bench._common import progress, verdict
+from bench._common import cpu_seconds, progress, verdict
 
 DEFAULT_DATASET = locomo_default()  # LOCOMO_PATH
 TENANT = "eval"
@@ -374,8 +374,7 @@ class ServiceProcess:
 
     def cpu_s(self) -> float:
         """CPU seconds (user + system, all threads) the service process has used so far."""
-        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return cpu_seconds(self.proc.pid)
 
     @property
     def address(self) -> str:

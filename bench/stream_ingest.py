@@ -49,7 +49,8 @@ from typing import Any
 import numpy as np
 
 from bench._common import locomo_default, require_dataset
-from bench._common import ROOT, console, load_average, print_table, thread_cpu_seconds, verdict
+from bench._common import ROOT, console, cpu_seconds, load_average, print_table
+from bench._common import thread_cpu_seconds, verdict
 
 DEFAULT_DATASET = locomo_default()  # LOCOMO_PATH
 TARGET_RATIO = 0.70
@@ -75,12 +76,6 @@ def _retenant(sessions: list[Any], tenant: str) -> list[Any]:
         scope = s.scope.model_copy(update={"tenant_id": tenant})
         out.append(s.model_copy(update={"meta": s.meta.model_copy(update={"scope": scope})}))
     return out
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process (all its threads) so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def direct(sessions: list[Any], data_dir: Path) -> tuple[float, float]:
