@@ -23,7 +23,9 @@
    shows both side by side.
 
 Targets: Kafka >= 70% of direct; freshness p99 < 5 s at 80% of the maximum rate;
-interleaved >= 0.9 of sequential per CPU second.
+interleaved >= 0.9 of sequential per CPU second. Results go to
+``bench/out/stream_ingest.json`` and a plot (turns per CPU second by shape and
+round, the freshness distribution) to ``bench/out/stream_ingest.png``.
 
     python -m bench.stream_ingest [DATASET] [--sessions N] [--copies 4] [--rounds 2]
                                   [--baseline] [--encoder NAME] [--profile DIR]
@@ -36,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import shutil
 import signal
@@ -49,8 +52,8 @@ from typing import Any
 import numpy as np
 
 from bench._common import locomo_default, require_dataset
-from bench._common import ROOT, console, cpu_seconds, load_average, print_table
-from bench._common import thread_cpu_seconds, verdict
+from bench._common import OUT_DIR, ROOT, console, cpu_seconds, load_average, print_table
+from bench._common import setup_matplotlib, thread_cpu_seconds, verdict
 
 DEFAULT_DATASET = locomo_default()  # LOCOMO_PATH
 TARGET_RATIO = 0.70
@@ -287,7 +290,7 @@ def main() -> None:
 
                 hold = os.environ.get("MEMSTRATA_STREAM_HOLD_MAX_S", "default")
                 batch = env.get("MEMSTRATA_STREAM_BATCH_MAX", "default")
-                shapes, ratios = _shapes(broker.address, pids, sessions, args.copies, "bench",
+                shapes, rounds = _shapes(broker.address, pids, sessions, args.copies, "bench",
                                          args.profile, f"hold_max_s {hold}, batch_max {batch}",
                                          args.rounds)
 
@@ -302,7 +305,7 @@ def main() -> None:
             finally:
                 _stop(worker)
             old: dict[str, tuple[float, float]] = {}
-            old_ratios: list[float] = []
+            old_rounds: list[dict[str, float]] = []
             if args.baseline and args.copies:
                 console.print(f"baseline worker: MEMSTRATA_STREAM_HOLD_MAX_S=0 (every batch's "
                               f"open windows indexed provisionally), MEMSTRATA_STREAM_BATCH_MAX="
@@ -314,7 +317,7 @@ def main() -> None:
                 try:
                     _warm(broker.address, sessions, "bench-warm-old")
                     pids = [worker.pid, broker.proc.pid]  # type: ignore[union-attr]
-                    old, old_ratios = _shapes(broker.address, pids, sessions, args.copies,
+                    old, old_rounds = _shapes(broker.address, pids, sessions, args.copies,
                                               "bench-old", args.profile, "baseline", args.rounds)
                 finally:
                     _stop(worker)
@@ -358,13 +361,65 @@ def main() -> None:
                           f"stored turns identical: {verdict(bool(same_old))} ({same_old})")
         console.print(f"interleaved/sequential per CPU second = {rr[1] / seq[1]:.2f} over "
                       f"{args.rounds} round(s) (each: "
-                      f"{', '.join(f'{x:.2f}' for x in ratios)}; target >= 0.90): "
+                      f"{', '.join(f'{x:.2f}' for x in _ratios(rounds))}; target >= 0.90): "
                       f"{verdict(rr[1] / seq[1] >= 0.9)}; stored turns identical: "
                       f"{verdict(bool(same))} ({same})")
     if not args.skip_freshness:
         console.print(f"freshness at {rate:.0f} msg/s (80% of max) over {len(fresh)}/{len(sent)} turns: "
                           f"p50 {p50:.2f} s, p99 {p99:.2f} s (target p99 < {TARGET_P99_S:.0f} s): "
                       f"{verdict(p99 < TARGET_P99_S)}")
+    results: dict[str, Any] = {
+        "dataset": str(args.dataset), "sessions": len(sessions), "turns": turns,
+        "copies": args.copies, "rounds": args.rounds, "load_average_end": load_average(),
+        "direct": {"turns_per_s": direct_tps, "turns_per_cpu_s": direct_cpu},
+        "kafka": {"turns_per_s": kafka_tps, "turns_per_cpu_s": kafka_cpu},
+        "shapes": {k: {"turns_per_s": v[0], "turns_per_cpu_s": v[1]} for k, v in shapes.items()},
+        "per_round": rounds, "same_turns": same,
+        "baseline": {k: {"turns_per_s": v[0], "turns_per_cpu_s": v[1]} for k, v in old.items()},
+        "baseline_per_round": old_rounds,
+        "freshness": None if args.skip_freshness else {
+            "messages_per_s": rate, "p50_s": p50, "p99_s": p99, "seconds": fresh}}
+    OUT_DIR.mkdir(parents=True, exist_ok=True)
+    (OUT_DIR / "stream_ingest.json").write_text(json.dumps(results, indent=1) + "\n")
+    _plot(results)
+
+
+def _plot(results: dict[str, Any]) -> None:
+    """Turns per CPU second per shape and round; the freshness distribution when measured."""
+    try:
+        plt = setup_matplotlib()
+    except ImportError:  # matplotlib is in the eval extra
+        console.print("matplotlib not installed: no plot")
+        return
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    per_round = results["per_round"]
+    x = range(len(per_round))
+    w = 0.38
+    for off, shape in ((-w / 2, "sequential"), (w / 2, "interleaved")):
+        left.bar([i + off for i in x], [r.get(shape, 0.0) for r in per_round], w, label=shape)
+    for name, style in (("direct", ":"), ("kafka", "--")):
+        left.axhline(results[name]["turns_per_cpu_s"], linestyle=style, color="grey",
+                     label=f"{name}, one copy")
+    left.set_xticks(list(x), [f"round {i + 1}" for i in x])
+    left.set_ylabel("turns per CPU second (worker + broker)")
+    left.set_title(f"{results['sessions'] * results['copies']} sessions, by traffic shape")
+    left.legend(fontsize=8)
+    fresh = results["freshness"]
+    if fresh is None:
+        right.text(0.5, 0.5, "freshness not measured (--skip-freshness)", ha="center")
+        right.set_axis_off()
+    else:
+        times = sorted(fresh["seconds"])
+        right.plot(times, [(i + 1) / len(times) for i in range(len(times))])
+        right.axvline(TARGET_P99_S, linestyle="--", color="grey", label="p99 target")
+        right.set_xlabel("freshness (s): first send to searchable")
+        right.set_ylabel("fraction of turns")
+        right.set_title(f"at {fresh['messages_per_s']:.0f} msg/s (80% of max)")
+        right.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(OUT_DIR / "stream_ingest.png", dpi=100)
+    plt.close(fig)
+    console.print(f"results: {OUT_DIR / 'stream_ingest.json'}, plot: {OUT_DIR / 'stream_ingest.png'}")
 
 
 def _start_worker(env: dict[str, str], log: Any) -> subprocess.Popen[bytes]:
@@ -390,17 +445,17 @@ def _round_prefix(prefix: str, r: int) -> str:
 
 def _shapes(brokers: str, pids: list[int], sessions: list[Any], copies: int, prefix: str,
             profile: Path | None, label: str, rounds: int = 1
-            ) -> tuple[dict[str, tuple[float, float]], list[float]]:
+            ) -> tuple[dict[str, tuple[float, float]], list[dict[str, float]]]:
     """Both traffic shapes, ``rounds`` times in alternating order (fresh tenants each time).
 
     Returns {shape: (turns/s, turns per CPU second of worker + broker)} over all
-    rounds, and each round's interleaved/sequential ratio per CPU second. The
+    rounds, and each round's {shape: turns per CPU second}. The
     machine's speed drifts by tens of percent within minutes here, so a single
     sequential-then-interleaved pair can be off by more than the effect measured;
     alternating the order spreads the drift over both shapes.
     """
     sums: dict[str, list[float]] = {}  # shape: [turns, seconds, CPU seconds]
-    ratios: list[float] = []
+    per_round: list[dict[str, float]] = []
     for r in range(rounds):
         order = SHAPES if r % 2 == 0 else SHAPES[::-1]
         this_round: dict[str, float] = {}
@@ -432,10 +487,16 @@ def _shapes(brokers: str, pids: list[int], sessions: list[Any], copies: int, pre
                            reverse=True)
             console.print("  worker threads (CPU s): " + ", ".join(
                 f"{name} {s:.1f}" for s, name in spent[:6] if s >= 0.05))
-        if len(this_round) == 2:
-            ratios.append(this_round["interleaved"] / this_round["sequential"])
+        if this_round:
+            per_round.append(this_round)
     shapes = {shape: (t / secs, t / cpu) for shape, (t, secs, cpu) in sums.items()}
-    return shapes, ratios
+    return shapes, per_round
+
+
+def _ratios(per_round: list[dict[str, float]]) -> list[float]:
+    """Each round's interleaved/sequential turns per CPU second."""
+    return [r["interleaved"] / r["sequential"] for r in per_round
+            if "interleaved" in r and "sequential" in r]
 
 if __name__ == "__main__":
     main()
