@@ -242,6 +242,8 @@ def main() -> None:
                         help="MEMSTRATA_EMBED_BACKEND for every phase (minilm, wordllama, "
                              "minilm-static); default: the setting's.")
     args = parser.parse_args()
+    if args.rounds < 1:
+        parser.error(f"--rounds: must be at least 1, got {args.rounds}")
     args.dataset = require_dataset(args.dataset)
     if args.encoder:
         os.environ["MEMSTRATA_EMBED_BACKEND"] = args.encoder
