@@ -217,6 +217,18 @@ def setup_matplotlib() -> Any:
     return plt
 
 
+def pyplot_or_none() -> Any:
+    """:func:`setup_matplotlib`, or None (said on the console) without the eval extra.
+
+    For benches whose numbers stand without their plot: they still print and save them.
+    """
+    try:
+        return setup_matplotlib()
+    except ImportError:  # matplotlib is in the eval extra
+        console.print("matplotlib not installed: no plot")
+        return None
+
+
 #: Where the benches find LoCoMo: it is not shipped here (CC BY-NC 4.0; see the README).
 LOCOMO_ENV = "LOCOMO_PATH"
 

@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from bench._common import OUT_DIR, ROOT, console, load_average, percentiles_ms, print_table
-from bench._common import locomo_default, progress, require_dataset, setup_matplotlib, verdict
+from bench._common import locomo_default, progress, pyplot_or_none, require_dataset, verdict
 
 QUIET, FLOOD = "quiet", "flood"
 #: The schedulers compared (``--modes``): the service's environment for each.
@@ -380,10 +380,8 @@ def report(results: dict[str, Any]) -> None:
 
 
 def plot(results: dict[str, Any]) -> None:
-    try:
-        plt = setup_matplotlib()
-    except ImportError:  # matplotlib is in the eval extra
-        console.print("matplotlib not installed: no plot")
+    plt = pyplot_or_none()
+    if plt is None:
         return
     modes = list(results["modes"])
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))

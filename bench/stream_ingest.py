@@ -53,7 +53,7 @@ import numpy as np
 
 from bench._common import locomo_default, require_dataset
 from bench._common import OUT_DIR, ROOT, console, cpu_seconds, load_average, print_table
-from bench._common import setup_matplotlib, thread_cpu_seconds, verdict
+from bench._common import pyplot_or_none, thread_cpu_seconds, verdict
 
 DEFAULT_DATASET = locomo_default()  # LOCOMO_PATH
 TARGET_RATIO = 0.70
@@ -388,10 +388,8 @@ def main() -> None:
 
 def _plot(results: dict[str, Any]) -> None:
     """Turns per CPU second per shape and round; the freshness distribution when measured."""
-    try:
-        plt = setup_matplotlib()
-    except ImportError:  # matplotlib is in the eval extra
-        console.print("matplotlib not installed: no plot")
+    plt = pyplot_or_none()
+    if plt is None:
         return
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
     per_round = results["per_round"]
