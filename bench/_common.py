@@ -109,6 +109,30 @@ def thread_cpu_seconds(pid: int) -> dict[str, float]:
     return out
 
 
+#: Two-sided 95% quantiles of Student's t by degrees of freedom (1-10); 1.96 past them.
+_T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228)
+
+
+def ratio_interval(ratios: Sequence[float]) -> tuple[float, float, float]:
+    """Geometric mean of paired per-round ratios, with a 95% t interval.
+
+    Rounds of a side-by-side run are pairs (both sides under the same state of
+    the machine), so the spread of their log ratios says how far one run's
+    ratio can be trusted; the interval is over the log ratios and mapped back.
+    One round gives no spread: its interval is the ratio itself.
+    """
+    if not ratios or any(r <= 0 for r in ratios):
+        raise ValueError(f"ratios must be positive and not empty, got {list(ratios)}")
+    logs = [math.log(r) for r in ratios]
+    mean = sum(logs) / len(logs)
+    if len(logs) < 2:
+        return math.exp(mean), math.exp(mean), math.exp(mean)
+    sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / (len(logs) - 1))
+    t = _T95[len(logs) - 2] if len(logs) - 2 < len(_T95) else 1.96
+    half = t * sd / math.sqrt(len(logs))
+    return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
+
+
 def load_average() -> float:
     """One-minute load average: other work on a 2-core box skews timings, so report it."""
     return os.getloadavg()[0]

@@ -63,7 +63,7 @@ from typing import Any
 
 from bench._common import locomo_default, require_dataset
 from bench._common import OUT_DIR, ROOT, console, load_average, percentiles_ms, print_table
-from bench._common import cpu_seconds, progress, verdict
+from bench._common import cpu_seconds, progress, ratio_interval, verdict
 
 DEFAULT_DATASET = locomo_default()  # LOCOMO_PATH
 TENANT = "eval"
@@ -538,6 +538,11 @@ def cpu_phase(service_dir: Path, keys: Path, key: str, questions: Sequence[Any],
     the controller's Answer). CPU is read from ``/proc/<pid>/stat``.
     """
     variants = cpu_variants(args.baseline_tree, args.cpu_variants.split(","))
+    fresh = len(questions) - args.cpu_warmup
+    if args.rounds * args.cpu_calls > fresh:
+        console.print(f"[yellow]{args.rounds} rounds x {args.cpu_calls} calls ask more than "
+                      f"the {fresh} questions the warm-up leaves: the later ones repeat "
+                      f"(their query vectors cached)[/yellow]")
     procs: list[tuple[str, ServiceProcess, ServicePath]] = []
     out: dict[str, Any] = {}
     calls = {"search": args.cpu_calls, "answer": max(1, args.cpu_calls // 2)}
@@ -557,7 +562,9 @@ def cpu_phase(service_dir: Path, keys: Path, key: str, questions: Sequence[Any],
         for j, (name, svc, _) in enumerate(procs):
             svc.wait_healthy()
             path = ServicePath(svc.address, key, questions)
-            path.offset = len(questions) // 2  # warm-up questions, not measured below
+            # Warm-up questions from the end, so the measured ones (from the start)
+            # meet no query vector the warm-up cached.
+            path.offset = max(0, len(questions) - args.cpu_warmup)
             # Enough calls for a fair scheduler's service-time estimate to forget a
             # cold first call (an encoder loaded on first use): with it, a burst of 8
             # callers is shed as "would wait past the queue limit".
@@ -630,8 +637,13 @@ def report_cpu(cpu: dict[str, Any], load: tuple[float, float]) -> list[tuple[str
             # Each round's ratio too: how far the machine's drift moves it within a run.
             rounds = [n / o for n, o in zip(cpu[new][op].get("round_cpu_ms", []),
                                             cpu[old][op].get("round_cpu_ms", []))]
+            detail = f"{ratio:.2f} (rounds {', '.join(f'{r:.2f}' for r in rounds)}"
+            if len(rounds) > 1:
+                mean, low, high = ratio_interval(rounds)
+                cpu[new][op]["round_ratio"] = {"geo_mean": mean, "low": low, "high": high}
+                detail += f"; geometric mean {mean:.2f}, 95% interval {low:.2f} .. {high:.2f}"
             checks.append((f"{op} CPU per call new/old <= {target:.1f}", ratio <= target,
-                           f"{ratio:.2f} (rounds {', '.join(f'{r:.2f}' for r in rounds)})"))
+                           detail + ")"))
     old, new = CPU_VARIANTS["old-cached"][0], CPU_VARIANTS["new-cached"][0]
     if old in cpu and new in cpu:  # reported, not a target: the encoder's share is elsewhere
         ratio = cpu[new]["search"]["cpu_ms_per_call"] / cpu[old]["search"]["cpu_ms_per_call"]
