@@ -488,6 +488,10 @@ CPU_VARIANTS: dict[str, tuple[str, bool, dict[str, str], bool]] = {
     "int8-queries": ("new, float documents, int8 queries", False,
                      {"MEMSTRATA_EMBED_ARITHMETIC": "float",
                       "MEMSTRATA_EMBED_QUERY_ARITHMETIC": "int8"}, False),
+    # Every query encoded and searched by vector, as before the dense side was skipped
+    # for queries BM25's best hit fully covers.
+    "no-dense-skip": ("new, every query encoded", False, {"MEMSTRATA_DENSE_SKIP": "false"},
+                      False),
     "embed-1t": ("new, encoder on 1 thread", False, {"MEMSTRATA_EMBED_THREADS": "1"}, False),
     # Qdrant Edge's search pool of one thread (one per CPU by default): no fan-out per query.
     "qdrant-1t": ("new, Qdrant Edge search on 1 thread", False,

@@ -289,7 +289,8 @@ def retriever_settings(settings: Settings) -> dict[str, Any]:
     """The retrieval knobs the system ran with, so a result file says what it measured."""
     keys = ("fusion", "dense_weight", "coverage_weighting", "rrf_k", "keyword_alpha",
             "candidate_units", "session_lexical_weight", "session_min_unit_coverage",
-            "session_min_session_coverage", "date_boost", "llm_backend", "embed_backend")
+            "session_min_session_coverage", "date_boost", "dense_skip", "dense_skip_coverage",
+            "llm_backend", "embed_backend")
     return {k: getattr(settings, k) for k in keys}
 
 

@@ -16,9 +16,9 @@ how much of the question BM25's best hit holds: a question whose words the
 best lexical hit mostly lacks ("How many countries have I visited?" against a
 unit about Kyoto) is left to the dense side. ``MEMSTRATA_FUSION=rrf
 MEMSTRATA_DENSE_WEIGHT=0.5 MEMSTRATA_COVERAGE_WEIGHTING=false`` is the
-appendix's retriever when the two additions below are off too.
+appendix's retriever when the three additions below are off too.
 
-Two additions, both measured with ``memstrata eval retrieval`` (the README and
+Three additions, all measured with ``memstrata eval retrieval`` (the README and
 ``bench/README.md`` have the numbers):
 
 * **Session-level BM25** (``MEMSTRATA_SESSION_LEXICAL_WEIGHT``, default 0.7): a
@@ -32,6 +32,12 @@ Two additions, both measured with ``memstrata eval retrieval`` (the README and
 * **Date boost** (``MEMSTRATA_DATE_BOOST``, default 0.5): a question that names
   a calendar period ("in October 2023") lifts the candidate sessions dated in
   or just after it (:mod:`~memstrata.retrieval.dates`).
+* **No dense side for covered queries** (``MEMSTRATA_DENSE_SKIP``, default on):
+  a query whose best BM25 hit holds every content word
+  (``MEMSTRATA_DENSE_SKIP_COVERAGE``, 1.0) is ranked by BM25 alone. Encoding
+  the query is about half of a Search's CPU, and at full coverage the dense
+  list moves few rankings (its 0.3 share of the unit score is then mostly
+  outweighed by the whole-session BM25); BM25 runs first to decide.
 
 The rules are those of :mod:`~memstrata.retrieval.fusion`; a search applies
 them over numpy arrays of its candidates (:mod:`~memstrata.retrieval.arrays`),
@@ -39,7 +45,7 @@ with the same arithmetic, so rankings are identical and cost less Python.
 
 The appendix's retriever exactly: ``MEMSTRATA_FUSION=rrf MEMSTRATA_DENSE_WEIGHT=0.5
 MEMSTRATA_COVERAGE_WEIGHTING=false MEMSTRATA_SESSION_LEXICAL_WEIGHT=0
-MEMSTRATA_DATE_BOOST=0``.
+MEMSTRATA_DATE_BOOST=0 MEMSTRATA_DENSE_SKIP=false``.
 """
 
 from __future__ import annotations
@@ -83,6 +89,9 @@ class RetrievalParams:
     max_query_chars: int = 2000
     max_queries: int = 8
     query_cache_size: int = 4096
+    #: A query whose best BM25 hit covers at least this share of its content words is
+    #: ranked by BM25 alone: not encoded, no vector search (None: never).
+    dense_skip_coverage: float | None = 1.0
 
     @classmethod
     def from_settings(cls, s: Settings) -> "RetrievalParams":
@@ -105,6 +114,7 @@ class RetrievalParams:
             max_query_chars=s.max_query_chars,
             max_queries=s.max_queries,
             query_cache_size=s.query_cache_size,
+            dense_skip_coverage=s.dense_skip_coverage if s.dense_skip else None,
         )
 
     @property
@@ -169,15 +179,17 @@ class HybridRetriever:
         self, scope: Scope, qs: list[str], session_ids: Collection[str] | None
     ) -> "Ranking":
         p = self.params
-        qvecs = self.query_vectors.embed(scope, qs)
+        lexs = [self.lexical.search(scope, q, p.candidate_units, session_ids) for q in qs]
+        skipped = self._lexical_enough(scope, qs, lexs)
+        encode = [q for q, skip in zip(qs, skipped) if not skip]
+        qvecs = iter(self.query_vectors.embed(scope, encode) if encode else [])
         hits: list[tuple[list[Hit], list[Hit], list[Hit]]] = []
         cands = arrays.Candidates()
         use_sessions = self.session_lexical is not None and p.session_lexical_weight > 0
-        for q, qv in zip(qs, qvecs):
-            lex = self.lexical.search(scope, q, p.candidate_units, session_ids)
+        for q, lex, skip in zip(qs, lexs, skipped):
             # Without sessions: each unit's session is read from the doc store below.
-            dense = self.vectors.search(scope, qv, p.candidate_units, session_ids,
-                                        sessions=False)
+            dense = [] if skip else self.vectors.search(scope, next(qvecs), p.candidate_units,
+                                                        session_ids, sessions=False)
             whole = (self.session_lexical.search(scope, q, p.session_candidates, session_ids)
                      if use_sessions and self.session_lexical is not None else [])
             cands.add_units(lex)
@@ -205,13 +217,15 @@ class HybridRetriever:
         final = np.full(n_sessions, -np.inf)
         final_has = np.zeros(n_sessions, dtype=bool)
         weights_used = []
-        for q, (lex, dense, whole) in zip(qs, hits):
+        for q, (lex, dense, whole), skip in zip(qs, hits, skipped):
             wanted = content_stems(q)
             top = facts[cands.pos[lex[0].unit_id]] if lex else None
             # No BM25 hit holds nothing (coverage 0), unless the query has no content words.
             cov = fusion.coverage(wanted, top.held if top is not None else ())
             weights = (fusion.coverage_weights(p.dense_weight, cov) if p.coverage_weighting
                        else p.weights)
+            if skip:  # ranked by BM25 alone, on the same scale
+                weights = {"lexical": 1.0, "dense": 0.0}
             scores, present, seen = arrays.fuse_units(cands, lex, dense, weights, p.fusion,
                                                       p.rrf_k)
             unit_best = np.where(present & (scores > unit_best), scores, unit_best)
@@ -252,6 +266,22 @@ class HybridRetriever:
             unit_scores={cands.ids[i]: best[i] for i in order},
             weights=weights_used,
         )
+
+    def _lexical_enough(self, scope: Scope, qs: list[str],
+                        lexs: list[list[Hit]]) -> list[bool]:
+        """Per query: does BM25's best hit cover enough of it to skip the dense side?"""
+        threshold = self.params.dense_skip_coverage
+        if threshold is None:
+            return [False] * len(qs)
+        tops = [lex[0].unit_id for lex in lexs if lex]
+        units = {u.id: u for u in self.docs.get_units(scope, tops)} if tops else {}
+        out = []
+        for q, lex in zip(qs, lexs):
+            unit = units.get(lex[0].unit_id) if lex else None
+            wanted = content_stems(q)
+            out.append(unit is not None and bool(wanted) and fusion.coverage(
+                wanted, self.facts(unit).held) >= threshold)
+        return out
 
     @staticmethod
     def _fitting(cands: arrays.Candidates, units: dict[str, L0Unit],

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pytest
@@ -190,7 +190,12 @@ def test_descends_l1_l2_l3_then_reflection_ends_the_search(memory: Memory):
     assert "L3 raw turns" in raw_result and "Pixel" in raw_result
 
 
-def test_reflection_follow_up_queries_and_convergence(memory: Memory):
+def test_reflection_follow_up_queries_and_convergence(memory: Memory,
+                                                     monkeypatch: pytest.MonkeyPatch):
+    # The script's "nothing new this time" holds when every query also searches by
+    # vector: "kitten" alone is fully covered by BM25 and would skip the dense side.
+    monkeypatch.setattr(memory.retriever, "params",
+                        replace(memory.retriever.params, dense_skip_coverage=None))
     chat = ScriptedChatClient(
         controller=[
             use(("search", {"queries": ["kitten"]})),

@@ -6,6 +6,7 @@ tantivy and SQLite under a temporary data directory.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -129,12 +130,21 @@ def test_session_meta_round_trip(memory: Memory):
     assert isinstance(meta, SessionMeta) and meta.session_date.year == 2024
 
 
-def test_fusion_weights_follow_how_much_of_the_query_bm25_covers(memory: Memory):
+def test_fusion_weights_follow_how_much_of_the_query_bm25_covers(
+        memory: Memory, monkeypatch: pytest.MonkeyPatch):
     """A question whose words BM25's best hit holds keeps BM25's full share; one it
-    does not gets less, and the dense side takes the rest."""
+    does not gets less, and the dense side takes the rest. By default the fully
+    covered one skips the dense side and is ranked by BM25 alone."""
     p = memory.retriever.params
+    misses = memory.retriever.query_vectors.misses
+    alone = memory.retriever.rank(MAYA, ["Berlin half marathon"])
+    assert alone.weights[0] == {"lexical": 1.0, "dense": 0.0, "sessions": pytest.approx(
+        alone.weights[0]["sessions"])}
+    assert memory.retriever.query_vectors.misses == misses  # not encoded
+    monkeypatch.setattr(memory.retriever, "params", replace(p, dense_skip_coverage=None))
     covered = memory.retriever.rank(MAYA, ["Berlin half marathon"])
     assert covered.weights[0]["lexical"] == pytest.approx(1 - p.dense_weight)
+    assert [s for s, _ in covered.sessions[:1]] == [s for s, _ in alone.sessions[:1]]
     vague = memory.retriever.rank(MAYA, ["half marathon zzyzx qwertyuiop"])
     assert vague.weights[0]["lexical"] < covered.weights[0]["lexical"]
     assert vague.weights[0]["lexical"] + vague.weights[0]["dense"] == pytest.approx(1.0)
@@ -225,8 +235,12 @@ def test_a_data_dir_without_the_session_index_still_opens_read_only(tmp_path: Pa
         assert m.search(MAYA, "Lisbon trip sister seafood")
 
 
-def test_search_is_the_same_with_and_without_the_query_cache(memory: Memory):
+def test_search_is_the_same_with_and_without_the_query_cache(memory: Memory,
+                                                             monkeypatch: pytest.MonkeyPatch):
     # The same retriever settings, one with cached query vectors (twice: miss, then hit).
+    # Every query encoded (none skips the dense side), so every one meets the cache.
+    monkeypatch.setattr(memory.retriever, "params",
+                        replace(memory.retriever.params, dense_skip_coverage=None))
     questions = ["Which restaurant did my sister like in Lisbon?",
                  "knee pain after running", "bees honey hives farmers market"]
     cold = [memory.search(MAYA, q) for q in questions]

@@ -222,7 +222,8 @@ def searches(draw: st.DrawFn) -> tuple[list[str], RetrievalParams, HybridRetriev
         session_min_unit_coverage=draw(st.sampled_from([0.0, 0.6, 1.0])),
         session_min_session_coverage=draw(st.sampled_from([0.0, 0.8])),
         date_boost=draw(st.sampled_from([0.0, 0.5])),
-        query_cache_size=0)
+        query_cache_size=0,
+        dense_skip_coverage=None)  # the reference encodes every query
     retriever = HybridRetriever(QueryIndexEmbedder(queries), ReplayVectors(dense),  # type: ignore[arg-type]
                                 ReplayLexical(lex), ReplayDocs(units, turns),  # type: ignore[arg-type]
                                 params, session_lexical=ReplayLexical(whole))  # type: ignore[arg-type]
