@@ -198,7 +198,7 @@ class Settings(BaseSettings):
     #: words is ranked by BM25 alone: no query encoding, no vector search. At full
     #: coverage the dense side's share is small (0.3 of the unit score, which the
     #: whole-session BM25 then outweighs): LoCoMo dev session R@5 -0.0013 (-0.0030 ..
-    #: 0.0000), both LongMemEval sets unchanged, for 15% less CPU per Search (README).
+    #: 0.0000), both LongMemEval sets unchanged, for 8-16% less CPU per Search (README).
     dense_skip: bool = True
     dense_skip_coverage: float = Field(1.0, gt=0.0, le=1.0)
     #: Boost (times the best score) for candidate sessions dated in a period the query names.
