@@ -180,7 +180,11 @@ class HybridRetriever:
     ) -> "Ranking":
         p = self.params
         lexs = [self.lexical.search(scope, q, p.candidate_units, session_ids) for q in qs]
-        skipped = self._lexical_enough(scope, qs, lexs)
+        wanted = [content_stems(q) for q in qs]
+        covs = self._coverages(scope, wanted, lexs)
+        # Ranked by BM25 alone: its best hit holds enough of a query that has content words.
+        skipped = [p.dense_skip_coverage is not None and bool(w) and c >= p.dense_skip_coverage
+                   for w, c in zip(wanted, covs)]
         encode = [q for q, skip in zip(qs, skipped) if not skip]
         qvecs = iter(self.query_vectors.embed(scope, encode) if encode else [])
         hits: list[tuple[list[Hit], list[Hit], list[Hit]]] = []
@@ -217,11 +221,7 @@ class HybridRetriever:
         final = np.full(n_sessions, -np.inf)
         final_has = np.zeros(n_sessions, dtype=bool)
         weights_used = []
-        for q, (lex, dense, whole), skip in zip(qs, hits, skipped):
-            wanted = content_stems(q)
-            top = facts[cands.pos[lex[0].unit_id]] if lex else None
-            # No BM25 hit holds nothing (coverage 0), unless the query has no content words.
-            cov = fusion.coverage(wanted, top.held if top is not None else ())
+        for q, (lex, dense, whole), skip, words, cov in zip(qs, hits, skipped, wanted, covs):
             weights = (fusion.coverage_weights(p.dense_weight, cov) if p.coverage_weighting
                        else p.weights)
             if skip:  # ranked by BM25 alone, on the same scale
@@ -238,7 +238,7 @@ class HybridRetriever:
                                            fusion.tokens(q), longest)
             sessions = arrays.keyword_boost(sessions, has, counts, p.keyword_alpha,
                                             p.keyword_max_matches)
-            w_sessions = self._session_weight(scope, wanted, cov, whole)
+            w_sessions = self._session_weight(scope, words, cov, whole)
             if w_sessions > 0.0:
                 idx = np.fromiter((cands.session_pos[h.session_id] for h in whole),
                                   dtype=np.intp, count=len(whole))
@@ -267,20 +267,19 @@ class HybridRetriever:
             weights=weights_used,
         )
 
-    def _lexical_enough(self, scope: Scope, qs: list[str],
-                        lexs: list[list[Hit]]) -> list[bool]:
-        """Per query: does BM25's best hit cover enough of it to skip the dense side?"""
-        threshold = self.params.dense_skip_coverage
-        if threshold is None:
-            return [False] * len(qs)
+    def _coverages(self, scope: Scope, wanted: list[set[str]],
+                   lexs: list[list[Hit]]) -> list[float]:
+        """Per query: the share of its content words that BM25's best hit holds.
+
+        A query without a hit, or whose best hit the doc store lacks, gets 0
+        (unless it has no content words: 1.0, as :func:`fusion.coverage` says).
+        """
         tops = [lex[0].unit_id for lex in lexs if lex]
         units = {u.id: u for u in self.docs.get_units(scope, tops)} if tops else {}
         out = []
-        for q, lex in zip(qs, lexs):
+        for words, lex in zip(wanted, lexs):
             unit = units.get(lex[0].unit_id) if lex else None
-            wanted = content_stems(q)
-            out.append(unit is not None and bool(wanted) and fusion.coverage(
-                wanted, self.facts(unit).held) >= threshold)
+            out.append(fusion.coverage(words, self.facts(unit).held if unit is not None else ()))
         return out
 
     @staticmethod
