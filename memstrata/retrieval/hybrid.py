@@ -181,7 +181,11 @@ class HybridRetriever:
         p = self.params
         lexs = [self.lexical.search(scope, q, p.candidate_units, session_ids) for q in qs]
         wanted = [content_stems(q) for q in qs]
-        covs = self._coverages(scope, wanted, lexs)
+        # The best BM25 hits' units, read once: for coverage now and for fusion below.
+        found = self._units(scope, [lex[0].unit_id for lex in lexs if lex])
+        covs = [fusion.coverage(words, self.facts(found[lex[0].unit_id]).held
+                                if lex and lex[0].unit_id in found else ())
+                for words, lex in zip(wanted, lexs)]
         # Ranked by BM25 alone: its best hit holds enough of a query that has content words.
         skipped = [p.dense_skip_coverage is not None and bool(w) and c >= p.dense_skip_coverage
                    for w, c in zip(wanted, covs)]
@@ -201,7 +205,7 @@ class HybridRetriever:
             hits.append((lex, dense, whole))
 
         n = len(cands.ids)
-        found = {u.id: u for u in self.docs.get_units(scope, cands.ids)}
+        found.update(self._units(scope, [i for i in cands.ids if i not in found]))
         facts = [None if u is None else self.facts(u) for u in map(found.get, cands.ids)]
         cands.sessions_from(facts)
         for sid in cands.unit_session:
@@ -267,20 +271,9 @@ class HybridRetriever:
             weights=weights_used,
         )
 
-    def _coverages(self, scope: Scope, wanted: list[set[str]],
-                   lexs: list[list[Hit]]) -> list[float]:
-        """Per query: the share of its content words that BM25's best hit holds.
-
-        A query without a hit, or whose best hit the doc store lacks, gets 0
-        (unless it has no content words: 1.0, as :func:`fusion.coverage` says).
-        """
-        tops = [lex[0].unit_id for lex in lexs if lex]
-        units = {u.id: u for u in self.docs.get_units(scope, tops)} if tops else {}
-        out = []
-        for words, lex in zip(wanted, lexs):
-            unit = units.get(lex[0].unit_id) if lex else None
-            out.append(fusion.coverage(words, self.facts(unit).held if unit is not None else ()))
-        return out
+    def _units(self, scope: Scope, unit_ids: list[str]) -> dict[str, L0Unit]:
+        """The stored units of ``unit_ids`` by id (one doc-store call; none for no ids)."""
+        return {u.id: u for u in self.docs.get_units(scope, unit_ids)} if unit_ids else {}
 
     @staticmethod
     def _fitting(cands: arrays.Candidates, units: dict[str, L0Unit],
