@@ -5,7 +5,16 @@ of keys, never a key. A key reads ``msk_<id>_<secret>``: the id finds the
 entry, the hash of the whole key is compared in constant time. The secret is
 32 random bytes, so a fast hash is enough (nothing to brute-force). The file is
 re-read when it changes on disk, so ``memstrata keys add`` and revocations take
-effect without a restart.
+effect without a restart. A file that goes bad while the service runs (a
+half-saved hand edit) does not take the service down: :class:`KeyRing` keeps
+the last good keys, logs one error naming the file and the problem (never its
+content) and reads the file again when it changes.
+
+The commands that change the file (:func:`add_key`, :func:`revoke_key`,
+:func:`set_tenant_policy`) read, change and write it under an exclusive lock on
+a sibling file (``.<name>.lock``), so concurrent commands never undo each other,
+and replace it atomically (a 0600 temporary file renamed over it), so a reader
+sees the old file or the new one, never half of one.
 
 File layout::
 
@@ -24,20 +33,30 @@ keys, so minting more keys never buys a larger share.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import hmac
+import logging
 import os
 import secrets
+import tempfile
 import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from memstrata.model import Identifier
 
 PREFIX = "msk"
+#: How long a keys command waits for another one to finish with the file.
+LOCK_WAIT_S = 30.0
+
+log = logging.getLogger(__name__)
 
 
 class KeyEntry(BaseModel):
@@ -88,77 +107,161 @@ def _split(key: str) -> str | None:
     return parts[1]
 
 
+def _problem(exc: ValidationError) -> str:
+    """What is wrong with the file, by place and rule, without quoting its content."""
+    parts = []
+    for e in exc.errors(include_url=False, include_context=False, include_input=False):
+        where = ".".join(str(p) for p in e["loc"])
+        parts.append(f"{where}: {e['msg']}" if where else str(e["msg"]))
+    more = f" (and {len(parts) - 3} more)" if len(parts) > 3 else ""
+    return "; ".join(parts[:3]) + more
+
+
 def read_keys_file(path: Path) -> KeysFile:
+    """The keys file; an absent one holds no keys. Raises :class:`KeysFileError`."""
     try:
-        text = path.read_text()
+        raw = path.read_bytes()
     except FileNotFoundError:
         return KeysFile()
+    except OSError as exc:
+        raise KeysFileError(f"keys file {path}: cannot read it ({exc.strerror})") from None
+    if not raw.strip():
+        return KeysFile()
     try:
-        return KeysFile.model_validate_json(text) if text.strip() else KeysFile()
-    except ValueError as exc:
-        raise KeysFileError(f"keys file {path}: {exc}") from None
+        return KeysFile.model_validate_json(raw)
+    except ValidationError as exc:
+        raise KeysFileError(f"keys file {path}: {_problem(exc)}") from None
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """Hold the keys file's sibling lock: one read-modify-write at a time."""
+    _make_parent(path)
+    lock = path.with_name(f".{path.name}.lock")
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        deadline = time.monotonic() + LOCK_WAIT_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise KeysFileError(
+                        f"keys file {path}: another keys command has held {lock} for "
+                        f"{LOCK_WAIT_S:g} s; retry once it is done") from None
+                time.sleep(0.01)
+        yield
+    finally:
+        os.close(fd)  # drops the lock
+
+
+def _make_parent(path: Path) -> None:
+    if not path.parent.is_dir():
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
 
 
 def _write(path: Path, data: KeysFile) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(data.model_dump_json(indent=2, exclude_none=True) + "\n")
-    os.replace(tmp, path)
+    """Replace the file atomically with a 0600 copy (callers hold :func:`_locked`)."""
+    _make_parent(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as fh:  # mkstemp creates it 0600
+            fh.write(data.model_dump_json(indent=2, exclude_none=True) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())  # a revocation reported done survives a crash
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def add_key(path: Path, tenant: str) -> tuple[str, str]:
     """Create a key for ``tenant``; store its hash; return (key id, key). The key is shown once."""
     KeyEntry(tenant=tenant, sha256="0" * 64)  # validates the tenant id
-    data = read_keys_file(path)
-    key_id = secrets.token_hex(6)
-    key = f"{PREFIX}_{key_id}_{secrets.token_urlsafe(32)}"
-    data.keys[key_id] = KeyEntry(tenant=tenant, sha256=hash_key(key),
-                                 created=datetime.now(timezone.utc).isoformat(timespec="seconds"))
-    _write(path, data)
+    with _locked(path):
+        data = read_keys_file(path)
+        key_id = secrets.token_hex(6)
+        while key_id in data.keys:
+            key_id = secrets.token_hex(6)
+        key = f"{PREFIX}_{key_id}_{secrets.token_urlsafe(32)}"
+        data.keys[key_id] = KeyEntry(
+            tenant=tenant, sha256=hash_key(key),
+            created=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+        _write(path, data)
     return key_id, key
 
 
 def revoke_key(path: Path, key_id: str) -> str:
     """Mark a key revoked; return its tenant. Raises KeyError for an unknown id."""
-    data = read_keys_file(path)
-    entry = data.keys[key_id]
-    entry.revoked = True
-    _write(path, data)
+    with _locked(path):
+        data = read_keys_file(path)
+        entry = data.keys[key_id]
+        entry.revoked = True
+        _write(path, data)
     return entry.tenant
 
 
 def set_tenant_policy(path: Path, tenant: str, policy: TenantPolicy) -> None:
-    data = read_keys_file(path)
-    data.tenants[tenant] = policy
-    _write(path, data)
+    with _locked(path):
+        data = read_keys_file(path)
+        data.tenants[tenant] = policy
+        _write(path, data)
 
 
 class KeyRing:
-    """The keys file in memory, re-read when its modification time or size changes."""
+    """The keys file in memory, re-read when it changes on disk.
+
+    A change is a new modification time, size or inode (an atomic replace). A
+    file that cannot be read or parsed at start-up raises
+    :class:`KeysFileError`; later, the last good keys stay in force, one error
+    is logged per bad version of the file, and the next change is read again.
+    """
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
         self._lock = threading.Lock()
-        self._stamp: tuple[int, int] | None = None
+        self._stamp: tuple[int, ...] | None = None
         self._data = KeysFile()
-        self._refresh()
+        #: The problem with the file on disk, while it is bad; None when it is good.
+        self.problem: str | None = None
+        if path is not None:
+            stamp = self._stat(path)  # before the read: a change during it is read next time
+            self._data = read_keys_file(path)
+            self._stamp = stamp
+
+    @staticmethod
+    def _stat(path: Path) -> tuple[int, ...]:
+        try:
+            st = path.stat()
+        except FileNotFoundError:
+            return (0, -1, 0)
+        except OSError as exc:
+            return (-1, exc.errno or 0, 0)  # read_keys_file names the problem
+        return (st.st_mtime_ns, st.st_size, st.st_ino)
 
     def _refresh(self) -> None:
-        if self.path is None:
+        path = self.path
+        if path is None:
             return
-        try:
-            st = self.path.stat()
-            stamp = (st.st_mtime_ns, st.st_size)
-        except FileNotFoundError:
-            stamp = (0, -1)
+        stamp = self._stat(path)
         if stamp == self._stamp:
             return
         with self._lock:
-            if stamp != self._stamp:
-                self._data = read_keys_file(self.path)
-                self._stamp = stamp
+            if stamp == self._stamp:
+                return
+            try:
+                data = read_keys_file(path)
+            except KeysFileError as exc:
+                self._stamp = stamp  # this version is reported once, not per call
+                self.problem = str(exc)
+                log.error("%s; still using the last good keys (%d keys) until the file is "
+                          "fixed", exc, len(self._data.keys))
+                return
+            self._data, self._stamp = data, stamp
+            if self.problem is not None:
+                self.problem = None
+                log.warning("keys file %s is readable again (%d keys)", path, len(data.keys))
 
     def tenant_for(self, key: str) -> str | None:
         """The tenant of a valid, unrevoked key; None otherwise."""

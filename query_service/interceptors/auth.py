@@ -5,7 +5,9 @@
 The key comes in metadata ``x-api-key`` (or ``authorization: Bearer <key>``).
 A client may also send ``x-memstrata-tenant`` to say which tenant it expects:
 a mismatch is refused (PERMISSION_DENIED), it never selects a tenant. Health
-checks and reflection need no key. Keys are never logged.
+checks and reflection need no key. Keys are never logged, and no refusal's
+message names the keys file or quotes it (a damaged file keeps the last good
+keys in force: :class:`~query_service.keys.KeyRing`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ TENANT_HEADER = "x-memstrata-tenant"
 
 NO_KEY = "missing API key: send it in metadata 'x-api-key' (or 'authorization: Bearer ...')"
 BAD_KEY = "invalid or revoked API key"
+#: No file path or content: a caller learns nothing about the server's files.
+KEYS_UNAVAILABLE = "the service cannot check API keys right now; retry later"
 
 
 def key_from_metadata(metadata: Any) -> str | None:
