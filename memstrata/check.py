@@ -9,6 +9,13 @@ whose units are gone. :func:`check_stores` finds that per session; the
 share it, and :func:`repair_sessions` rebuilds what it found from the raw
 turns, which are the truth.
 
+The stores themselves are read too: every stored vector must still be
+readable (a Qdrant Edge vector file that lost its tail opens without a word
+and then fails, or silently drops, dense search), and every BM25 segment file
+must match the checksum tantivy wrote with it. Damage there is a finding on
+the whole store, which :mod:`memstrata.rebuild` fixes by moving it aside and
+rebuilding it from the L0 units in the doc store.
+
 Every finding names where it is (a file, or a tenant, user and session) and
 what to do about it.
 """
@@ -22,10 +29,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from memstrata.model import Scope, Session, turns_digest
-from memstrata.store.types import DocStore, LexicalStore, VectorStore
+from memstrata.store.types import DocStore, LexicalStore, StoreError, VectorStore
 
-__all__ = ["CheckReport", "Finding", "check_memory", "check_stores", "check_totals",
-           "repair_sessions", "sqlite_integrity"]
+__all__ = ["CheckReport", "Finding", "check_index_files", "check_memory", "check_stores",
+           "check_totals", "check_vector_store", "repair_sessions", "sqlite_integrity"]
 
 Severity = Literal["error", "warning"]
 
@@ -35,14 +42,35 @@ _FINGERPRINT_LAYER = ("#index", "fingerprint", "1")
 
 REPAIR_HINT = "run `memstrata check --repair` (rebuilds the session from its raw turns)"
 
+#: The stores a rebuild from the doc store fixes, by the name :mod:`memstrata.rebuild` uses.
+STORE_LABELS = {"vectors": "vector store", "lexical": "BM25 index",
+                "session-lexical": "whole-session BM25 index"}
+
+#: The restore step for a damaged doc store: the raw turns live there and nowhere else.
+RESTORE_STEP = ("stop every process using this data dir, restore the file from a backup, or "
+                "move the data dir aside and run `memstrata ingest` again on your source files "
+                "(the doc store holds the raw turns: they cannot be rebuilt from the other "
+                "stores)")
+
+#: Stored vectors compared with a fresh encoding of their L0 unit, and the least cosine kept.
+COMPARE_SAMPLE, COMPARE_MIN_COSINE = 16, 0.98
+#: Points read back with their vectors: in a full check, and in the cheap one (serve's start).
+DECODE_DEEP, DECODE_QUICK = 10_000, 256
+
+
+def rebuild_hint(store: str) -> str:
+    source = ("the raw turns" if store == "session-lexical" else "the L0 units")
+    return (f"run `memstrata check --repair` (moves the damaged {STORE_LABELS[store]} aside, "
+            f"kept for inspection, and rebuilds it from {source} in the doc store)")
+
 
 @dataclass(frozen=True)
 class Finding:
     """One problem: how bad, what kind, where, what was seen and what to do."""
 
     severity: Severity
-    #: ``integrity``, ``totals``, ``counts``, ``session-index``, ``digest``, ``unfinished``,
-    #: ``settings``.
+    #: ``integrity``, ``store`` (a whole vector store or BM25 index), ``totals``, ``counts``,
+    #: ``session-index``, ``digest``, ``unfinished``, ``settings``.
     kind: str
     #: A file path, or ``tenant=... user=... session=...``.
     where: str
@@ -50,6 +78,8 @@ class Finding:
     fix: str
     scope: Scope | None = None
     session_id: str | None = None
+    #: A whole store that a rebuild from the doc store fixes (a key of :data:`STORE_LABELS`).
+    store: str | None = None
 
     def line(self) -> str:
         return f"{self.severity}: {self.where}: {self.detail}; fix: {self.fix}"
@@ -76,6 +106,10 @@ class CheckReport:
     @property
     def ok(self) -> bool:
         return not self.errors
+
+    def stores_to_rebuild(self) -> list[str]:
+        """Whole stores found damaged (vectors, BM25), in the order they were found."""
+        return list(dict.fromkeys(f.store for f in self.errors if f.store is not None))
 
     def sessions_to_repair(self) -> list[tuple[Scope, str]]:
         """Sessions a rebuild from raw turns fixes (all but settings drift)."""
@@ -120,10 +154,94 @@ def _sqlite_findings(path: Path, quick: bool) -> list[Finding]:
     shown = "; ".join(problems[:5]) + (f" (+{len(problems) - 5} more)" if len(problems) > 5
                                         else "")
     return [Finding("error", "integrity", str(path), f"SQLite reports damage: {shown}",
-                    "stop every process using this data dir, restore the file from a backup, "
-                    "or move the data dir aside and run `memstrata ingest` again on your "
-                    "source files (the doc store holds the raw turns: they cannot be rebuilt "
-                    "from the other stores)")]
+                    RESTORE_STEP)]
+
+
+# -- the stores' own files ------------------------------------------------------------
+
+def _store_finding(store: str, where_: str, problems: Sequence[str]) -> Finding:
+    shown = "; ".join(problems[:5]) + (f" (+{len(problems) - 5} more)" if len(problems) > 5
+                                        else "")
+    return Finding("error", "store", where_, f"the {STORE_LABELS[store]} is damaged: {shown}",
+                   rebuild_hint(store), store=store)
+
+
+def index_dirs(settings: Any) -> dict[str, Path]:
+    """The embedded BM25 index directories of ``settings`` (none unless tantivy)."""
+    if getattr(settings, "lexical_backend", None) != "tantivy":
+        return {}
+    return {"lexical": Path(settings.lexical_dir),
+            "session-lexical": Path(settings.session_lexical_dir)}
+
+
+def check_index_files(settings: Any, report: CheckReport, *, checksum: bool = True) -> None:
+    """Every tantivy segment file's footer and checksum (reads files only: needs no lock)."""
+    dirs = index_dirs(settings)
+    if not dirs or "BM25 index files" in report.checked:
+        return
+    from memstrata.store.tantivy_store import verify_index_files
+
+    report.checked.append("BM25 index files")
+    for store, path in dirs.items():
+        problems = verify_index_files(path, checksum=checksum)
+        if problems:
+            report.findings.append(_store_finding(store, str(path), problems))
+
+
+def check_vector_store(vectors: VectorStore, report: CheckReport, *,
+                       decode: int | None = DECODE_QUICK) -> None:
+    """Every stored vector readable, and ``decode`` of them read back and checked.
+
+    Only stores with a ``verify`` hook (Qdrant Edge) are read; a server-backed
+    store is the server's to keep sound.
+    """
+    verify = getattr(vectors, "verify", None)
+    if verify is None or "vector store" in report.checked:
+        return
+    report.checked.append("vector store")
+    problems = verify(decode=decode)
+    if problems:
+        report.findings.append(_store_finding("vectors", str(getattr(vectors, "path", "")),
+                                              problems))
+
+
+def compare_vector_sample(memory: Any, report: CheckReport, *,
+                          sample: int = COMPARE_SAMPLE) -> None:
+    """A sample of stored vectors against a fresh encoding of their L0 unit.
+
+    Garbage written over a vector file can still decode as unit vectors; the
+    encoder is deterministic, so a stored vector far from its unit's encoding
+    is damage (the index fingerprint already guarantees the same encoder).
+    """
+    read = getattr(memory.vectors, "read_vectors", None)
+    if read is None or any(f.store == "vectors" for f in report.errors):
+        return
+    from memstrata.retrieval.indexing import dense_text
+
+    try:
+        tallies = [t for t in memory.docs.session_tallies()
+                   if t.units and not t.scope.tenant_id.startswith("#")]
+    except NotImplementedError as exc:
+        report.skipped.append(f"vector sample against fresh encodings: {exc}")
+        return
+    step = max(1, len(tallies) // sample)
+    units = []
+    for t in tallies[::step][:sample]:
+        found = memory.docs.session_units(t.scope, t.session_id)
+        if found:
+            units.append(found[len(found) // 2])
+    if not units:
+        return
+    report.checked.append("vector sample against fresh encodings")
+    stored = read([u.id for u in units])
+    fresh = memory.embedder.embed_documents([dense_text(u) for u in units])
+    off = [f"{u.id} ({where(u.scope, u.session_id)})" for u, v in zip(units, fresh)
+           if u.id in stored and float(stored[u.id] @ v) < COMPARE_MIN_COSINE]
+    if off:
+        path = str(getattr(memory.vectors, "path", ""))
+        report.findings.append(_store_finding("vectors", path, [
+            f"{len(off)} of {len(units)} sampled vectors differ from a fresh encoding of their "
+            f"L0 unit: {', '.join(off[:3])}" + (" ..." if len(off) > 3 else "")]))
 
 
 # -- counts -----------------------------------------------------------------------
@@ -131,11 +249,17 @@ def _sqlite_findings(path: Path, quick: bool) -> list[Finding]:
 def check_totals(docs: DocStore, vectors: VectorStore, lexical: LexicalStore,
                  report: CheckReport) -> None:
     """Whole-store counts: every L0 unit has one vector and one BM25 document."""
+    check_vector_store(vectors, report)
     units = int(docs.stats(None)["units"])
-    report.totals = {"units": units, "vectors": vectors.count(None),
-                     "lexical": lexical.count(None)}
+    report.totals = {"units": units}
+    for label, store, key in (("vectors", vectors, "vectors"), ("lexical", lexical, "lexical")):
+        try:
+            report.totals[key] = store.count(None)
+        except StoreError as exc:
+            report.findings.append(_store_finding(label, str(getattr(store, "path", store.name)),
+                                                  [f"cannot count its records: {exc}"]))
     report.checked.append("totals")
-    if len(set(report.totals.values())) > 1:
+    if len(report.totals) == 3 and len(set(report.totals.values())) > 1:
         t = report.totals
         report.findings.append(Finding(
             "error", "totals", "all sessions",
@@ -183,7 +307,12 @@ def check_stores(docs: DocStore, vectors: VectorStore, lexical: LexicalStore,
     report.checked.append("per-session counts and digests")
     per_session: dict[str, VectorStore | LexicalStore] = {"vectors": vectors,
                                                            "BM25 documents": lexical}
-    unsupported: set[str] = set()
+    # A store found damaged as a whole is rebuilt as a whole: counting it per session
+    # would only repeat its damage once per session.
+    unsupported: set[str] = {label for label, key in (("vectors", "vectors"),
+                                                      ("BM25 documents", "lexical"),
+                                                      ("session", "session-lexical"))
+                             if key in report.stores_to_rebuild()}
     for n, tally in enumerate(tallies, 1):
         scope, sid = tally.scope, tally.session_id
         here = where(scope, sid)
@@ -201,6 +330,12 @@ def check_stores(docs: DocStore, vectors: VectorStore, lexical: LexicalStore,
             except NotImplementedError as exc:
                 unsupported.add(label)
                 report.skipped.append(f"{label} per session: {exc}")
+            except StoreError as exc:
+                unsupported.add(label)
+                key = "vectors" if label == "vectors" else "lexical"
+                report.findings.append(_store_finding(
+                    key, str(getattr(store, "path", store.name)),
+                    [f"cannot count a session's records: {exc}"]))
         if len(set(counts.values())) > 1:
             add("counts", ", ".join(f"{k} {v}" for k, v in counts.items())
                 + " (they must be equal)")
@@ -213,6 +348,11 @@ def check_stores(docs: DocStore, vectors: VectorStore, lexical: LexicalStore,
             except NotImplementedError as exc:
                 unsupported.add("session")
                 report.skipped.append(f"whole-session BM25 per session: {exc}")
+            except StoreError as exc:
+                unsupported.add("session")
+                report.findings.append(_store_finding(
+                    "session-lexical", str(getattr(session_lexical, "path", "")),
+                    [f"cannot count a session's document: {exc}"]))
         if tally.digest is None:
             add("unfinished", f"written but never finished ({tally.turns} raw turns, "
                 f"{tally.units} L0 units, no digest): an ingest or append stopped part way")
@@ -247,22 +387,30 @@ def _sqlite_path(docs: DocStore) -> Path | None:
 
 
 def check_memory(memory: Any, *, deep: bool = True,
-                 progress: Callable[[int, int], None] | None = None) -> CheckReport:
+                 progress: Callable[[int, int], None] | None = None,
+                 report: CheckReport | None = None) -> CheckReport:
     """Check an open :class:`~memstrata.memory.Memory`.
 
-    ``deep=False`` is the cheap part ``memstrata serve`` runs on start: SQLite's
-    ``quick_check`` and the whole-store totals. ``deep=True`` adds SQLite's full
-    ``integrity_check`` and every per-session check.
+    ``deep=False`` is the cheap part: SQLite's ``quick_check``, the BM25 segment
+    footers and checksums, the vector store's readability with a small sample
+    decoded, and the whole-store totals. ``deep=True`` runs SQLite's full
+    ``integrity_check``, decodes more vectors, compares a sample with fresh
+    encodings and adds every per-session check. Checks already in
+    ``report.checked`` (run before the data dir was opened) are not repeated.
     """
-    report = CheckReport(data_dir=Path(memory.settings.data_dir))
+    if report is None:
+        report = CheckReport(data_dir=Path(memory.settings.data_dir))
     path = _sqlite_path(memory.docs)
-    if path is not None:
+    if path is not None and not any(c.startswith("sqlite ") for c in report.checked):
         report.checked.append("sqlite " + ("integrity_check" if deep else "quick_check"))
         report.findings += _sqlite_findings(path, quick=not deep)
-        if report.errors:
-            return report  # the other checks read the same damaged file
+    if any(f.kind == "integrity" for f in report.errors):
+        return report  # the other checks read the same damaged file
+    check_index_files(memory.settings, report)
+    check_vector_store(memory.vectors, report, decode=DECODE_DEEP if deep else DECODE_QUICK)
     check_totals(memory.docs, memory.vectors, memory.lexical, report)
     if deep:
+        compare_vector_sample(memory, report)
         check_stores(memory.docs, memory.vectors, memory.lexical, memory.session_lexical,
                      report=report, progress=progress)
     return report

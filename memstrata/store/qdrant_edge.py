@@ -11,6 +11,7 @@ blocks for roughly a minute per 100k newly written points on two cores.
 from __future__ import annotations
 
 import threading
+import uuid
 from collections.abc import Collection, Sequence
 from pathlib import Path
 
@@ -18,7 +19,7 @@ import numpy as np
 import qdrant_edge as qe
 
 from memstrata.model import Scope
-from memstrata.store._errors import guard
+from memstrata.store._errors import _is_rust_panic, guard
 from memstrata.store.types import Hit, StoreError, VectorRecord, VectorStore
 
 BACKEND = "qdrant-edge"
@@ -29,6 +30,8 @@ _BATCH = 1024
 # sends small scopes (<~6k points at dim 384) to an exact scan over the payload
 # index, which is both exact and faster than walking the graph with a filter.
 _HNSW_M, _HNSW_EF_CONSTRUCT, _FULL_SCAN_THRESHOLD_KB = 16, 100, 10_000
+#: A sample of stored vectors is read from this many places spread over the id space.
+_SAMPLE_WINDOWS = 16
 
 
 def _to_list(vector: np.ndarray, dim: int) -> list[float]:
@@ -75,6 +78,68 @@ def _scope_conditions(scope: Scope) -> list[qe.ConditionType]:
 
 def _has_shard(path: Path) -> bool:
     return (path / "edge_config.json").exists() or (path / "segments").is_dir()
+
+
+#: What an open that fails on the shard's own files adds: the way out.
+REBUILD_HINT = ("if its files are damaged, `memstrata check` names the damage and `memstrata "
+                "check --repair` moves the shard aside and rebuilds it from the L0 units in the "
+                "doc store")
+
+
+def _load(path: Path, config: qe.EdgeConfig) -> qe.EdgeShard:
+    try:
+        return qe.EdgeShard.load(str(path), config)
+    except BaseException as exc:  # the engine's own error (or panic), with the fix appended
+        if not isinstance(exc, Exception) and not _is_rust_panic(exc):
+            raise
+        raise StoreError(f"{BACKEND}: open shard at {path} failed: {type(exc).__name__}: "
+                         f"{exc}; {REBUILD_HINT}") from exc
+
+
+def _reraise_interrupts(exc: BaseException) -> None:
+    """Let Ctrl-C and exits through; an engine error or a Rust panic is a finding."""
+    if not isinstance(exc, Exception) and not _is_rust_panic(exc):
+        raise exc
+
+
+def _as_vector(value: object) -> list[float] | None:
+    """A point's vector as the binding returns it (a list; a dict when it has none)."""
+    if isinstance(value, list):
+        return value
+    if isinstance(value, dict) and len(value) == 1:
+        only = next(iter(value.values()))
+        return only if isinstance(only, list) else None
+    return None
+
+
+def vector_problems(vectors: Sequence[object], dim: int) -> list[str | None]:
+    """Per stored vector, why it is unusable (None: fine); cosine points are unit-length.
+
+    Checked a page at a time with numpy: a point-by-point check cost more than
+    reading the points.
+    """
+    out: list[str | None] = [None] * len(vectors)
+    rows: list[list[float]] = []
+    at: list[int] = []
+    for i, raw in enumerate(vectors):
+        v = _as_vector(raw)
+        if v is None:
+            out[i] = "no vector"
+        elif len(v) != dim:
+            out[i] = f"{len(v)} dimensions instead of {dim}"
+        else:
+            rows.append(v)
+            at.append(i)
+    if rows:
+        arr = np.asarray(rows, dtype=np.float64)
+        finite = np.asarray(np.isfinite(arr).all(axis=1)).tolist()
+        norms: list[float] = np.linalg.norm(np.where(np.isfinite(arr), arr, 0.0), axis=1).tolist()
+        for i, ok, norm in zip(at, finite, norms):
+            if not ok:
+                out[i] = "NaN or infinity"
+            elif abs(float(norm) - 1.0) > 1e-2:
+                out[i] = f"length {float(norm):.3g} instead of 1"
+    return out
 
 
 class QdrantEdgeVectorStore(VectorStore):
@@ -128,7 +193,7 @@ class QdrantEdgeVectorStore(VectorStore):
                 raise StoreError(f"{BACKEND}: no shard at {self.path} (nothing ingested yet?)")
             if _has_shard(self.path):
                 # Passing the config makes the engine reject a different vector size.
-                self._shard = qe.EdgeShard.load(str(self.path), config)
+                self._shard = _load(self.path, config)
             else:
                 self.path.mkdir(parents=True, exist_ok=True)
                 self._shard = qe.EdgeShard.create(str(self.path), config)
@@ -231,6 +296,106 @@ class QdrantEdgeVectorStore(VectorStore):
             self._open()
             return int(self._shard.count(qe.CountRequest(exact=True,
                                                          filter=qe.Filter(must=must))))
+
+    # -- verification (``memstrata check``) -------------------------------
+    def verify(self, *, decode: int | None = None, page: int = 512) -> list[str]:
+        """What a read of the stored vectors finds wrong (empty: sound).
+
+        Qdrant Edge opens a shard whose vector file lost its tail without a
+        word: a mutable segment then fails every search that reaches a lost
+        vector, and an indexed one reads zeros (as points without a vector, so
+        search never finds them). Three reads see it: how many points still
+        have a vector, one exact (brute-force) scan that touches every stored
+        vector, and ``decode`` points (all of them when None) read back with
+        their vectors, each checked for its dimension, finite values and unit
+        length (cosine points are stored normalised) and its scope payload.
+        """
+        problems: list[str] = []
+        with self._lock:
+            self._open()
+            try:
+                total = int(self._shard.count(qe.CountRequest(exact=True)))
+                with_vector = int(self._shard.count(qe.CountRequest(
+                    exact=True, filter=qe.Filter(must=[qe.HasVectorCondition("")]))))
+            except BaseException as exc:  # any engine failure (a panic too) is the finding
+                _reraise_interrupts(exc)
+                return [f"cannot count its points: {type(exc).__name__}: {exc}"]
+            if with_vector != total:
+                problems.append(f"{total - with_vector} of {total} points have no vector "
+                                "(their vector data is gone)")
+            if total:
+                probe = [1.0] + [0.0] * (self.dim - 1)
+                try:
+                    self._shard.query(qe.QueryRequest(
+                        limit=1, query=qe.Query.Nearest(probe),
+                        params=qe.SearchParams(exact=True)))
+                except BaseException as exc:
+                    _reraise_interrupts(exc)
+                    problems.append(f"an exact scan over every vector fails: "
+                                    f"{type(exc).__name__}: {exc}")
+            problems += self._decode(total if decode is None else min(decode, total), page,
+                                     total)
+        return problems
+
+    def _decode(self, wanted: int, page: int, total: int) -> list[str]:
+        """Read ``wanted`` points back with vectors and payload; what is wrong with them.
+
+        Fewer than all: taken from :data:`_SAMPLE_WINDOWS` places spread over the
+        id space, since an indexed segment stores its points in id order and a
+        file cut short loses the highest ids only.
+        """
+        bad: dict[str, str] = {}
+        seen: set[str] = set()
+        if wanted >= total:
+            starts: list[str | None] = [None]
+            each = wanted
+        else:
+            windows = max(1, min(_SAMPLE_WINDOWS, wanted))
+            starts = [str(uuid.UUID(int=k * ((1 << 128) // windows))) for k in range(windows)]
+            each = -(-wanted // windows)
+        try:
+            for start in starts:
+                offset: int | uuid.UUID | str | None = start
+                taken = 0
+                while taken < each:
+                    points, offset = self._shard.scroll(qe.ScrollRequest(
+                        offset=offset, limit=min(page, each - taken), with_vector=True,
+                        with_payload=["tenant_id", "user_id", "session_id"]))
+                    vectors = [p.vector for p in points]
+                    for p, why in zip(points, vector_problems(vectors, self.dim)):
+                        payload = p.payload or {}
+                        if why is None and not all(isinstance(payload.get(k), str) for k in
+                                                   ("tenant_id", "user_id", "session_id")):
+                            why = "its tenant, user or session payload is missing"
+                        if why is not None:
+                            bad[str(p.id)] = why
+                        seen.add(str(p.id))
+                    taken += len(points)
+                    if offset is None or not points:
+                        break
+        except BaseException as exc:
+            _reraise_interrupts(exc)
+            return [f"reading points back with their vectors fails after {len(seen)}: "
+                    f"{type(exc).__name__}: {exc}"]
+        if not bad:
+            return []
+        shown = ", ".join(f"{i} ({why})" for i, why in list(bad.items())[:3])
+        return [f"{len(bad)} of {len(seen)} points read back are unusable: {shown}"
+                + (" ..." if len(bad) > 3 else "")]
+
+    def read_vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """The stored vectors of these point ids (ids without a usable vector are left out)."""
+        if not ids:
+            return {}
+        with guard(BACKEND, f"retrieve {len(ids)} vectors"):
+            self._open()
+            records = self._shard.retrieve(list(ids), None, True)
+        out: dict[str, np.ndarray] = {}
+        for r in records:
+            v = _as_vector(r.vector)
+            if v is not None and len(v) == self.dim:
+                out[self._ids.text(r.id)] = np.asarray(v, dtype=np.float32)
+        return out
 
     # -- lifecycle --------------------------------------------------------
     def optimize(self) -> bool:

@@ -9,7 +9,10 @@ exactly the terms the index holds.
 
 from __future__ import annotations
 
+import json
+import struct
 import threading
+import zlib
 from collections.abc import Collection, Sequence
 from pathlib import Path
 
@@ -26,6 +29,108 @@ _SEARCH_FIELDS = ("text", "keywords")
 _MAX_CACHED_IDS = 200_000
 #: Distinct query terms kept (in order of first appearance); longer queries are clipped.
 MAX_QUERY_TERMS = 256
+
+
+#: What an open that fails on the index's own files adds: the way out.
+REBUILD_HINT = ("if its files are damaged, `memstrata check` names the damage and `memstrata "
+                "check --repair` moves the index aside and rebuilds it from the L0 units in the "
+                "doc store")
+#: The files every segment has (tantivy's segment components), by extension.
+_SEGMENT_FILES = ("idx", "pos", "term", "store", "fast", "fieldnorm")
+#: tantivy ends each file with a JSON footer (version, CRC-32 of the body), its length
+#: (u32) and this magic number (u32), little-endian.
+_FOOTER_MAGIC = 1337
+_CHUNK = 1 << 20
+
+
+def _file_problem(path: Path, checksum: bool) -> str | None:
+    """Why one segment file is damaged (missing, cut short, or its checksum differs)."""
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as f:
+            if size < 8:
+                return f"{path.name}: cut short ({size} bytes)"
+            f.seek(size - 8)
+            length, magic = struct.unpack("<II", f.read(8))
+            if magic != _FOOTER_MAGIC or length > size - 8:
+                return f"{path.name}: no valid footer (cut short or overwritten)"
+            body = size - 8 - length
+            f.seek(body)
+            try:
+                footer = json.loads(f.read(length))
+                expected = int(footer["crc"])
+            except (ValueError, KeyError, TypeError):
+                return f"{path.name}: its footer cannot be read"
+            if not checksum:
+                return None
+            f.seek(0)
+            crc, left = 0, body
+            while left:
+                chunk = f.read(min(_CHUNK, left))
+                if not chunk:
+                    return f"{path.name}: cut short"
+                crc = zlib.crc32(chunk, crc)
+                left -= len(chunk)
+    except FileNotFoundError:
+        return f"{path.name}: missing"
+    except OSError as exc:
+        return f"{path.name}: cannot be read ({exc})"
+    return None if crc == expected else f"{path.name}: checksum mismatch (its content changed)"
+
+
+def _segment_files(meta: dict[str, object]) -> list[str]:
+    names: list[str] = []
+    segments = meta.get("segments")
+    if not isinstance(segments, list):
+        raise ValueError("no segment list")
+    for seg in segments:
+        base = str(seg["segment_id"]).replace("-", "")
+        names += [f"{base}.{ext}" for ext in _SEGMENT_FILES]
+        deletes = seg.get("deletes")
+        if deletes:
+            names.append(f"{base}.{int(deletes['opstamp'])}.del")
+    return names
+
+
+def verify_index_files(path: str | Path, *, checksum: bool = True,
+                       attempts: int = 3) -> list[str]:
+    """What is wrong with the index files at ``path`` (empty: sound), without opening it.
+
+    Reads ``meta.json`` and, for every segment it lists, each file's footer
+    and (``checksum``) the CRC-32 of its content, as tantivy wrote it: a
+    file cut short makes tantivy refuse to open the index, and one
+    overwritten in the middle opens and answers from the damaged bytes.
+    Segment files never change once written, so this reads safely beside a
+    writing process; a file that a merge removed meanwhile is read again
+    from the newer ``meta.json`` (``attempts`` times at most).
+    """
+    root = Path(path)
+    if not root.is_dir():
+        return []
+    meta_path = root / "meta.json"
+    problems: list[str] = []
+    for _ in range(max(1, attempts)):
+        try:
+            text = meta_path.read_text()
+        except FileNotFoundError:
+            if any(p.suffix.lstrip(".") in _SEGMENT_FILES for p in root.iterdir()):
+                return ["meta.json: missing (the index would open empty)"]
+            return []
+        except OSError as exc:
+            return [f"meta.json: cannot be read ({exc})"]
+        try:
+            names = _segment_files(json.loads(text))
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            return [f"meta.json: cannot be read ({type(exc).__name__}: {exc})"]
+        problems = [why for name in names
+                    if (why := _file_problem(root / name, checksum)) is not None]
+        try:
+            unchanged = meta_path.read_text() == text
+        except OSError:
+            unchanged = False
+        if not problems or unchanged:
+            return problems
+    return problems
 
 
 def _schema() -> tv.Schema:
@@ -73,7 +178,11 @@ class TantivyLexicalStore(LexicalStore):
                 raise StoreError(f"{BACKEND}: no index at {self.path} (nothing ingested yet?)")
             self.path.mkdir(parents=True, exist_ok=True)
             self._schema = _schema()
-            self._index = tv.Index(self._schema, path=str(self.path), reuse=True)
+            try:
+                self._index = tv.Index(self._schema, path=str(self.path), reuse=True)
+            except ValueError as exc:  # the engine's error on a damaged file, with the fix
+                raise StoreError(f"{BACKEND}: open index at {self.path} failed: {exc}; "
+                                 f"{REBUILD_HINT}") from exc
             # A writer reloads explicitly after each commit (the file watcher would
             # lag); a reader follows the writer's commits.
             self._index.config_reader(reload_policy="OnCommit" if read_only else "manual")
@@ -234,6 +343,10 @@ class TantivyLexicalStore(LexicalStore):
                 (tv.Occur.Must, tv.Query.term_set_query(self._schema, "session_id", sessions))
             )
         return tv.Query.boolean_query(must)
+
+    def verify(self, *, checksum: bool = True) -> list[str]:
+        """What is wrong with this index's files (:func:`verify_index_files`)."""
+        return verify_index_files(self.path, checksum=checksum)
 
     # -- lifecycle --------------------------------------------------------
     def flush(self) -> None:

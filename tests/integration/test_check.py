@@ -60,7 +60,8 @@ def test_a_sound_data_dir_passes(memory: Memory):
     report = check_memory(memory)
     assert report.ok, [f.line() for f in report.findings]
     assert report.sessions == 4 and report.totals["units"] == report.totals["vectors"] > 0
-    assert report.checked == ["sqlite integrity_check", "totals",
+    assert report.checked == ["sqlite integrity_check", "BM25 index files", "vector store",
+                              "totals", "vector sample against fresh encodings",
                               "per-session counts and digests"]
 
 
