@@ -15,7 +15,11 @@ diagnosis) live in :mod:`memstrata.kafka_security`.
 from __future__ import annotations
 
 import json
+import os
+import secrets
 import ssl
+import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -24,12 +28,41 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from memstrata.wire import TURNS_TOPIC
 
-__all__ = ["BROKER_FILE", "KafkaSettings", "read_broker_file"]
+__all__ = ["BROKER_FILE", "BrokerLogin", "KafkaSettings", "read_broker_file", "recorded_broker",
+           "write_broker_file", "write_private"]
 
 P = "MEMSTRATA_KAFKA_"
 
-#: File in the data dir where ``memstrata up`` records the broker it started.
+#: File in the data dir where ``memstrata up`` records the broker it started (mode 0600).
 BROKER_FILE = "stream-broker.json"
+
+
+@dataclass(frozen=True, repr=False)
+class BrokerLogin:
+    """The SASL login of the embedded broker: generated at each start, never logged."""
+
+    username: str
+    password: str
+    mechanism: Literal["SCRAM-SHA-256", "SCRAM-SHA-512"] = "SCRAM-SHA-256"
+
+    @classmethod
+    def generate(cls) -> "BrokerLogin":
+        return cls("memstrata", secrets.token_urlsafe(32))
+
+    def __repr__(self) -> str:
+        return f"BrokerLogin({self.username!r}, mechanism={self.mechanism!r})"
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write ``path`` atomically, readable by its owner only (0600 from the first byte)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.unlink(missing_ok=True)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    try:
+        os.write(fd, text.encode("utf-8"))
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
 
 
 class KafkaSettings(BaseSettings):
@@ -76,6 +109,12 @@ class KafkaSettings(BaseSettings):
     ssl_check_hostname: bool = True
     #: Seconds a failed start waits for a broker while it diagnoses the failure.
     diagnose_timeout_s: float = Field(10.0, gt=0, le=120)
+    #: The embedded broker (``serve``/``up``) runs in a network namespace of its own,
+    #: reachable only through its SASL gate. ``auto``: when the kernel allows unprivileged
+    #: user namespaces, else on the host loopback with a warning (any local process can
+    #: then reach tansu directly); ``namespace``: refuse to start without it; ``none``:
+    #: never (tansu on the host loopback).
+    embedded_isolation: Literal["auto", "namespace", "none"] = "auto"
 
     @model_validator(mode="after")
     def _check(self) -> "KafkaSettings":
@@ -96,6 +135,29 @@ class KafkaSettings(BaseSettings):
         return self
 
     # -- brokers ---------------------------------------------------------------
+    def resolve(self, data_dir: Path) -> "KafkaSettings":
+        """These settings with the brokers resolved (:meth:`resolve_brokers`).
+
+        When the address comes from the broker ``memstrata up``/``serve`` recorded, its
+        per-start SASL login comes along (unless TLS/SASL were set by hand).
+        """
+        if self.brokers:
+            return self
+        recorded = recorded_broker(data_dir)
+        if recorded is None:
+            return self.model_copy(update={"brokers": self.resolve_brokers(data_dir)})
+        brokers, login = recorded
+        if login is None or self.security_protocol != "PLAINTEXT":
+            return self.model_copy(update={"brokers": brokers})
+        return self.with_login(brokers, login)
+
+    def with_login(self, brokers: str, login: BrokerLogin) -> "KafkaSettings":
+        """A copy that reaches ``brokers`` over SASL (no TLS: loopback only) as ``login``."""
+        return self.model_copy(update={
+            "brokers": brokers, "security_protocol": "SASL_PLAINTEXT",
+            "sasl_mechanism": login.mechanism, "sasl_username": login.username,
+            "sasl_password": SecretStr(login.password)})
+
     def resolve_brokers(self, data_dir: Path) -> str:
         """The brokers to use: the setting, else the address ``memstrata up`` recorded."""
         if self.brokers:
@@ -154,8 +216,25 @@ class KafkaSettings(BaseSettings):
         return kwargs
 
 
-def read_broker_file(data_dir: Path) -> str | None:
-    """The broker address recorded by a running ``memstrata up``, if any."""
+def write_broker_file(data_dir: Path, brokers: str, *, login_file: Path | None = None,
+                      login: BrokerLogin | None = None, isolated: bool | None = None) -> Path:
+    """Record the embedded broker for commands in other shells (0600).
+
+    The login's password stays in ``login_file`` (0600, in a 0700 directory); this
+    file names it, relative to the data dir.
+    """
+    info: dict[str, Any] = {"brokers": brokers, "pid": os.getpid(), "started": time.time()}
+    if login is not None and login_file is not None:
+        info["sasl"] = {"mechanism": login.mechanism, "username": login.username,
+                        "password_file": os.path.relpath(login_file, data_dir)}
+    if isolated is not None:
+        info["isolated"] = isolated
+    path = data_dir / BROKER_FILE
+    write_private(path, json.dumps(info))
+    return path
+
+
+def _recorded(data_dir: Path) -> dict[str, Any] | None:
     path = data_dir / BROKER_FILE
     try:
         info = json.loads(path.read_text(encoding="utf-8"))
@@ -167,7 +246,34 @@ def read_broker_file(data_dir: Path) -> str | None:
     if isinstance(pid, int) and not pid_alive(pid):
         return None  # left behind by a `memstrata up` that did not stop cleanly
     brokers = info.get("brokers")
-    return brokers if isinstance(brokers, str) and brokers else None
+    return info if isinstance(brokers, str) and brokers else None
+
+
+def read_broker_file(data_dir: Path) -> str | None:
+    """The broker address recorded by a running ``memstrata up``, if any."""
+    info = _recorded(data_dir)
+    return None if info is None else str(info["brokers"])
+
+
+def recorded_broker(data_dir: Path) -> tuple[str, BrokerLogin | None] | None:
+    """The recorded broker's address and SASL login (None: no broker recorded).
+
+    PermissionError when the login file exists but is not ours to read.
+    """
+    info = _recorded(data_dir)
+    if info is None:
+        return None
+    sasl = info.get("sasl")
+    if not isinstance(sasl, dict):
+        return str(info["brokers"]), None
+    try:
+        password = (data_dir / str(sasl["password_file"])).read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        return None  # the broker stopped between the two reads
+    mechanism = sasl.get("mechanism", "SCRAM-SHA-256")
+    if mechanism not in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
+        raise ValueError(f"{data_dir / BROKER_FILE}: unknown SASL mechanism {mechanism!r}")
+    return str(info["brokers"]), BrokerLogin(str(sasl["username"]), password, mechanism)
 
 
 def pid_alive(pid: int) -> bool:

@@ -34,17 +34,19 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from memstrata.config import defaults
-from memstrata.kafka import KafkaSettings
+from memstrata.kafka import BrokerLogin, KafkaSettings, write_private
 from memstrata.kafka_security import kafka_client_kwargs, start_checked
 from streams.topics import TopicSpec
 
-__all__ = ["PID_FILE", "BrokerError", "EmbeddedBroker", "ensure_topics", "free_port",
-           "stop_stale_broker", "wait_for_port"]
+__all__ = ["LOGIN_FILE", "PID_FILE", "BrokerError", "EmbeddedBroker", "GuardedBroker",
+           "ensure_topics", "free_port", "stop_stale_broker", "wait_for_port"]
 
 log = logging.getLogger("memstrata.stream")
 
 #: Written into the broker's state dir while it runs: pid, port, and who started it.
 PID_FILE = "tansu.json"
+#: The guarded broker's SASL password, in its state dir (0600 in a 0700 dir) while it runs.
+LOGIN_FILE = "client.secret"
 _PR_SET_PDEATHSIG = 1
 
 
@@ -108,9 +110,12 @@ def _cmdline(pid: int) -> list[str]:
 
 
 def _ours(cmd: Sequence[str], port: int) -> bool:
-    """A tansu broker on our loopback listener (what :meth:`EmbeddedBroker.start` runs)."""
-    return (len(cmd) > 2 and "tansu" in Path(cmd[0]).name and cmd[1] == "broker"
-            and any(a.endswith(f":{port}") for a in cmd) and "memory://tansu/" in cmd)
+    """A tansu broker on our loopback listener (what :meth:`EmbeddedBroker.start` runs),
+    or the gate in front of one (:class:`GuardedBroker`)."""
+    on_port = any(a.endswith(f":{port}") for a in cmd)
+    gate = len(cmd) > 2 and cmd[1:3] == ["-m", GATE_MODULE]
+    return on_port and (gate or (len(cmd) > 2 and "tansu" in Path(cmd[0]).name
+                                 and cmd[1] == "broker" and "memory://tansu/" in cmd))
 
 
 def _wait_gone(pid: int, start: int, timeout_s: float) -> bool:
@@ -153,6 +158,9 @@ def stop_stale_broker(state_dir: Path) -> int | None:
         pass
     path.unlink(missing_ok=True)
     return pid
+
+
+GATE_MODULE = "streams.broker_gate"
 
 
 def _die_with_parent() -> Callable[[], None] | None:
@@ -280,13 +288,156 @@ class EmbeddedBroker:
             self._log = None
 
     def create_topics(self, specs: Sequence[TopicSpec]) -> None:
-        asyncio.run(ensure_topics(self.address, specs))
+        asyncio.run(ensure_topics(self.address, specs, kafka=self.client_settings()))
+
+    def client_settings(self, base: KafkaSettings | None = None) -> KafkaSettings:
+        """Kafka settings that reach this broker (``base``'s other fields kept)."""
+        return (base or defaults(KafkaSettings)).model_copy(update={"brokers": self.address})
 
     def __enter__(self) -> "EmbeddedBroker":
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class GuardedBroker(EmbeddedBroker):
+    """tansu in a network namespace of its own, reachable only through an SASL gate.
+
+    A child process (:mod:`streams.broker_gate`) holds the listening loopback socket,
+    moves into a new user and network namespace, starts tansu there and lets in only
+    clients that log in with :attr:`login`, a SCRAM secret generated for this start.
+    The password is kept in memory and, with a state dir, in ``client.secret`` there
+    (0600, the dir 0700) for the commands of other shells; the gate receives only
+    its SCRAM verifier. ``isolation``: see ``MEMSTRATA_KAFKA_EMBEDDED_ISOLATION``.
+    """
+
+    def __init__(self, log_dir: Path | None = None, host: str = "127.0.0.1",
+                 port: int | None = None, start_timeout_s: float = 20.0, *,
+                 isolation: str = "auto") -> None:
+        super().__init__(log_dir, host, port or 0, start_timeout_s)
+        self.port = port or 0
+        self.isolation = isolation
+        self.login = BrokerLogin.generate()
+        #: Whether tansu runs in its own network namespace (known once started).
+        self.isolated: bool | None = None
+        #: Why not, when it does not.
+        self.why_not_isolated: str | None = None
+        self.tansu_pid: int | None = None
+
+    @property
+    def login_file(self) -> Path | None:
+        return None if self.log_dir is None else self.log_dir / LOGIN_FILE
+
+    def client_settings(self, base: KafkaSettings | None = None) -> KafkaSettings:
+        return (base or defaults(KafkaSettings)).with_login(self.address, self.login)
+
+    def start(self) -> "GuardedBroker":
+        from streams.broker_gate import MECHANISMS, scram_verifier
+
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        status_r, status_w = os.pipe()
+        try:
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            listener.bind((self.host, self.port))
+            listener.listen(128)
+            self.port = int(listener.getsockname()[1])
+            if self.log_dir is not None:
+                self.log_dir.mkdir(parents=True, exist_ok=True)
+                os.chmod(self.log_dir, 0o700)
+                stop_stale_broker(self.log_dir)
+                write_private(self.log_dir / LOGIN_FILE, self.login.password)
+                self._log = (self.log_dir / "tansu.log").open("ab")
+            out = self._log if self._log is not None else subprocess.DEVNULL
+            cmd = [sys.executable, "-m", GATE_MODULE, "--public", self.address,
+                   "--listen-fd", str(listener.fileno()), "--status-fd", str(status_w),
+                   "--isolation", self.isolation, "--tansu", tansu_binary(),
+                   "--start-timeout", str(self.start_timeout_s)]
+            fds = (listener.fileno(), status_w)
+            self.proc = _Spawner.run(lambda: subprocess.Popen(
+                cmd, stdin=subprocess.PIPE, stdout=out, stderr=out, start_new_session=True,
+                preexec_fn=_die_with_parent(), pass_fds=fds))
+            os.close(status_w)
+            status_w = -1
+            listener.close()
+            verifiers = {m: scram_verifier(self.login.password, m).to_json() for m in MECHANISMS}
+            assert self.proc.stdin is not None
+            self.proc.stdin.write(json.dumps({"username": self.login.username,
+                                              "verifiers": verifiers}).encode() + b"\n")
+            self.proc.stdin.close()
+            self._write_pid_file()
+            status = self._read_status(status_r)
+            if not status.get("ok"):
+                raise BrokerError(str(status.get("error") or "the broker gate failed to start"))
+            self.isolated = bool(status.get("isolated"))
+            self.why_not_isolated = status.get("why_not")
+            self.tansu_pid = status.get("tansu_pid")
+            if not self.isolated and self.isolation == "auto":
+                log.warning(
+                    "the embedded broker runs on the host loopback, not in a network namespace "
+                    "of its own (%s): any local process can reach tansu directly, and tansu "
+                    "does not authenticate. Set MEMSTRATA_KAFKA_EMBEDDED_ISOLATION=namespace "
+                    "to refuse this, allow unprivileged user namespaces, or use a Kafka "
+                    "cluster with ACLs", self.why_not_isolated)
+            wait_for_port(self.host, self.port, self.start_timeout_s, self.proc)
+        except BaseException:
+            self.stop()
+            raise
+        finally:
+            listener.close()
+            os.close(status_r)
+            if status_w >= 0:
+                os.close(status_w)
+        return self
+
+    def _read_status(self, fd: int) -> dict[str, Any]:
+        import select
+
+        deadline = time.monotonic() + self.start_timeout_s + 5
+        buf = b""
+        while not buf.endswith(b"\n"):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise BrokerError(f"the broker gate did not start in {self.start_timeout_s:.0f} s")
+            ready, _, _ = select.select([fd], [], [], min(left, 0.5))
+            if ready:
+                chunk = os.read(fd, 4096)
+                if not chunk:
+                    code = self.proc.wait(5) if self.proc is not None else None
+                    raise BrokerError(f"the broker gate exited with status {code} while starting"
+                                      f" (see {self.log_dir}/tansu.log)" if self.log_dir else
+                                      f"the broker gate exited with status {code} while starting")
+                buf += chunk
+        return dict(json.loads(buf.decode()))
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        super().stop(timeout_s)
+        if self.login_file is not None:
+            self.login_file.unlink(missing_ok=True)
+
+    def tansu_rss_bytes(self) -> float:
+        """tansu's resident memory (0 when it is not running).
+
+        This tansu keeps every record in memory until its topic is deleted: it
+        ignores ``retention.*`` and cannot DeleteRecords (it drops the connection).
+        """
+        if self.tansu_pid is None:
+            return 0.0
+        try:
+            for line in Path(f"/proc/{self.tansu_pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    return float(line.split()[1]) * 1024
+        except OSError:
+            pass
+        return 0.0
+
+    def register_metrics(self, registry: Any) -> None:
+        """``memstrata_stream_broker_rss_bytes`` on a prometheus ``registry``."""
+        from prometheus_client import Gauge
+
+        Gauge("memstrata_stream_broker_rss_bytes",
+              "Resident memory of the embedded broker (it keeps every record until it stops).",
+              registry=registry).set_function(self.tansu_rss_bytes)
 
 
 async def ensure_topics(brokers: str, specs: Sequence[TopicSpec],

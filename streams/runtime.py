@@ -11,10 +11,7 @@ when it stops, so they share the one open :class:`~memstrata.memory.Memory`.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import os
-import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -22,24 +19,26 @@ from pathlib import Path
 from typing import Any
 
 from memstrata.config import Settings
+from memstrata.kafka import write_broker_file as _record_broker
 from memstrata.limits import TurnLimits
 from memstrata.llm.metrics import register_llm_metrics
 from streams import topics
 from streams.app import ExtraService, StreamApp, build_app
-from streams.broker import EmbeddedBroker, ensure_topics
+from streams.broker import GuardedBroker, ensure_topics
 from streams.metrics import StreamMetrics
-from streams.settings import BROKER_FILE, KafkaSettings, StreamSettings
+from streams.settings import KafkaSettings, StreamSettings
 
 __all__ = ["StoredTurns", "StreamRuntime", "write_broker_file"]
 
 log = logging.getLogger("memstrata.stream")
 
 
-def write_broker_file(data_dir: Path, brokers: str) -> Path:
-    path = data_dir / BROKER_FILE
-    path.write_text(json.dumps({"brokers": brokers, "pid": os.getpid(),
-                                "started": time.time()}), encoding="utf-8")
-    return path
+def write_broker_file(data_dir: Path, brokers: str, broker: GuardedBroker | None = None) -> Path:
+    """Record the embedded broker (0600): its address and where its login is kept."""
+    if broker is None:
+        return _record_broker(data_dir, brokers)
+    return _record_broker(data_dir, brokers, login=broker.login, login_file=broker.login_file,
+                          isolated=broker.isolated)
 
 
 class StoredTurns:
@@ -118,7 +117,7 @@ class StreamRuntime:
 
         data_dir = self.settings.data_dir
         data_dir.mkdir(parents=True, exist_ok=True)
-        broker: EmbeddedBroker | None = None
+        broker: GuardedBroker | None = None
         broker_file: Path | None = None
         memory = None
         try:
@@ -132,16 +131,22 @@ class StreamRuntime:
             memory = (self.open_memory or _open_memory)(settings)
             if embedded_broker:
                 # Stops a broker left running by a holder of this data dir that is gone.
-                broker = EmbeddedBroker(log_dir=data_dir / "broker").start()
+                broker = GuardedBroker(log_dir=data_dir / "broker",
+                                       isolation=self.kafka.embedded_isolation).start()
                 brokers = broker.address
-            else:
-                brokers = self.kafka.resolve_brokers(data_dir)
+                # Every client of this process (worker, services on its loop) logs in.
+                self.kafka = broker.client_settings(self.kafka)
+            else:  # the setting, else a recorded embedded broker and its login
+                self.kafka = self.kafka.resolve(data_dir)
+                brokers = str(self.kafka.brokers)
             asyncio.run(ensure_topics(brokers, topics.specs(
                 self.kafka.partitions, self.kafka.replication, turns=self.kafka.topic_turns),
                 kafka=self.kafka))
             metrics = self.metrics or StreamMetrics.create()
             # memstrata_llm_fallbacks_total: L0 windows the LLM failed to build.
             register_llm_metrics(metrics.registry, getattr(memory, "meter", None))
+            if broker is not None:
+                broker.register_metrics(metrics.registry)
             if self.stream.metrics_port:
                 metrics.serve(self.stream.metrics_port, self.stream.metrics_addr)
             app = build_app(memory, brokers, stream=self.stream, kafka=self.kafka,
@@ -151,7 +156,7 @@ class StreamRuntime:
             self.stored.watch(app)
             self.stream_app = app
             if broker is not None:
-                broker_file = write_broker_file(data_dir, brokers)
+                broker_file = write_broker_file(data_dir, brokers, broker)
                 app.on_fatal.append(broker.stop)
             if self.on_ready:
                 self.on_ready(brokers)

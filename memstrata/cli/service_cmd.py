@@ -14,7 +14,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Callable, Optional
+from typing import Annotated, Any, Callable, NoReturn, Optional
 
 import typer
 from rich.markup import escape
@@ -40,6 +40,13 @@ def _service_settings(data_dir: Path | None = None, **overrides: Any) -> Any:
     return _config(data_dir, **({"service": given} if given else {})).get(ServiceSettings)
 
 
+def _bad_keys_file(exc: Exception) -> NoReturn:
+    """A keys file that cannot be read or parsed: one line naming it, exit 2."""
+    err.print(f"[red]{escape(str(exc))}; fix it, or move it aside and add keys again with "
+              "`memstrata keys add TENANT`[/red]", soft_wrap=True)
+    raise typer.Exit(Exit.USAGE)
+
+
 def _keys_path(keys_file: Path | None, data_dir: Path | None) -> Path:
     if keys_file is not None:
         return keys_file
@@ -53,11 +60,13 @@ def keys_add(tenant: Annotated[str, typer.Argument(help="Tenant the key gives ac
     """Create an API key for TENANT: printed once, only its hash is stored."""
     from pydantic import ValidationError
 
-    from query_service.keys import add_key
+    from query_service.keys import KeysFileError, add_key
 
     path = _keys_path(keys_file, data_dir)
     try:
         key_id, key = add_key(path, tenant)
+    except KeysFileError as exc:
+        _bad_keys_file(exc)
     except ValidationError:
         err.print("[red]TENANT: letters, digits and . _ : @ / + - only, at most 128[/red]")
         raise typer.Exit(2) from None
@@ -69,12 +78,16 @@ def keys_add(tenant: Annotated[str, typer.Argument(help="Tenant the key gives ac
 @keys_app.command("list")
 def keys_list(keys_file: KeysFile = None, data_dir: DataDir = None) -> None:
     """Key ids, tenants and whether they are revoked (never the keys)."""
-    from query_service.keys import dump_for_display
+    from query_service.keys import KeysFileError, dump_for_display
 
     table = Table()
     for col in ("id", "tenant", "created", "revoked"):
         table.add_column(col)
-    for row in dump_for_display(_keys_path(keys_file, data_dir)):
+    try:
+        rows = dump_for_display(_keys_path(keys_file, data_dir))
+    except KeysFileError as exc:
+        _bad_keys_file(exc)
+    for row in rows:
         table.add_row(*(str(row[c]) for c in ("id", "tenant", "created", "revoked")))
     console.print(table)
 
@@ -83,10 +96,12 @@ def keys_list(keys_file: KeysFile = None, data_dir: DataDir = None) -> None:
 def keys_revoke(key_id: Annotated[str, typer.Argument(help="Key id (see `keys list`).")],
                 keys_file: KeysFile = None, data_dir: DataDir = None) -> None:
     """Revoke a key; a running service refuses it from its next call."""
-    from query_service.keys import revoke_key
+    from query_service.keys import KeysFileError, revoke_key
 
     try:
         tenant = revoke_key(_keys_path(keys_file, data_dir), key_id)
+    except KeysFileError as exc:
+        _bad_keys_file(exc)
     except KeyError:
         err.print(f"[red]no key {escape(key_id)!r}[/red]")
         raise typer.Exit(1) from None
@@ -116,7 +131,7 @@ def serve(
     MEMSTRATA_KAFKA_BROKERS set, or --no-stream, it runs the query service alone.
     It says "serving ..." only once it listens; a second Ctrl-C stops it without draining.
     """
-    from query_service.keys import read_keys_file
+    from query_service.keys import KeysFileError, read_keys_file
     from memstrata.cli.check_cmd import refuse_if_damaged
     from query_service.server import bind_problem
 
@@ -127,7 +142,7 @@ def serve(
              if v is not None}
     config = _config(data_dir, **({"service": given} if given else {}))
     settings = config.settings
-    refuse_if_damaged(settings.docs_path)
+    refuse_if_damaged(settings)
     svc = _service_settings(data_dir, **given)
     svc = svc.model_copy(update={"keys_file": keys_file or svc.keys_file
                                  or settings.data_dir / DEFAULT_KEYS_FILE})
@@ -139,7 +154,10 @@ def serve(
     if svc.metrics_port and (why := bind_problem(svc.host, svc.metrics_port)):
         _cannot_listen(svc.host, svc.metrics_port, why, "--metrics-port",
                        "MEMSTRATA_SERVICE_METRICS_PORT")
-    n_keys = len(read_keys_file(svc.keys_file).keys)
+    try:
+        n_keys = len(read_keys_file(svc.keys_file).keys)
+    except KeysFileError as exc:
+        _bad_keys_file(exc)
     marker = ServeMarker(settings.data_dir / SERVE_FILE)
 
     def banner(bound: int) -> str:
@@ -272,7 +290,7 @@ def _serve_with_stream(config: Any, svc: Any, listening: Callable[[Any], None]) 
         # keeps them in memory only): see query_service.publish.
         try:
             await run_server(memory, svc, handle_signals=False, on_listening=announce,
-                             kafka=kafka.model_copy(update={"brokers": brokers[-1]}),
+                             kafka=runtime.kafka,  # the embedded broker's address and login
                              controller_settings=config.get(ControllerSettings),
                              config=config, stored=runtime.stored,
                              extra_metrics=[stream_metrics.registry], turn_limits=turns)

@@ -58,13 +58,19 @@ def _turn_limits(config: Any, stream: Any = None) -> Any:
     return turns
 
 
-def _brokers(kafka: Any, data_dir: Path, given: str | None) -> str:
+def _resolved(kafka: Any, data_dir: Path, given: str | None) -> Any:
+    """``kafka`` with its brokers: ``given``, the setting, or the recorded embedded broker
+    (with that broker's per-start login)."""
     if given:
-        return given
+        return kafka.model_copy(update={"brokers": given})
     try:
-        return str(kafka.resolve_brokers(data_dir))
+        return kafka.resolve(data_dir)
     except LookupError as exc:
         err.print(f"[red]{escape(str(exc))}[/red]")
+        raise typer.Exit(2) from None
+    except (OSError, ValueError) as exc:
+        err.print(f"[red]cannot read the embedded broker's login: {escape(str(exc))}[/red]",
+                  soft_wrap=True)
         raise typer.Exit(2) from None
 
 
@@ -107,7 +113,8 @@ def produce(
         err.print(f"[red]{escape(why.replace('nothing to ingest', 'nothing to produce'))}[/red]",
                   soft_wrap=True)
         raise typer.Exit(Exit.USAGE)
-    address = _brokers(kafka, _settings(data_dir).data_dir, brokers)
+    kafka = _resolved(kafka, _settings(data_dir).data_dir, brokers)
+    address = str(kafka.brokers)
     report = ProduceReport()
     setup_logging(logging.WARNING)
     logging.getLogger("aiokafka").setLevel(logging.CRITICAL)  # a failure is reported below
@@ -193,8 +200,7 @@ def _run(data_dir: Path | None, embedded_broker: bool) -> None:
                           f"Ctrl-C twice stops now)", soft_wrap=True)
 
     if not embedded_broker:
-        kafka_brokers = _brokers(kafka, settings.data_dir, None)
-        kafka = kafka.model_copy(update={"brokers": kafka_brokers})
+        kafka = _resolved(kafka, settings.data_dir, None)
     runtime = StreamRuntime(settings, stream=stream, kafka=kafka, on_ready=ready,
                             turns=_turn_limits(_config(data_dir), stream))
     try:

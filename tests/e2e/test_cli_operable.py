@@ -28,6 +28,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -122,11 +123,12 @@ def _healthy_now(address: str) -> bool:
     return reply.status == health_pb2.HealthCheckResponse.SERVING
 
 
-def _events(brokers: str, topic: str) -> int:
+def _events(brokers: str, topic: str, kafka: Any = None) -> int:
     """How many events the broker holds in ``topic`` (bounded: never hangs a test)."""
     from memstrata.offsets import topic_ends
 
-    return sum(asyncio.run(asyncio.wait_for(topic_ends(brokers, [topic]), 40)).values())
+    return sum(asyncio.run(asyncio.wait_for(topic_ends(brokers, [topic], kafka=kafka),
+                                            40)).values())
 
 
 def _one_line_error(text: str) -> None:
@@ -178,8 +180,11 @@ def test_serve_listens_before_it_says_so_and_a_second_signal_stops_it_now(
                     env=_env(data, PAUSED_CLI_SENDS=str(8 * PER_SESSION)),
                     module="tests.support.paused_cli")
     brokers = json.loads((data / BROKER_FILE).read_text())["brokers"]
+    from memstrata.kafka import KafkaSettings
+
+    kafka = KafkaSettings().resolve(data)  # the embedded broker's per-start login
     deadline = time.monotonic() + 60
-    while _events(brokers, topics.TURNS) < 4 * PER_SESSION:  # a few sessions sent whole
+    while _events(brokers, topics.TURNS, kafka) < 4 * PER_SESSION:  # a few sessions sent whole
         assert time.monotonic() < deadline and produce.proc.poll() is None, produce.text
         time.sleep(0.05)
     produce.proc.send_signal(signal.SIGINT)
@@ -191,14 +196,14 @@ def test_serve_listens_before_it_says_so_and_a_second_signal_stops_it_now(
     sent, total, whole, sessions, closed = map(int, m.groups())
     assert total == SESSIONS * PER_SESSION and sessions == SESSIONS
     assert 0 < sent < total and whole == closed == sent // PER_SESSION > 0
-    assert _events(brokers, topics.CONTROL) == closed
+    assert _events(brokers, topics.CONTROL, kafka) == closed
 
     # Ctrl-C, while the whole backlog is sent again (what the worker stored is skipped,
     # but read), starts a drain of up to 600 s that waits for what arrives meanwhile too:
     # it cannot have ended when SIGTERM comes, which stops it at once.
     procs(tmp_path / "produce2.log", "produce", str(backlog), env=_env(data))
     deadline = time.monotonic() + 60
-    while _events(brokers, topics.TURNS) < sent + 4 * PER_SESSION:
+    while _events(brokers, topics.TURNS, kafka) < sent + 4 * PER_SESSION:
         assert time.monotonic() < deadline, serve.text
         time.sleep(0.05)
     serve.proc.send_signal(signal.SIGINT)

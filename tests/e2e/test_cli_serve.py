@@ -72,8 +72,12 @@ def _ingest_then_answer(address: str, key: str, data: Path) -> None:
         from streams.settings import BROKER_FILE
         from streams.worker import wait_drained
 
+        from memstrata.kafka import KafkaSettings
+
         brokers = json.loads((data / BROKER_FILE).read_text())["brokers"]
-        assert asyncio.run(wait_drained(brokers, "memstrata-stream", 60)), "worker not drained"
+        kafka = KafkaSettings().resolve(data)  # the embedded broker's per-start login
+        assert asyncio.run(wait_drained(brokers, "memstrata-stream", 60, kafka=kafka)), \
+            "worker not drained"
         assert "2024-06-02-canoe" not in [h.session_id for h in
                                           client.search(maya, "canoe Andorinha")]
         assert "2024-06-02-canoe" not in [m.session_id for m in client.sessions(maya)]
@@ -132,6 +136,11 @@ def _remote_commands_take_the_keys_tenant(address: str, key: str, tmp_path: Path
     forgot = invoke("forget", "--user", "rower", "--yes")
     assert forgot.exit_code == 0, forgot.output
     assert "forgot all memory of tenant=acme user=rower" in forgot.stdout, forgot.stdout
+    again = invoke("forget", "--user", "rower", "--yes")  # issue 31: was a 30-line traceback
+    assert again.exit_code == 1 and "Traceback" not in again.output, again.output
+    assert again.stderr.strip().splitlines() == [
+        "no memory for tenant=acme user=rower: nothing forgotten (check --tenant, default "
+        "'default', and --user)"], again.stderr
     gone = invoke("sessions", "--user", "rower")
     assert gone.exit_code == 0 and "no sessions for tenant=acme user=rower" in gone.stdout, \
         gone.output

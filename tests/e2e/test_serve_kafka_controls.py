@@ -18,6 +18,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -51,6 +52,13 @@ class Serve:
     @property
     def brokers(self) -> str:
         return str(json.loads((self.data / BROKER_FILE).read_text())["brokers"])
+
+    @property
+    def kafka(self) -> Any:
+        """Settings that reach serve's embedded broker: its address and per-start login."""
+        from memstrata.kafka import KafkaSettings
+
+        return KafkaSettings().resolve(self.data)
 
 
 @pytest.fixture(scope="module")
@@ -90,13 +98,13 @@ def _sessions(stub: pb_grpc.MemoryServiceStub, meta: tuple, user: str) -> list[s
     return sorted(s.session_id for s in reply.sessions)
 
 
-def _produce_late_turn(brokers: str) -> None:
+def _produce_late_turn(brokers: str, kafka: Any) -> None:
     """A turn for Mia sent straight to the turns topic (another producer), not yet stored."""
     from streams.events import TurnEvent, utcnow
     from streams.produce import StreamProducer
 
     async def go() -> None:
-        async with StreamProducer(brokers) as producer:
+        async with StreamProducer(brokers, kafka=kafka) as producer:
             fut = await producer.send_turn(TurnEvent(
                 tenant_id="acme", user_id="mia", session_id="m3", message_id="m3-u",
                 role="user", content="Late news: I adopted a grey cat called Pixel.",
@@ -120,7 +128,7 @@ def test_delete_user_goes_through_the_control_topic_and_nothing_comes_back(serve
         wait_for(lambda: _sessions(stub, meta, "mia") == ["m1", "m2"], 60,
                  "the worker stores Mia's two sessions")
 
-        _produce_late_turn(serve.brokers)  # before the delete, still in the topic
+        _produce_late_turn(serve.brokers, serve.kafka)  # before the delete, still in the topic
         deleted = stub.DeleteUser(pb.UserRequest(user_id="mia"), metadata=meta, timeout=60)
 
         # The reply came once the worker applied the delete: nothing is found now ...
@@ -136,11 +144,13 @@ def test_delete_user_goes_through_the_control_topic_and_nothing_comes_back(serve
         # before the delete, is not resurrected after it.
         from streams.worker import wait_drained
 
-        assert asyncio.run(wait_drained(serve.brokers, "memstrata-stream", 60)), "not drained"
+        assert asyncio.run(wait_drained(serve.brokers, "memstrata-stream", 60,
+                                            kafka=serve.kafka)), "not drained"
         assert _sessions(stub, meta, "mia") == []
         from tests.integration.streams.harness import read_topic
 
-        controls = [json.loads(r.value) for r in read_topic(serve.brokers, CONTROL_TOPIC)]
+        controls = [json.loads(r.value) for r in read_topic(serve.brokers, CONTROL_TOPIC,
+                                                                kafka=serve.kafka)]
         (sent,) = [c for c in controls if c["type"] == "delete_user" and c["user_id"] == "mia"]
         assert sum(sent["after"].values()) >= 5  # it follows the four ingested turns and m3
 

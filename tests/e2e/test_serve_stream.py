@@ -27,7 +27,6 @@ from memstrata.limits import TurnLimits, TurnRefused, validate_turn
 from memstrata.model import Scope
 from query_service.keys import add_key
 from streams.broker import free_port
-from streams.settings import BROKER_FILE
 from tests.e2e.test_cli_serve import _wait_serving
 from tests.support.atomic_batches import broken, race
 from tests.support.serve_proc import stop_gracefully
@@ -52,8 +51,15 @@ class Serve:
     def drained(self) -> None:
         from streams.worker import wait_drained
 
-        brokers = json.loads((self.data / BROKER_FILE).read_text())["brokers"]
-        assert asyncio.run(wait_drained(brokers, "memstrata-stream", 90)), "worker not drained"
+        kafka = self.kafka()
+        assert asyncio.run(wait_drained(str(kafka.brokers), "memstrata-stream", 90,
+                                        kafka=kafka)), "worker not drained"
+
+    def kafka(self) -> Any:
+        """Settings that reach serve's embedded broker: its address and per-start login."""
+        from memstrata.kafka import KafkaSettings
+
+        return KafkaSettings().resolve(self.data)
 
 
 @pytest.fixture(scope="module")
@@ -200,8 +206,9 @@ def _dead_letters(serve: Serve) -> list[Any]:
     from streams.topics import DLQ
     from tests.integration.streams.harness import read_topic
 
-    brokers = json.loads((serve.data / BROKER_FILE).read_text())["brokers"]
-    return [DeadLetter.model_validate_json(r.value) for r in read_topic(brokers, DLQ)]
+    kafka = serve.kafka()
+    return [DeadLetter.model_validate_json(r.value)
+            for r in read_topic(str(kafka.brokers), DLQ, kafka=kafka)]
 
 
 def _ingest(serve: Serve, events: list[dict[str, Any]], user: str) -> Any:
@@ -289,13 +296,18 @@ def test_direct_ingest_and_produce_store_the_same(serve: Serve, tmp_path: Path,
             assert _refused(serve, bad, "ingest") == f"event.{text}"
         # 3. Through `memstrata produce`: one file per batch (JSONL carries no labels: the
         # reader labels its sessions {"source": "jsonl"}, which the others send too).
-        brokers = json.loads((serve.data / BROKER_FILE).read_text())["brokers"]
+        kafka = serve.kafka()
         files = [_jsonl(tmp_path / f"batch{i}.jsonl", batch, "produce")
                  for i, batch in enumerate([*batches[:1], [*batches[1], OVER]])]
         env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSTRATA_")}
+        # The embedded broker lets in only its per-start login (given here as settings).
+        env.update(MEMSTRATA_KAFKA_SECURITY_PROTOCOL="SASL_PLAINTEXT",
+                   MEMSTRATA_KAFKA_SASL_MECHANISM=kafka.sasl_mechanism,
+                   MEMSTRATA_KAFKA_SASL_USERNAME=kafka.sasl_username,
+                   MEMSTRATA_KAFKA_SASL_PASSWORD=kafka.sasl_password.get_secret_value())
         for f in files:
             done = subprocess.run(
-                [sys.executable, "-m", "memstrata", "produce", str(f), "--brokers", brokers,
+                [sys.executable, "-m", "memstrata", "produce", str(f), "--brokers", kafka.brokers,
                  "--no-close", "--data-dir", str(tmp_path)], cwd=ROOT, capture_output=True,
                 text=True, timeout=120, env={**env, "PYTHONPATH": str(ROOT)})
             assert done.returncode == 0, done.stderr

@@ -144,11 +144,15 @@ def snapshot(memory: Any, scopes: Iterable[Scope]) -> dict[str, Any]:
     return out
 
 
-async def _read_topic(brokers: str, topic: str, timeout_s: float = 20.0) -> list[Any]:
+async def _read_topic(brokers: str, topic: str, timeout_s: float = 20.0,
+                      kafka: Any = None) -> list[Any]:
     from aiokafka import AIOKafkaConsumer, TopicPartition
 
+    from memstrata.kafka_security import kafka_client_kwargs
+
+    auth = kafka_client_kwargs(kafka) if kafka is not None else {}
     consumer = AIOKafkaConsumer(bootstrap_servers=brokers, enable_auto_commit=False,
-                                auto_offset_reset="earliest")
+                                auto_offset_reset="earliest", **auth)
     await consumer.start()
     try:
         await consumer.topics()
@@ -172,9 +176,10 @@ async def _read_topic(brokers: str, topic: str, timeout_s: float = 20.0) -> list
         await consumer.stop()
 
 
-def read_topic(brokers: str, topic: str) -> list[Any]:
-    """Every record of ``topic`` from the beginning (aiokafka ConsumerRecords)."""
-    return asyncio.run(_read_topic(brokers, topic))
+def read_topic(brokers: str, topic: str, kafka: Any = None) -> list[Any]:
+    """Every record of ``topic`` from the beginning (aiokafka ConsumerRecords); ``kafka``:
+    the settings that log in (the embedded broker of ``serve``)."""
+    return asyncio.run(_read_topic(brokers, topic, kafka=kafka))
 
 
 class BatchSnapshots:

@@ -1,0 +1,171 @@
+"""What the embedded broker (tansu, memory storage) keeps, and what releases it.
+
+Issue 31 (3): broker RSS grew with every ingested message and deleted text stayed
+readable in the turns topic. This measures, on the guarded embedded broker:
+
+- tansu's RSS before and after N turn-sized messages (one record per produce
+  request, as Ingest sends them, or batched as ``memstrata produce`` does);
+- whether DeleteRecords (Kafka's "trim below an offset") works: the low-water mark
+  and the records still readable after it;
+- whether a topic created with ``retention.ms``/``retention.bytes`` drops anything;
+- the RSS after the topic is deleted (the only release the measurements found).
+
+Usage: ``python -m bench.broker_memory [--messages 20000] [--mode single|batched]``;
+prints JSON and writes ``bench/out/broker_memory.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import time
+from pathlib import Path
+from tempfile import TemporaryDirectory
+from typing import Any
+
+from memstrata.kafka_security import kafka_client_kwargs
+from streams.broker import GuardedBroker
+
+OUT = Path(__file__).resolve().parent / "out" / "broker_memory.json"
+TEXT = ("We moved to Porto in March; the flat looks over the river and the light in the "
+        "evening is wonderful. My cat Humbert sleeps on the balcony. ")  # ~150 bytes
+
+
+def rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no VmRSS for pid {pid}")
+
+
+def _turn(i: int) -> bytes:
+    return json.dumps({"tenant_id": "acme", "user_id": f"u{i % 50}", "session_id": f"s{i % 500}",
+                       "message_id": f"m{i}", "role": "user", "content": f"{TEXT} #{i}"}).encode()
+
+
+async def _produce(b: GuardedBroker, topic: str, n: int, mode: str) -> float:
+    from aiokafka import AIOKafkaProducer
+
+    p = AIOKafkaProducer(bootstrap_servers=b.address, acks="all",
+                         **kafka_client_kwargs(b.client_settings()))
+    await p.start()
+    t0 = time.monotonic()
+    try:
+        if mode == "single":  # one request per record: what Ingest's acknowledgement needs
+            for i in range(n):
+                await p.send_and_wait(topic, _turn(i), key=f"acme/u{i % 50}".encode())
+        else:
+            for start in range(0, n, 500):
+                futs = [await p.send(topic, _turn(i), key=f"acme/u{i % 50}".encode())
+                        for i in range(start, min(n, start + 500))]
+                await asyncio.gather(*futs)
+    finally:
+        await p.stop()
+    return time.monotonic() - t0
+
+
+async def _readable(b: GuardedBroker, topic: str, needle: bytes) -> dict[str, Any]:
+    from aiokafka import AIOKafkaConsumer, TopicPartition
+
+    c = AIOKafkaConsumer(bootstrap_servers=b.address, enable_auto_commit=False,
+                         auto_offset_reset="earliest", **kafka_client_kwargs(b.client_settings()))
+    await c.start()
+    try:
+        tps = [TopicPartition(topic, p) for p in sorted(c.partitions_for_topic(topic) or ())]
+        if not tps:
+            await c.topics()
+            tps = [TopicPartition(topic, p) for p in sorted(c.partitions_for_topic(topic) or ())]
+        c.assign(tps)
+        low = await c.beginning_offsets(tps)
+        await c.seek_to_beginning(*tps)
+        n = hits = 0
+        while True:
+            got = await c.getmany(timeout_ms=1500, max_records=5000)
+            if not got:
+                break
+            for records in got.values():
+                n += len(records)
+                hits += sum(needle in (r.value or b"") for r in records)
+        return {"low_water": sum(low.values()), "readable": n, "with_needle": hits}
+    finally:
+        await c.stop()
+
+
+async def _delete_records(b: GuardedBroker, topic: str, before: int) -> str:
+    from aiokafka import TopicPartition
+    from aiokafka.admin import AIOKafkaAdminClient, RecordsToDelete
+
+    a = AIOKafkaAdminClient(bootstrap_servers=b.address, request_timeout_ms=10_000,
+                            **kafka_client_kwargs(b.client_settings()))
+    await a.start()
+    try:
+        out = await a.delete_records({TopicPartition(topic, 0): RecordsToDelete(before)},
+                                     timeout_ms=10_000)
+        return f"answered {out}"
+    except Exception as exc:  # noqa: BLE001 - what the broker does is the measurement
+        return f"{type(exc).__name__}: {exc}"
+    finally:
+        await a.close()
+
+
+async def _admin(b: GuardedBroker, create: list[Any] | None = None,
+                 delete: list[str] | None = None) -> None:
+    from aiokafka.admin import AIOKafkaAdminClient
+
+    a = AIOKafkaAdminClient(bootstrap_servers=b.address, **kafka_client_kwargs(b.client_settings()))
+    await a.start()
+    try:
+        if create:
+            await a.create_topics(create)
+        if delete:
+            await a.delete_topics(delete)
+    finally:
+        await a.close()
+
+
+async def measure(messages: int, mode: str) -> dict[str, Any]:
+    from aiokafka.admin import NewTopic
+
+    out: dict[str, Any] = {"messages": messages, "mode": mode}
+    with TemporaryDirectory() as tmp, GuardedBroker(log_dir=Path(tmp)) as b:
+        assert isinstance(b, GuardedBroker) and b.tansu_pid is not None
+        pid = b.tansu_pid
+        out["isolated"] = b.isolated
+        await _admin(b, create=[NewTopic("turns", 1, 1), NewTopic(
+            "kept", 1, 1, topic_configs={"retention.ms": "1000", "retention.bytes": "10000",
+                                          "segment.ms": "1000", "cleanup.policy": "delete"})])
+        time.sleep(0.5)
+        out["rss_kib_empty"] = rss_kib(pid)
+        out["produce_s"] = round(await _produce(b, "turns", messages, mode), 2)
+        out["rss_kib_after"] = rss_kib(pid)
+        out["bytes_per_message"] = round(
+            (out["rss_kib_after"] - out["rss_kib_empty"]) * 1024 / messages)
+        # DeleteRecords below the middle: a retention driven by committed offsets needs it.
+        out["delete_records"] = await _delete_records(b, "turns", messages // 2)
+        out["after_delete_records"] = await _readable(b, "turns", b"#0\"")
+        out["rss_kib_after_delete_records"] = rss_kib(pid)
+        # retention.ms/bytes at creation: does the broker drop anything by time or size?
+        await _produce(b, "kept", 2000, "batched")
+        time.sleep(3)
+        out["retention_topic_after_3s"] = await _readable(b, "kept", b"#0\"")
+        # Deleting the topics: the one release of memory found.
+        await _admin(b, delete=["turns", "kept"])
+        time.sleep(1)
+        out["rss_kib_after_delete_topic"] = rss_kib(pid)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--messages", type=int, default=20_000)
+    ap.add_argument("--mode", choices=("single", "batched"), default="batched")
+    args = ap.parse_args()
+    result = asyncio.run(measure(args.messages, args.mode))
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(json.dumps(result, indent=2))
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
