@@ -24,10 +24,11 @@ from pathlib import Path
 from typing import Any
 
 import faust
+from faust.exceptions import NotReady
 
 from memstrata.kafka_security import faust_credentials, kafka_client_kwargs
 from memstrata.limits import TurnLimits
-from memstrata.offsets import committed_offsets
+from memstrata.offsets import committed_offsets, topic_ends
 from memstrata.roles import MemoryWriter
 from streams import topics
 from streams.batching import paced
@@ -41,9 +42,10 @@ from streams.processor import (
     TurnProgress,
     publish,
 )
+from streams.sessions import route_of
 from streams.settings import KafkaSettings, StreamSettings
 
-__all__ = ["ExtraService", "StreamApp", "build_app", "settle_outage"]
+__all__ = ["ExtraService", "SessionTable", "StreamApp", "build_app", "idle_round", "settle_outage"]
 
 log = logging.getLogger("memstrata.stream")
 #: How often events move from Faust's take buffer to the batcher (seconds).
@@ -79,6 +81,23 @@ class StreamApp:
             except Exception:  # noqa: BLE001
                 pass
         os._exit(70)
+
+
+class SessionTable(faust.Table):
+    """The session table, each entry on the partition of its session's turns.
+
+    Its keys are escaped (:func:`streams.sessions.session_key`), so hashing
+    them would scatter entries over other partitions than their turns; each
+    is placed as the producer places the session's turns (the record key,
+    aiokafka's default partitioner), and moves with them on a rebalance.
+    """
+
+    def partition_for_key(self, key: Any) -> int | None:
+        from aiokafka.partitioner import DefaultPartitioner
+
+        text = key.decode() if isinstance(key, bytes) else str(key)
+        parts = list(range(int(self.partitions or self.app.conf.topic_partitions)))
+        return int(DefaultPartitioner()(route_of(text), parts, parts))
 
 
 async def read_range(brokers: str, topic: str, ranges: dict[int, tuple[int, int]],
@@ -134,6 +153,36 @@ async def settle_outage(down: StoreUnavailable, events: Sequence[Any], *,
         await commit()
 
 
+async def idle_round(processor: Processor, deliver: Callable[[Outbox], Awaitable[None]], *,
+                     stopping: Callable[[], bool],
+                     outage: Callable[[StoreUnavailable], Awaitable[None]],
+                     fatal: Callable[[BaseException], None]) -> None:
+    """One run of the idle timer: close idle sessions and send their notices.
+
+    While the worker stops, nothing starts, a sweep under way ends after its
+    chunk, and a failure (the producer is stopped before the timers: Faust's
+    ``NotReady``) is logged, not fatal: the stores hold the closes, and the
+    sessions left open are closed by the next worker.
+    """
+    if stopping():
+        return
+    notes: list[Any] = []
+    try:
+        notes = await processor.close_idle(stopping=stopping)
+        if notes:
+            await deliver(Outbox(l0=notes))
+    except asyncio.CancelledError:
+        raise
+    except StoreUnavailable as down:
+        await outage(down)
+    except BaseException as exc:  # noqa: BLE001
+        if not (stopping() or isinstance(exc, NotReady)):
+            fatal(exc)
+            return
+        log.warning("stopping: idle closes interrupted, %d notices not sent (%s: %s); "
+                    "the stores hold the closes made", len(notes), type(exc).__name__, exc)
+
+
 def build_app(
     writer: MemoryWriter,
     brokers: str,
@@ -186,12 +235,13 @@ def build_app(
     turns_name = kafka.topic_turns
     turns_topic = raw_topic(turns_name)
     control_topic = raw_topic(topics.CONTROL)
-    # Open sessions: last event time and provisional turns. Keyed like the
-    # turns (use_partitioner routes a key to the same partition number), so it
-    # moves with its partition on a rebalance; the stores stay the truth.
-    sessions = app.Table("sessions", default=None, partitions=parts, use_partitioner=True,
-                         schema=faust.Schema(key_type=str, key_serializer="raw",
-                                             value_serializer="json"))
+    # Open sessions: last event time and provisional turns. On the partition of the
+    # session's turns (SessionTable), so it moves with that partition on a rebalance;
+    # the stores stay the truth.
+    sessions = app.tables.add(SessionTable(
+        app, name="sessions", default=None, beacon=app.tables.beacon, partitions=parts,
+        use_partitioner=True, schema=faust.Schema(key_type=str, key_serializer="raw",
+                                                  value_serializer="json")))
 
     def owned(partition: int) -> bool:
         try:
@@ -206,7 +256,11 @@ def build_app(
     async def replay(ranges: dict[int, tuple[int, int]]) -> list[Record]:
         return await read_range(brokers, turns_name, ranges, kafka)
 
-    progress = TurnProgress(committed)
+    async def ends() -> dict[int, int]:
+        got = await topic_ends(brokers, [turns_name], kafka=kafka)
+        return {p: end for (_, p), end in got.items()}
+
+    progress = TurnProgress(committed, ends)
     processor = Processor(writer, stream, turns=turns, metrics=metrics, sessions=sessions,
                           progress=progress, owned=owned, replay=replay,
                           dead_letter_max_bytes=kafka.dead_letter_max_bytes())
@@ -297,18 +351,21 @@ def build_app(
             except BaseException as exc:  # noqa: BLE001
                 runtime.fatal(exc)
 
+    @app.on_rebalance_complete.connect
+    async def sessions_moved(sender: Any = None, **kwargs: Any) -> None:
+        """Partitions moved (their table entries recovered): the idle index is rebuilt."""
+        processor.sessions_moved()
+
+    def stopping() -> bool:
+        return bool(app.should_stop)
+
+    async def outage(down: StoreUnavailable) -> None:  # commit earlier batches only
+        await stop_on_outage(StoreUnavailable(str(down)), None, ())
+
     @app.timer(interval=max(0.5, min(stream.idle_s / 4, 5.0)), on_leader=False)
     async def idle_sessions() -> None:
-        try:
-            notes = await processor.close_idle()
-            if notes:
-                await deliver(Outbox(l0=notes))
-        except asyncio.CancelledError:
-            raise
-        except StoreUnavailable as down:  # commit earlier batches only
-            await stop_on_outage(StoreUnavailable(str(down)), None, ())
-        except BaseException as exc:  # noqa: BLE001
-            runtime.fatal(exc)
+        await idle_round(processor, deliver, stopping=stopping, outage=outage,
+                         fatal=runtime.fatal)
 
     @app.timer(interval=1.0, on_leader=False)
     async def crashed_services() -> None:

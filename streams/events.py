@@ -230,5 +230,9 @@ def _decode_control(raw: bytes | None, limits: StreamSettings,
         raise _from_validation(exc) from None
     if ev.type != "delete_user" and ev.session_id is None:
         raise Invalid("missing_field", f"field 'session_id' is required for {ev.type}")
+    for partition, offset in ev.after.items():
+        if partition < 0 or offset < 0:
+            raise Invalid("bad_field", f"field 'after': partitions and offsets must be >= 0, "
+                          f"got {partition}: {offset}")
     _check_key(key, ev.key)
     return ev

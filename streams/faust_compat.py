@@ -37,7 +37,12 @@ SURFACES: tuple[tuple[str, str, str, str], ...] = (
      "waiting for that drain before the loop closes (streams.worker)"),
     ("mode-streaming", "mode", "Service.stop", "stopping the worker after the drain"),
     ("aiokafka", "aiokafka.partitioner", "DefaultPartitioner",
-     "the partition of a control event's key (streams.produce)"),
+     "the partition of a control event's key (streams.produce) and of a session table "
+     "entry (streams.app.SessionTable)"),
+    ("faust-streaming", "faust.tables.base", "Collection.partition_for_key",
+     "placing a session table entry on its turns' partition (streams.app.SessionTable)"),
+    ("faust-streaming", "faust.app.base", "App.on_rebalance_complete",
+     "rebuilding the idle-session index after a rebalance (streams.app)"),
 )
 
 

@@ -28,6 +28,7 @@ class StreamMetrics:
     freshness_seconds: Histogram
     consumer_lag: Gauge
     control_applied: Counter
+    control_after_cut: Counter
     held_sessions: Gauge
 
     @classmethod
@@ -58,6 +59,12 @@ class StreamMetrics:
                                ["topic", "partition"], registry=reg),
             control_applied=Counter(p + "control_applied_total",
                                     "Control events applied, by type.", ["type"], registry=reg),
+            control_after_cut=Counter(
+                p + "control_after_cut_total",
+                "Control events applied without waiting for all of their 'after' offsets: "
+                "unreachable (past the partition's end, or no such partition; cut to what "
+                "exists), stalled (no progress) or deadline (the absolute wait bound).",
+                ["why"], registry=reg),
             held_sessions=Gauge(p + "held_sessions",
                                 "Sessions whose last window waits for more messages "
                                 "(the worker is behind its topic).", registry=reg),

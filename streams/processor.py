@@ -56,6 +56,7 @@ from streams.events import (
     utcnow,
 )
 from streams.metrics import StreamMetrics
+from streams.sessions import OpenSessions, is_legacy_key, session_key
 from streams.settings import KafkaSettings, StreamSettings, check_turns_fit
 
 __all__ = ["Outbox", "Processor", "Record", "Replay", "StoreUnavailable", "TurnProgress"]
@@ -178,21 +179,29 @@ def _log_retry(state: RetryCallState) -> None:
 Replay = Callable[[dict[int, tuple[int, int]]], Awaitable[list[Record]]]
 
 
+#: End offsets of every partition of the turns topic now: {partition: end offset}.
+EndOffsets = Callable[[], Awaitable[dict[int, int]]]
+
+
 class TurnProgress:
     """Offsets of the turns topic stored so far, per partition; control events wait on it.
 
     What this worker stored is noted as it happens. What another worker stored
     before a rebalance handed the partition over is in the group's committed
     offsets (committed only after the stores had the data), which
-    ``committed`` fetches from the broker.
+    ``committed`` fetches from the broker. ``ends`` reads the topic's end
+    offsets, to tell an ``after`` no partition can ever reach (:meth:`reachable`).
     """
 
     def __init__(self,
                  committed: Callable[[list[int]], Awaitable[dict[int, int]]] | None = None,
-                 ) -> None:
+                 ends: EndOffsets | None = None) -> None:
         self.done: dict[int, int] = {}
         self.floor: dict[int, int] = {}
         self._committed = committed
+        self._ends = ends
+        #: The end offsets last read (an ``after`` within them needs no new read).
+        self._known_ends: dict[int, int] = {}
         self._changed = asyncio.Condition()
 
     def reached(self, partition: int, offset: int) -> bool:
@@ -208,19 +217,58 @@ class TurnProgress:
     def _have(self, partition: int) -> int:
         return max(self.done.get(partition, 0), self.floor.get(partition, 0))
 
+    async def reachable(self, after: dict[int, int], owned: Callable[[int], bool],
+                        timeout_s: float = 10.0) -> tuple[dict[int, int], list[str]]:
+        """``after`` without what no partition can reach, and why each cut was made.
+
+        A control event is produced after the turns it follows, so when it is
+        read each of its offsets is at most its partition's end offset. An
+        offset past the end (a bogus or stale producer, a topic made again) is
+        cut to the end: the event follows every turn that exists. A partition
+        the topic does not have is dropped. Without ``ends``, or when the broker
+        does not answer within ``timeout_s``, ``after`` is kept as it is (the
+        absolute wait bound still applies).
+        """
+        pending = {p: o for p, o in after.items() if owned(p) and not self.reached(p, o)}
+        if self._ends is None or not pending:
+            return after, []
+        known = self._known_ends
+        if any(p not in known or o > known[p] for p, o in pending.items()):
+            try:
+                known = self._known_ends = dict(await asyncio.wait_for(self._ends(),
+                                                                       timeout_s))
+            except Exception as exc:  # noqa: BLE001 - cannot judge now: wait, bounded
+                log.warning("cannot read the turns topic's end offsets (%s: %s): the "
+                            "control event's offsets %s are waited for as they are",
+                            type(exc).__name__, exc, pending)
+                return after, []
+        fixed = dict(after)
+        why: list[str] = []
+        for p, o in pending.items():
+            if p not in known:
+                del fixed[p]
+                why.append(f"partition {p} does not exist")
+            elif o > known[p]:
+                fixed[p] = known[p]
+                why.append(f"offset {o} of partition {p} is past its end ({known[p]})")
+        return fixed, why
+
     async def wait(self, after: dict[int, int], owned: Callable[[int], bool],
-                   timeout_s: float, poll_s: float = 1.0) -> bool:
+                   timeout_s: float, poll_s: float = 1.0,
+                   max_wait_s: float | None = None) -> bool:
         """Wait until every owned partition in ``after`` is stored up to its offset.
 
-        A partition that lags but moves is waited for as long as it takes;
-        ``timeout_s`` only bounds a stall (no progress at all for that long),
-        after which False is returned and the caller goes ahead.
+        A partition that lags but moves is waited for while it moves, up to
+        ``max_wait_s`` in all; ``timeout_s`` bounds a stall (no progress at all
+        for that long). False when either ran out: the caller goes ahead.
         """
         def missing() -> list[int]:
             return [p for p, o in after.items() if owned(p) and not self.reached(p, o)]
 
         seen = {p: self._have(p) for p in after}
-        deadline = time.monotonic() + timeout_s
+        started = time.monotonic()
+        last_call = float("inf") if max_wait_s is None else started + max_wait_s
+        deadline = min(started + timeout_s, last_call)
         while missing():
             if self._committed is not None:
                 try:  # bounded: a stuck broker call must not outlast the stall timeout
@@ -235,7 +283,7 @@ class TurnProgress:
             now = {p: self._have(p) for p in after}
             if any(now[p] > seen[p] for p in after):
                 seen = now
-                deadline = time.monotonic() + timeout_s
+                deadline = min(time.monotonic() + timeout_s, last_call)
             left = deadline - time.monotonic()
             if left <= 0:
                 return False
@@ -247,8 +295,9 @@ class TurnProgress:
         return True
 
 
-def _session_key(scope: Scope, session_id: str) -> str:
-    return f"{scope.tenant_id}/{scope.user_id}/{session_id}"
+#: Sessions closed (or table entries indexed) per step of a sweep; the loop runs
+#: its other tasks (gRPC, heartbeats) between steps.
+SWEEP_CHUNK = 128
 
 
 class Processor:
@@ -276,6 +325,7 @@ class Processor:
         # Looked up once: _noted runs for every session of every batch.
         self._units_provisional = self.metrics.units_indexed.labels("provisional")
         self._units_final = self.metrics.units_indexed.labels("final")
+        self._idle_closes = self.metrics.control_applied.labels("idle_close")
         #: Per open session: tenant, user, session, last event time, provisional turns.
         #: Under Faust this is a table backed by its changelog topic (a cache of the stores).
         self.sessions: MutableMapping[str, Any] = {} if sessions is None else sessions
@@ -292,8 +342,16 @@ class Processor:
         self.held: dict[tuple[Scope, str], _Held] = {}
         #: When the last batch of turns was stored (``time.monotonic``).
         self._last_batch = time.monotonic()
-        #: Per session key: when this worker last stored something of it (wall time).
-        self._seen: dict[str, float] = {}
+        #: Sessions noted since their last close, by last event time (wall clock): the
+        #: idle sweep visits these, never every session the table ever held.
+        self.open_sessions = OpenSessions()
+        #: The index must be rebuilt from the table (at start, after a rebalance).
+        self._reindex = True
+        #: Sessions whose window the table says is held (before a restart or a rebalance),
+        #: found when the index is rebuilt; built by the next :meth:`build_held`.
+        self._table_held: set[tuple[Scope, str]] = set()
+        #: Held by the idle sweep: a second run while one is under way does nothing.
+        self._sweep = asyncio.Lock()
         self.writer_thread = ThreadPoolExecutor(1, thread_name_prefix="memstrata-writer")
 
     def close(self) -> None:
@@ -510,8 +568,12 @@ class Processor:
 
     def _noted(self, rep: AppendReport, cause: str, now: float,
                partition: int | None = None) -> list[L0Event]:
-        """Update the session cache and metrics from one report; the L0 notice to send."""
-        key = _session_key(rep.scope, rep.session_id)
+        """Update the session cache and metrics from one report; the L0 notice to send.
+
+        A close leaves the table and the idle index (a later turn opens the
+        session again), unless the session saw an event while it was closing.
+        """
+        key = session_key(rep.scope, rep.session_id)
         old = self.sessions.get(key)
         state = dict(old or {
             "tenant_id": rep.scope.tenant_id, "user_id": rep.scope.user_id,
@@ -519,7 +581,25 @@ class Processor:
         before = set(state.get("provisional", []))
         final = set(rep.units_written) - set(rep.provisional)
         replaced = len(before & final)
-        state["provisional"] = sorted((before - final) | set(rep.provisional))
+        self.metrics.turns_indexed.inc(len(rep.turns_written))
+        self._units_provisional.inc(len(rep.provisional))
+        self._units_final.inc(len(final))
+        self.metrics.provisional_replaced.inc(replaced)
+        if cause == "close":
+            self._closed(key)
+        else:
+            self._keep(key, old, state, rep, before - final, now, partition)
+        if not rep.unit_ids:
+            return []
+        return [L0Event(tenant_id=rep.scope.tenant_id, user_id=rep.scope.user_id,
+                        session_id=rep.session_id, unit_ids=list(rep.unit_ids),
+                        turns=list(rep.units_written), provisional=list(rep.provisional),
+                        cause=cause, ts=utcnow())]  # type: ignore[arg-type]
+
+    def _keep(self, key: str, old: Any, state: dict[str, Any], rep: AppendReport,
+              still: set[int], now: float, partition: int | None) -> None:
+        """Write an open session's state (only if more than its time moved)."""
+        state["provisional"] = sorted(still | set(rep.provisional))
         # The first held turn only: enough to know the session holds a window (what a
         # restarted worker builds from), and it stays the same while that window grows,
         # so a held session is not rewritten to the table at every message.
@@ -527,23 +607,24 @@ class Processor:
         state["last"] = now
         if partition is not None:
             state["partition"] = partition
-        self._seen[key] = now
+        self.open_sessions.touch(key, now)
         # Only the time moved, and the table's is recent: not rewritten (with many open
-        # sessions that is a changelog record per message). close_idle reads _seen;
-        # after a rebalance the table's time is at most idle_s / 10 old.
+        # sessions that is a changelog record per message). The idle index has the
+        # exact time; after a rebalance the table's time is at most idle_s / 10 old.
         if not (isinstance(old, dict) and _but_last(old) == _but_last(state)
                 and now - old.get("last", 0) < self.limits.idle_s / 10):
             self.sessions[key] = state
-        self.metrics.turns_indexed.inc(len(rep.turns_written))
-        self._units_provisional.inc(len(rep.provisional))
-        self._units_final.inc(len(final))
-        self.metrics.provisional_replaced.inc(replaced)
-        if not rep.unit_ids:
-            return []
-        return [L0Event(tenant_id=rep.scope.tenant_id, user_id=rep.scope.user_id,
-                        session_id=rep.session_id, unit_ids=list(rep.unit_ids),
-                        turns=list(rep.units_written), provisional=list(rep.provisional),
-                        cause=cause, ts=utcnow())]  # type: ignore[arg-type]
+
+    def _closed(self, key: str) -> None:
+        """A closed session leaves the table (one changelog record) and the idle index.
+
+        The caller took it out of the index before the close; back in it means
+        a turn arrived meanwhile: the session stays open, as that turn wrote it.
+        """
+        if key in self.open_sessions:
+            return
+        if key in self.sessions:
+            self.sessions.pop(key, None)
 
     # -- control ----------------------------------------------------------
     async def handle_control(self, rec: Record) -> Outbox:
@@ -589,11 +670,8 @@ class Processor:
             return False
         log.debug("%s %s/%s after %s (stored: %s)", ev.type, ev.scope, ev.session_id, ev.after,
                  self.progress.done)
-        if ev.after and not await self.progress.wait(ev.after, self.owned,
-                                                     self.limits.control_wait_s):
-            log.warning("%s for %s/%s applied although its turns %s are not all stored: "
-                        "no progress for %.0fs", ev.type, ev.scope, ev.session_id, ev.after,
-                        self.limits.control_wait_s)
+        if ev.after:
+            await self._wait_for_turns(ev, rec)
         try:
             out.l0 += await self.apply(ev)
         except StoreUnavailable:
@@ -606,22 +684,60 @@ class Processor:
         self.metrics.control_applied.labels(ev.type).inc()
         return True
 
+    async def _wait_for_turns(self, ev: ControlEvent, rec: Record) -> None:
+        """Wait until the turns the event follows are stored, never for an offset that
+        cannot come and never longer than ``control_wait_max_s`` in all.
+
+        Turns are usually stored within ``freshness_s``: only an event still
+        waiting then has its offsets checked against the topic's end (a broker
+        call), so a burst of closes costs no extra round trips.
+        """
+        lim = self.limits
+        started = time.monotonic()
+        grace = min(lim.control_wait_s, lim.freshness_s, lim.control_wait_max_s)
+        if await self.progress.wait(ev.after, self.owned, lim.control_wait_s,
+                                    poll_s=min(1.0, grace), max_wait_s=grace):
+            return
+        after, cuts = await self.progress.reachable(ev.after, self.owned)
+        if cuts:
+            self.metrics.control_after_cut.labels("unreachable").inc()
+            log.warning("%s for %s/%s (control record %d@%d): %s; it waits only for the "
+                        "turns that exist", ev.type, ev.scope, ev.session_id, rec.partition,
+                        rec.offset, "; ".join(cuts))
+        left = max(0.0, lim.control_wait_max_s - (time.monotonic() - started))
+        if await self.progress.wait(after, self.owned, lim.control_wait_s, max_wait_s=left):
+            return
+        took = time.monotonic() - started
+        why = ("no progress for %.0fs (MEMSTRATA_STREAM_CONTROL_WAIT_S)" % lim.control_wait_s
+               if took < lim.control_wait_max_s else
+               "waited %.0fs in all (MEMSTRATA_STREAM_CONTROL_WAIT_MAX_S)" % took)
+        self.metrics.control_after_cut.labels(
+            "stalled" if took < lim.control_wait_max_s else "deadline").inc()
+        log.warning("%s for %s/%s applied although its turns %s are not all stored: %s",
+                    ev.type, ev.scope, ev.session_id, after, why)
+
     async def apply(self, ev: ControlEvent) -> list[L0Event]:
         scope = ev.scope
         if ev.type == "close_session":
             assert ev.session_id is not None
             sid = ev.session_id
-            rep = await self._write(lambda: self._close(scope, sid))
+            key = session_key(scope, sid)
+            was = self.open_sessions.discard(key)
+            try:
+                rep = await self._write(lambda: self._close(scope, sid))
+            except BaseException:
+                if was is not None and key not in self.open_sessions:
+                    self.open_sessions.touch(key, was)  # not closed: still open
+                raise
             self._unhold((scope, sid), built=rep is not None)
-            return self._noted(rep, "close", time.time()) if rep is not None else []
+            if rep is None:  # no such session in the stores: nothing to keep either
+                self._closed(key)
+                return []
+            return self._noted(rep, "close", time.time())
         sid_or_none = ev.session_id if ev.type == "delete_session" else None
         async with self._order:
             await self._write(lambda: self._delete(scope, sid_or_none))
-            prefix = _session_key(scope, sid_or_none or "")
-            for key in [k for k, v in list(self.sessions.items())
-                        if _same(v, scope, sid_or_none) or k == prefix]:
-                self.sessions.pop(key, None)
-                self._seen.pop(key, None)
+            self._forget(scope, sid_or_none)
             for held in [k for k in self.held if k[0] == scope
                          and sid_or_none in (None, k[1])]:
                 self._unhold(held, built=False)
@@ -647,6 +763,18 @@ class Processor:
             return []
         log.info("%s %s: re-storing %d turns produced after it", ev.type, scope, len(records))
         return (await self._store_turns(records, replay=True)).l0
+
+    def _forget(self, scope: Scope, session_id: str | None) -> None:
+        """Drop a deleted session's (or user's) table entries, old-form keys included."""
+        if session_id is not None:
+            legacy = f"{scope.tenant_id}/{scope.user_id}/{session_id}"
+            keys = [k for k in (session_key(scope, session_id), legacy)
+                    if _same(self.sessions.get(k), scope, session_id)]
+        else:  # every session of the user: the table is not indexed by user
+            keys = [k for k, v in list(self.sessions.items()) if _same(v, scope, None)]
+        for key in keys:
+            self.sessions.pop(key, None)
+            self.open_sessions.discard(key)
 
     def _close(self, scope: Scope, session_id: str) -> AppendReport | None:
         try:
@@ -680,21 +808,20 @@ class Processor:
 
         Caught up: no batch for half of ``freshness_s`` (a worker still behind
         gets batch after batch). Due: held for ``hold_max_s``. A window held
-        before a restart is known only from the session table: built now.
+        before a restart or a rebalance is known only from the session table
+        (found when the index is rebuilt): built now.
         """
+        await self.refresh_index()
         async with self._order:  # after the batch in hand: it may build them itself
             now = time.monotonic() if clock is None else clock
             quiet = now - self._last_batch >= self.limits.freshness_s / 2
             self._forget_moved()
             keys = [k for k in self.held if quiet or self._overdue(k, now)]
-            for state in list(self.sessions.values()):
-                if isinstance(state, dict) and state.get("held") \
-                        and self.owned(state.get("partition", -1)):
-                    key = (Scope(tenant_id=state["tenant_id"], user_id=state["user_id"]),
-                           state["session_id"])
-                    if key not in self.held:
-                        keys.append(key)
-            return await self._build_held(keys)
+            self._table_held -= set(self.held)
+            from_table = list(self._table_held)
+            out = await self._build_held(keys + from_table)
+            self._table_held.difference_update(from_table)
+            return out
 
     async def _build_held(self, keys: Sequence[tuple[Scope, str]]) -> list[L0Event]:
         """Build the held windows of these sessions in one write (one encoder call);
@@ -708,27 +835,134 @@ class Processor:
         log.info("built %d held windows", len(reports))
         return self._settle(reports, groups)
 
-    async def close_idle(self, now: float | None = None) -> list[L0Event]:
-        """Build held windows that are due, then finalise the open windows of
-        sessions without events for ``idle_s``."""
-        out = await self.build_held()
-        now = time.time() if now is None else now
-        closed = False
-        for key, state in list(self.sessions.items()):
-            last = max(state.get("last", now), self._seen.get(key, 0.0))
-            if not (state.get("provisional") or state.get("held")) \
-                    or now - last < self.limits.idle_s:
-                continue
+    def sessions_moved(self) -> None:
+        """Partitions were assigned or revoked: rebuild the idle index from the table."""
+        self._reindex = True
+
+    async def refresh_index(self) -> None:
+        """Rebuild the open-session index from the table if it may be stale (at start,
+        after a rebalance), in steps that let the event loop run between them.
+
+        Old-form keys (``tenant/user/session``) found are moved to the new key.
+        """
+        if not self._reindex:
+            return
+        self._reindex = False
+        keys = list(self.sessions.keys())
+        for i in range(0, len(keys), SWEEP_CHUNK):
+            for key in keys[i:i + SWEEP_CHUNK]:
+                self._index_entry(key)
+            await asyncio.sleep(0)
+        log.info("session index rebuilt: %d open sessions of %d in the table",
+                 len(self.open_sessions), len(keys))
+
+    def _index_entry(self, key: str) -> None:
+        state = self.sessions.get(key)
+        if not (isinstance(state, dict) and "tenant_id" in state and "user_id" in state
+                and "session_id" in state):
+            return
+        part = state.get("partition")
+        if part is not None and not self.owned(part):
+            return  # its partition's owner closes it
+        legacy = is_legacy_key(key)
+        if legacy or state.get("held"):
             scope = Scope(tenant_id=state["tenant_id"], user_id=state["user_id"])
-            sid = state["session_id"]
-            rep = await self._write(functools.partial(self._close, scope, sid))
-            self._unhold((scope, sid), built=rep is not None)
-            if rep is not None:
-                out += self._noted(rep, "close", now)
-                closed = True
-            self.metrics.control_applied.labels("idle_close").inc()
-        if closed:
-            await self._write(self.writer.flush)
+            sid = str(state["session_id"])
+            if legacy:  # written before keys were escaped: moved once
+                new = session_key(scope, sid)
+                if new not in self.sessions:
+                    self.sessions[new] = state
+                self.sessions.pop(key, None)
+                key = new
+            if state.get("held") and self.owned(state.get("partition", -1)):
+                self._table_held.add((scope, sid))
+        self.open_sessions.touch(key, float(state.get("last", 0.0)))
+
+    async def close_idle(self, now: float | None = None, *,
+                         stopping: Callable[[], bool] | None = None) -> list[L0Event]:
+        """Build held windows that are due, then finalise the open windows of
+        sessions without events for ``idle_s``, each once.
+
+        Only the open sessions that are due are visited (:class:`OpenSessions`),
+        closed ``SWEEP_CHUNK`` at a time with one writer call each, yielding to
+        the event loop between chunks. A run while another is under way returns
+        at once, and one while a batch is being stored does not wait for it to
+        build held windows; ``stopping`` ends the sweep early (the rest stay
+        open: closed by the next run or the next worker).
+        """
+        if self._sweep.locked():
+            return []
+        async with self._sweep:
+            await self.refresh_index()
+            # A batch in hand builds what is overdue itself; the next run builds the rest
+            # (the timer never waits for a batch).
+            out = [] if self._order.locked() else await self.build_held()
+            now = time.time() if now is None else now
+            cutoff = now - self.limits.idle_s
+            closed = False
+            more = True
+            while more and not (stopping is not None and stopping()):
+                due, more = self.open_sessions.due(cutoff, SWEEP_CHUNK)
+                picked: list[tuple[str, float, Scope, str]] = []
+                for key, last in due:
+                    state = self.sessions.get(key)
+                    if not isinstance(state, dict):
+                        continue  # deleted
+                    part = state.get("partition")
+                    if part is not None and not self.owned(part):
+                        continue  # moved: its new owner closes it
+                    picked.append((key, last, Scope(tenant_id=state["tenant_id"],
+                                                    user_id=state["user_id"]),
+                                   str(state["session_id"])))
+                if picked:
+                    out += await self._close_picked(picked, now)
+                    closed = True
+                await asyncio.sleep(0)
+            if closed:
+                await self._write(self.writer.flush)
+            return out
+
+    async def _close_picked(self, picked: Sequence[tuple[str, float, Scope, str]],
+                            now: float) -> list[L0Event]:
+        """Close these idle sessions in one writer call; a session the writer refuses is
+        logged and left out of the sweep (its next turn or a restart brings it back)."""
+        sessions = [(scope, sid) for _, _, scope, sid in picked]
+        try:
+            results = await self._write(functools.partial(self._close_many, sessions))
+        except BaseException:
+            for key, last, _, _ in picked:  # not closed: open again
+                if key not in self.open_sessions:
+                    self.open_sessions.touch(key, last)
+            raise
+        out: list[L0Event] = []
+        applied = 0
+        for (key, _, scope, sid), got in zip(picked, results, strict=True):
+            if isinstance(got, Exception):
+                log.warning("idle close of %s/%s refused (%s: %s); left to its next turn",
+                            scope, sid, type(got).__name__, got)
+                continue
+            applied += 1
+            if (scope, sid) in self.held:
+                self._unhold((scope, sid), built=got is not None)
+            if got is None or not (got.units_written or got.turns_written or got.unit_ids):
+                self._closed(key)  # nothing rewritten (the usual close): no notice either
+            else:
+                out += self._noted(got, "close", now)
+        self._idle_closes.inc(applied)
+        return out
+
+    def _close_many(self, sessions: Sequence[tuple[Scope, str]]
+                    ) -> list[AppendReport | None | Exception]:
+        """Close each session; an outage raises (the chunk is retried: closes are
+        idempotent), any other refusal is returned in its place."""
+        out: list[AppendReport | None | Exception] = []
+        for scope, sid in sessions:
+            try:
+                out.append(self._close(scope, sid))
+            except Exception as exc:  # noqa: BLE001 - one refused close stops no other
+                if is_transient(exc):
+                    raise
+                out.append(exc)
         return out
 
     # -- dead letters -------------------------------------------------------

@@ -46,6 +46,9 @@ class StreamSettings(BaseSettings):
     #: A control event waits for the turns it follows while they are being stored; if
     #: they make no progress for this long (a stalled or bogus offset) it is applied anyway.
     control_wait_s: float = Field(30.0, ge=0, le=3600)
+    #: However its turns move, a control event waits at most this long in all, then is
+    #: applied (turns of its partition not stored by then are written after it).
+    control_wait_max_s: float = Field(900.0, ge=0, le=7 * 24 * 3600)
     #: Port of the Prometheus /metrics endpoint (0: do not serve).
     metrics_port: int = Field(0, ge=0, le=65535)
     #: Address the /metrics endpoint binds (0.0.0.0 in a container).

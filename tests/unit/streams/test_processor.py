@@ -12,11 +12,17 @@ from memstrata.roles import AppendReport
 from streams import topics
 from streams.events import ControlEvent, TurnEvent, utcnow
 from streams.processor import Processor, Record
+from streams.sessions import session_key
 from streams.settings import StreamSettings
 from tests.unit.streams.doubles import RecordingWriterDouble
 
 MAYA = Scope(tenant_id="acme", user_id="maya")
 TURNS = TurnLimits()
+
+
+def key(sid: str) -> str:
+    """The session table's key of maya's session ``sid``."""
+    return session_key(MAYA, sid)
 
 
 def turn(sid: str, n: int, role: str = "user", content: str | None = None) -> TurnEvent:
@@ -118,13 +124,13 @@ def test_idle_sessions_are_closed_once() -> None:
     w = RecordingWriterDouble()
     p = Processor(w, StreamSettings(idle_s=10), turns=TURNS)
     run(p.handle_turns(records(turn("a", 1))))
-    assert p.sessions["acme/maya/a"]["provisional"] == [1]
-    assert run(p.close_idle(now=p.sessions["acme/maya/a"]["last"] + 5)) == []
-    notes = run(p.close_idle(now=p.sessions["acme/maya/a"]["last"] + 11))
+    assert p.sessions[key("a")]["provisional"] == [1]
+    assert run(p.close_idle(now=p.sessions[key("a")]["last"] + 5)) == []
+    notes = run(p.close_idle(now=p.sessions[key("a")]["last"] + 11))
     assert [n.cause for n in notes] == ["close"] and notes[0].provisional == []
-    assert p.sessions["acme/maya/a"]["provisional"] == []
+    assert key("a") not in p.sessions  # closed: it left the table
     assert p.metrics.provisional_replaced._value.get() == 1  # noqa: SLF001
-    assert run(p.close_idle(now=10**12)) == []  # nothing provisional left
+    assert run(p.close_idle(now=10**12)) == []  # closed once
     assert [c[0] for c in w.calls] == ["append", "close"]
 
 
@@ -344,12 +350,12 @@ def test_a_full_batch_holds_open_windows_and_a_short_one_builds_them() -> None:
     out = run(p.handle_turns(records(old("a", 1), old("b", 1), old("c", 1))))
     assert ("hold", ["a", "b", "c"]) in w.calls
     assert not out.l0 and set(k[1] for k in p.held) == {"a", "b", "c"}
-    assert p.sessions["acme/maya/a"]["held"] == [1]
+    assert p.sessions[key("a")]["held"] == [1]
     assert p.metrics.held_sessions._value.get() == 3  # noqa: SLF001
     assert p.metrics.freshness_seconds._sum.get() == 0  # noqa: SLF001 - nothing searchable yet
     out = run(p.handle_turns(records(old("a", 2, "assistant"), start=3)))
     assert {n.session_id: n.turns for n in out.l0} == {"a": [1], "b": [1], "c": [1]}
-    assert not p.held and p.sessions["acme/maya/b"]["held"] == []
+    assert not p.held and p.sessions[key("b")]["held"] == []
     assert p.metrics.held_sessions._value.get() == 0  # noqa: SLF001
 
 
@@ -404,13 +410,13 @@ def test_held_sessions_of_a_partition_that_moved_are_left_to_its_new_owner() -> 
     w = RecordingWriterDouble()
     p = Processor(w, StreamSettings(batch_max=2), turns=TURNS, owned=lambda part: part in owned)
     run(p.handle_turns(records(old("a", 1), old("b", 1, content="b"), partition=1)))
-    assert p.sessions["acme/maya/a"]["partition"] == 1 and len(p.held) == 2
+    assert p.sessions[key("a")]["partition"] == 1 and len(p.held) == 2
     owned.discard(1)  # revoked: the other worker reads the session table and builds them
     assert run(p.build_held(p._last_batch + 5)) == [] and not p.held  # noqa: SLF001
     # A worker that owns the partition and finds only the table's note builds them.
     q = Processor(w, StreamSettings(batch_max=2), turns=TURNS, sessions=p.sessions)
     assert {n.session_id for n in run(q.build_held())} == {"a", "b"}
-    assert p.sessions["acme/maya/a"]["held"] == []
+    assert p.sessions[key("a")]["held"] == []
 
 
 def test_the_timer_does_not_take_a_long_batch_for_a_quiet_worker() -> None:
@@ -432,13 +438,14 @@ def test_a_state_that_only_got_older_is_not_rewritten_but_still_counts_for_idle(
     w = RecordingWriterDouble()
     p = Processor(w, StreamSettings(batch_max=1, idle_s=100), turns=TURNS)
     run(p.handle_turns(records(old("a", 1))))
-    first = p.sessions["acme/maya/a"]["last"]
+    first = p.sessions[key("a")]["last"]
     run(p.handle_turns(records(old("a", 2, "assistant"), start=1)))  # held again, as it was
-    assert p.sessions["acme/maya/a"]["last"] == first  # no changelog record for the time alone
-    seen = p._seen["acme/maya/a"]  # noqa: SLF001
+    assert p.sessions[key("a")]["last"] == first  # no changelog record for the time alone
+    seen = p.open_sessions.last(key("a"))
+    assert seen is not None
     assert seen >= first
     # Idle is counted from the last message, not from the table's older time.
-    p.sessions["acme/maya/a"] = {**p.sessions["acme/maya/a"], "last": seen - 50}
+    p.sessions[key("a")] = {**p.sessions[key("a")], "last": seen - 50}
     assert all(n.cause != "close" for n in run(p.close_idle(now=seen + 99)))
     assert [n.cause for n in run(p.close_idle(now=seen + 101))] == ["close"]
 
@@ -468,12 +475,12 @@ def test_a_held_window_that_grows_is_not_rewritten_to_the_session_table() -> Non
     w = RecordingWriterDouble()
     p = Processor(w, StreamSettings(batch_max=2), turns=TURNS)
     run(p.handle_turns(records(old("a", 1), old("b", 1))))
-    first = p.sessions["acme/maya/a"]
+    first = p.sessions[key("a")]
     assert first["held"] == [1]
     # The held window grows by a turn (what Memory reports; the double holds one turn).
     grown = AppendReport(scope=MAYA, session_id="a", turns_written=[2], held=[1, 2])
     p._noted(grown, "append", first["last"] + 1)  # noqa: SLF001
-    assert p.sessions["acme/maya/a"] is first  # not rewritten: only the time moved
+    assert p.sessions[key("a")] is first  # not rewritten: only the time moved
     built = AppendReport(scope=MAYA, session_id="a", units_written=[1, 2], unit_ids=["u1", "u2"])
     p._noted(built, "append", first["last"] + 2)  # noqa: SLF001
-    assert p.sessions["acme/maya/a"]["held"] == []  # built: the table says so
+    assert p.sessions[key("a")]["held"] == []  # built: the table says so
