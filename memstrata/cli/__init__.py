@@ -182,9 +182,13 @@ def ingest(
     data_dir: DataDir = None,
     max_issues: Annotated[int, typer.Option(help="How many skipped records to list.")] = 20,
     remote: Remote = None,
+    verbose: Annotated[bool, typer.Option(
+        "--verbose", "-v", help="Also print each session's construction cost (builder "
+                                "tokens).")] = False,
 ) -> None:
     """Read a file of conversations into memory (re-ingesting the same file adds nothing)."""
     from memstrata.cli.access import DEFAULT_TENANT, Where, open_writer
+    from memstrata.llm.construction import ConstructionMeter
     from memstrata.cli.ingest_input import undecodable, unusable_path
     from memstrata.roles import IngestReport
 
@@ -195,7 +199,10 @@ def ingest(
     if where.address is None:  # a bad file is reported before memory is opened
         source = _read_source(file, fmt, tenant or DEFAULT_TENANT, max_issues)
     report = IngestReport()
+    construction: ConstructionMeter | None = None
     with open_writer(where) as memory:
+        meter = getattr(memory.writer, "meter", None)  # local: the builder's usage meter
+        construction = ConstructionMeter(meter) if meter is not None else None
         if memory.via is not None:  # the tenant may be the key's: known once connected
             source = _read_source(file, fmt, memory.tenant(tenant), max_issues)
         try:
@@ -216,7 +223,10 @@ def ingest(
                     bar.update(saved, completed=report.committed + report.unchanged)
 
                 try:
-                    memory.writer.ingest(source.sessions(), progress=tick, report=report)
+                    sessions = source.sessions()
+                    memory.writer.ingest(construction.track(sessions) if construction
+                                         else sessions,
+                                         progress=tick, report=report)
                 finally:
                     bar.update(saved, completed=report.committed + report.unchanged)
         except UnicodeDecodeError as exc:
@@ -231,6 +241,27 @@ def ingest(
                 f"to finish the job: committed sessions are skipped.", soft_wrap=True)
             raise typer.Exit(Exit.INTERRUPTED) from None
     print_ingest(source, report, via=memory.via)
+    if construction is not None:
+        print_construction(construction, data_dir, verbose=verbose)
+
+
+def print_construction(built: Any, data_dir: Path | None, *, verbose: bool) -> None:
+    """The ingest's construction cost: builder calls, tokens and USD (per session with -v)."""
+    from memstrata.llm.construction import describe
+    from memstrata.controller.config import ControllerSettings
+
+    prices = _config(data_dir).get(ControllerSettings).prices()
+    usd, unpriced = built.cost(prices)
+    if verbose:
+        model = built.only_model
+        for s in built.sessions:
+            if s.usage.calls:
+                one = built.session_cost(s, prices, model)
+                console.print(escape(f"  construction {s.tenant_id}/{s.user_id}/"
+                                     f"{s.session_id}: {describe(s.usage, one)}"),
+                              soft_wrap=True)
+    console.print(escape(f"construction: {describe(built.total, usd, unpriced)}"),
+                  soft_wrap=True)
 
 
 def _read_source(file: Path, fmt: str, tenant: str, max_issues: int) -> Any:
@@ -514,6 +545,7 @@ def _register_subcommands() -> None:
     app.add_typer(eval_app, name="eval")
     from memstrata.cli import service_cmd; service_cmd.register()  # serve, keys
     from memstrata.cli import workers_cmd; workers_cmd.register()  # workers head|node|check
+    from memstrata.cli import mcp_cmd; mcp_cmd.register()  # mcp
 
 
 def main() -> None:

@@ -32,6 +32,7 @@ SHAPES: dict[str, dict[str, Any]] = {
         "prometheusRule": {"enabled": True},
         "keysSecret": "memstrata-keys",
         "existingSecret": "memstrata-env",
+        "mcp": {"enabled": True},
     },
     "distributed": DISTRIBUTED,
     "distributed-no-hpa": {**DISTRIBUTED, "distributed": {
@@ -49,6 +50,7 @@ SHAPES: dict[str, dict[str, Any]] = {
                           "grpcFrom": [{"namespaceSelector": {"matchLabels": {"team": "chat"}}}]},
         "serviceMonitor": {"enabled": True},
         "prometheusRule": {"enabled": True},
+        "mcp": {"enabled": True, "user": "maya", "allowedHosts": ["mcp.example.com"]},
     },
 }
 

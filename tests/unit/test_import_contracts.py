@@ -52,6 +52,8 @@ def test_the_import_contracts_are_kept() -> None:
     ("memstrata/llm/probe.py", "import memstrata.memory", "Layers of the core"),
     ("memstrata/controller/probe.py", "import memstrata.store.types",
      "The controller reads memory only"),
+    ("memstrata/mcp/probe.py", "import memstrata.memory",
+     "The MCP server speaks to memory only through the client"),
 ])
 def test_a_planted_forbidden_import_breaks_its_contract(tmp_path: Path, probe: str, line: str,
                                                        contract: str) -> None:
