@@ -2,7 +2,8 @@
 
 ```bash
 LOCOMO_PATH=... .venv/bin/python -m bench.service_load --noisy [--seconds 10] \
-    [--callers 64] [--quiet-rate 10] [--modes fifo,fair,fair-spare] [--rounds 1] [--limit N]
+    [--callers 64] [--quiet-rate 10] [--modes fifo,fair,fair-spare] [--rounds 1] [--limit N] \
+    [--storm]
 ```
 
 (the same as ``python -m bench.noisy_neighbour ...``). LoCoMo dev is ingested
@@ -25,7 +26,7 @@ three ways, each for ``--seconds``:
    while A was measured.
 
 Per-tenant rate and concurrency limits are lifted for both tenants, so what
-is measured is the scheduler, not the token bucket. Printed per scheduler: A's
+is measured is the scheduler, not the token bucket (but see ``--storm``). Printed per scheduler: A's
 p50/p99 alone and beside the flood, B's throughput alone and beside, errors
 (calls shed by the fair scheduler count as errors of their tenant), and the
 load average. Targets (the fair scheduler): A's p99 beside the flood <= 3x
@@ -34,6 +35,23 @@ together beside the flood against B alone, since a closed-loop caller of A,
 once served promptly, takes its own share of the machine (at about 6 ms of
 machine per Search, a caller answered within 30 ms asks for 20% of it). Results go to
 ``bench/out/noisy_neighbour.json`` and a plot to ``bench/out/noisy_neighbour.png``.
+
+``--storm``: the retry storm of issue 31 (item 9). Both tenants keep the
+DEFAULT limits (``MEMSTRATA_SERVICE_RATE_PER_S``, ``_BURST``,
+``_MAX_CONCURRENT``), so B's callers, which retry 10 ms after each
+RESOURCE_EXHAUSTED whatever its ``retry-after-ms`` says, are mostly refused:
+there are 128 of them by default, twice the concurrency limit, since on a
+2-core machine 64 callers get fewer Searches than the 200/s rate limit lets
+through. The query cache stays on (as in ``serve``; A asks new questions in
+every phase). The modes default to ``refuse-now``
+(``MEMSTRATA_SERVICE_REFUSAL_HOLD_MAX_S=0``: every refusal answered at once, as
+before, though already without reading the request) and ``refuse-late`` (the
+default: refusals held until their retry-after, a tenant's refusals paced,
+``query_service/interceptors/refusals.py``). Printed per mode, besides A's
+p50/p99 alone and beside: B's served and refused calls/s and the service
+process's CPU (share of one core) in each phase. Target (``refuse-late``): A's
+p99 beside the storm <= 3x alone. Results go to
+``bench/out/noisy_neighbour_storm.json`` and ``.png``.
 """
 
 from __future__ import annotations
@@ -60,7 +78,15 @@ MODES: dict[str, dict[str, str]] = {
     "fifo": {"MEMSTRATA_SERVICE_SCHEDULER": "fifo"},
     "fair": {"MEMSTRATA_SERVICE_SCHEDULER": "fair"},
     "fair-spare": {"MEMSTRATA_SERVICE_SCHEDULER": "fair", "MEMSTRATA_SERVICE_SPARE_SLOTS": "1"},
+    # --storm: refusals answered at once (the behaviour before refusals were held) or late.
+    "refuse-now": {"MEMSTRATA_SERVICE_REFUSAL_HOLD_MAX_S": "0"},
+    "refuse-late": {},
 }
+STORM_MODES = "refuse-now,refuse-late"
+#: --storm's callers: twice the default concurrency limit (64), so half of them are refused
+#: on any machine; where 64 callers get more than the default 200 Searches/s (the issue's
+#: machine), the rate limit refuses them too, and --callers 64 shows that storm.
+STORM_CALLERS = 128
 
 
 # -- the flood: its own process -------------------------------------------------------
@@ -69,10 +95,13 @@ def flood_main(address: str, key: str, questions_file: str, callers: int,
                seconds: float, out: str) -> None:
     """``--flood``: ``callers`` closed-loop Search callers for ``seconds``; completions to JSON.
 
-    Prints ``ready`` once connected; times are ``time.monotonic()`` (one clock for
-    every process on Linux), so the parent can count calls inside its own window.
+    A caller waits 10 ms after a failed call, whatever the failure and its
+    ``retry-after-ms``. RESOURCE_EXHAUSTED answers count as ``refused``, other
+    failures as ``errors``. Prints ``ready`` once connected; times are
+    ``time.monotonic()`` (one clock for every process on Linux), so the parent
+    can count calls inside its own window.
     """
-    from memstrata.client import AsyncMemoryClient
+    from memstrata.client import AsyncMemoryClient, RateLimited
     from memstrata.model import Scope
 
     asks = json.loads(Path(questions_file).read_text())
@@ -81,6 +110,7 @@ def flood_main(address: str, key: str, questions_file: str, callers: int,
         client = AsyncMemoryClient(address, api_key=key, timeout_s=120)
         done: list[float] = []
         errors: list[float] = []
+        refused: list[float] = []
         await client.search(Scope(tenant_id=FLOOD, user_id=asks[0][0]), asks[0][1])
         print("ready", flush=True)
         start = time.monotonic()
@@ -93,13 +123,16 @@ def flood_main(address: str, key: str, questions_file: str, callers: int,
                 try:
                     await client.search(Scope(tenant_id=FLOOD, user_id=user), question)
                     done.append(time.monotonic())
-                except Exception:  # noqa: BLE001 - counted (shed calls among them)
+                except RateLimited:  # the tenant's limits, or shed by the scheduler
+                    refused.append(time.monotonic())
+                    await asyncio.sleep(0.01)
+                except Exception:  # noqa: BLE001 - counted
                     errors.append(time.monotonic())
                     await asyncio.sleep(0.01)
 
         await asyncio.gather(*(caller() for _ in range(callers)))
         await client.close()
-        return {"start": start, "done": done, "errors": errors}
+        return {"start": start, "done": done, "errors": errors, "refused": refused}
 
     Path(out).write_text(json.dumps(asyncio.run(go())))
 
@@ -147,6 +180,9 @@ class Quiet:
 
         self.loop = asyncio.new_event_loop()
         self.asks = asks
+        #: The next question: each phase goes on from where the one before stopped, so
+        #: with the query cache on no phase asks an already cached question.
+        self.next = 0
 
         async def make() -> Any:
             return AsyncMemoryClient(address, api_key=key, timeout_s=120)
@@ -165,7 +201,7 @@ class Quiet:
             t0 = time.monotonic()
             i = 0
             while time.monotonic() - t0 < seconds:
-                user, question = self.asks[i % len(self.asks)]
+                user, question = self.asks[(self.next + i) % len(self.asks)]
                 s = time.perf_counter()
                 if rate > 0:
                     due = t0 + i / rate
@@ -178,6 +214,7 @@ class Quiet:
                 except Exception:  # noqa: BLE001 - counted
                     errors += 1
             t1 = time.monotonic()
+            self.next += i
             p50, p99 = percentiles_ms(lat) if lat else (float("nan"), float("nan"))
             return {"calls": len(lat), "errors": errors, "t0": t0, "t1": t1,
                     "throughput": len(lat) / (t1 - t0), "p50_ms": p50, "p99_ms": p99}
@@ -198,10 +235,13 @@ def measure_mode(mode: str, data_dir: Path, keys: Path, key_a: str, key_b: str,
     from query_service.settings import ServiceSettings
 
     default = ServiceSettings()
-    # The query-vector cache off: each phase asks the questions of the one before again,
-    # and cached questions would make the later phases (A and B beside) cheaper.
+    # The query-vector cache off: the flood asks the questions of the phase before again,
+    # and cached questions would make the later phases (B beside) cheaper. --storm keeps it
+    # on, as `serve` does: the flood's repeated questions are then cheap enough for its
+    # calls to reach the default rate limit (A's questions are new in every phase).
+    cache = {} if args.storm else {"MEMSTRATA_QUERY_CACHE_SIZE": "0"}
     svc = ServiceProcess(data_dir, keys, default.read_threads, default.answer_threads,
-                         env={**MODES[mode], "MEMSTRATA_QUERY_CACHE_SIZE": "0"})
+                         env={**MODES[mode], **cache})
     quiet: Quiet | None = None
     floods: list[Flood] = []
     out: dict[str, Any] = {"load_start": load_average()}
@@ -210,7 +250,10 @@ def measure_mode(mode: str, data_dir: Path, keys: Path, key_a: str, key_b: str,
         quiet = Quiet(svc.address, key_a, asks_a)
         quiet.measure(min(2.0, args.seconds / 4))  # warm-up
         bar.update(task, description=f"{mode}: A alone")
+        cpu0 = svc.cpu_s()
         out["a_alone"] = quiet.measure(args.seconds, args.quiet_rate)
+        a0 = out["a_alone"]
+        out["a_alone"]["server_cpu"] = (svc.cpu_s() - cpu0) / (a0["t1"] - a0["t0"])
         bar.advance(task)
 
         bar.update(task, description=f"{mode}: B alone ({args.callers} callers)")
@@ -219,10 +262,17 @@ def measure_mode(mode: str, data_dir: Path, keys: Path, key_a: str, key_b: str,
                       tmp / f"flood-{mode}-alone.json")
         floods.append(flood)
         flood.wait_ready()
+        time.sleep(warm)
+        cpu0 = svc.cpu_s()
+        time.sleep(args.seconds)
+        cpu = (svc.cpu_s() - cpu0) / args.seconds
         b = flood.result()
         t0 = b["start"] + warm
         out["b_alone"] = {"throughput": count_in(b["done"], t0, t0 + args.seconds) / args.seconds,
-                          "errors": count_in(b["errors"], t0, t0 + args.seconds)}
+                          "errors": count_in(b["errors"], t0, t0 + args.seconds),
+                          "refused_per_s": count_in(b.get("refused", ()), t0,
+                                                    t0 + args.seconds) / args.seconds,
+                          "server_cpu": cpu}
         bar.advance(task)
 
         bar.update(task, description=f"{mode}: A beside B")
@@ -231,12 +281,17 @@ def measure_mode(mode: str, data_dir: Path, keys: Path, key_a: str, key_b: str,
         floods.append(flood)
         flood.wait_ready()
         time.sleep(warm)  # the flood's queue builds up first
+        cpu0 = svc.cpu_s()
         a = quiet.measure(args.seconds, args.quiet_rate)
+        cpu = svc.cpu_s() - cpu0
         b = flood.result()
         span = a["t1"] - a["t0"]
         out["a_beside"] = a
         out["b_beside"] = {"throughput": count_in(b["done"], a["t0"], a["t1"]) / span,
-                           "errors": count_in(b["errors"], a["t0"], a["t1"])}
+                           "errors": count_in(b["errors"], a["t0"], a["t1"]),
+                           "refused_per_s": count_in(b.get("refused", ()), a["t0"],
+                                                     a["t1"]) / span,
+                           "server_cpu": cpu / span}
         bar.advance(task)
     finally:
         for f in floods:
@@ -256,10 +311,11 @@ def merge_rounds(rounds: Sequence[dict[str, Any]]) -> dict[str, Any]:
     for part in ("a_alone", "a_beside"):
         out[part] = {k: max(r[part][k] for r in rounds) if k.startswith("p") else
                      sum(r[part][k] for r in rounds) / len(rounds)
-                     for k in ("p50_ms", "p99_ms", "throughput", "calls", "errors")}
+                     for k in ("p50_ms", "p99_ms", "throughput", "calls", "errors",
+                               "server_cpu")}
     for part in ("b_alone", "b_beside"):
         out[part] = {k: sum(r[part][k] for r in rounds) / len(rounds)
-                     for k in ("throughput", "errors")}
+                     for k in ("throughput", "errors", "refused_per_s", "server_cpu")}
     out["load_start"] = min(r["load_start"] for r in rounds)
     out["load_end"] = max(r["load_end"] for r in rounds)
     return out
@@ -277,15 +333,24 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--limit", type=int, default=None,
                     help="Ingest only the first N conversations (per tenant).")
     ap.add_argument("--seconds", type=float, default=10.0, help="Length of each measurement.")
-    ap.add_argument("--callers", type=int, default=64, help="Tenant B's concurrent callers.")
+    ap.add_argument("--callers", type=int, default=None,
+                    help="Tenant B's concurrent callers (default 64; with --storm 128).")
     ap.add_argument("--quiet-rate", type=float, default=10.0,
                     help="Tenant A's calls per second (0: closed loop, as fast as answered).")
-    ap.add_argument("--modes", default="fifo,fair,fair-spare",
-                    help=f"Schedulers to compare, in order ({', '.join(MODES)}).")
+    ap.add_argument("--modes", default=None,
+                    help=f"Modes to compare, in order ({', '.join(MODES)}); default "
+                         f"fifo,fair,fair-spare, with --storm {STORM_MODES}.")
+    ap.add_argument("--storm", action="store_true",
+                    help="Both tenants keep the default limits: B's retrying callers are "
+                         "mostly refused (a retry storm).")
     ap.add_argument("--rounds", type=int, default=1,
                     help="Repeat, alternating the order of the schedulers.")
     args = ap.parse_args(argv)
     args.dataset = require_dataset(args.dataset)
+    if args.modes is None:
+        args.modes = STORM_MODES if args.storm else "fifo,fair,fair-spare"
+    if args.callers is None:
+        args.callers = STORM_CALLERS if args.storm else 64
     modes = [m for m in args.modes.split(",") if m]
     if unknown := [m for m in modes if m not in MODES]:
         ap.error(f"--modes: unknown {', '.join(unknown)} (known: {', '.join(MODES)})")
@@ -307,7 +372,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                   f"{len(parts[QUIET][1])} questions each; load average {load_average():.2f}")
     results: dict[str, Any] = {"load_average_start": load_average(), "seconds": args.seconds,
                                "callers": args.callers, "quiet_rate": args.quiet_rate, "sessions": len(sessions),
-                               "modes": {}}
+                               "storm": args.storm, "modes": {}}
     with tempfile.TemporaryDirectory(prefix="memstrata-bench-noisy-") as tmp_name:
         tmp = Path(tmp_name)
         data_dir = tmp / "data"
@@ -317,7 +382,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             memory.ingest(sessions, progress=lambda n: bar.advance(task, n))
         keys = tmp / "keys.json"
         key_a, key_b = add_key(keys, QUIET)[1], add_key(keys, FLOOD)[1]
-        for tenant in (QUIET, FLOOD):
+        for tenant in () if args.storm else (QUIET, FLOOD):  # --storm: the defaults
             set_tenant_policy(keys, tenant, TenantPolicy(rate_per_s=1e9, burst=10**9,
                                                          max_concurrent=10**6))
         asks_b = tmp / "asks-flood.json"
@@ -338,6 +403,9 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 def report(results: dict[str, Any]) -> None:
+    if results.get("storm"):
+        report_storm(results)
+        return
     rows = []
     for mode, r in results["modes"].items():
         a0, a1, b0, b1 = r["a_alone"], r["a_beside"], r["b_alone"], r["b_beside"]
@@ -405,6 +473,71 @@ def plot(results: dict[str, Any]) -> None:
     fig.savefig(OUT_DIR / "noisy_neighbour.png", dpi=100)
     plt.close(fig)
     console.print(f"plot: {OUT_DIR / 'noisy_neighbour.png'}")
+
+
+def report_storm(results: dict[str, Any]) -> None:
+    """``--storm``: A's latency alone and beside B's refused retries; B's served and refused."""
+    rows = []
+    for mode, r in results["modes"].items():
+        a0, a1, b0, b1 = r["a_alone"], r["a_beside"], r["b_alone"], r["b_beside"]
+        rows.append([mode, a0["p50_ms"], a0["p99_ms"], a1["p50_ms"], a1["p99_ms"],
+                     a1["p99_ms"] / a0["p99_ms"], b0["throughput"], b0["refused_per_s"],
+                     b1["throughput"], b1["refused_per_s"],
+                     f"{a0['server_cpu']:.0%} / {b0['server_cpu']:.0%} / {b1['server_cpu']:.0%}",
+                     f"{int(a0['errors'] + a1['errors'])}/{int(b0['errors'] + b1['errors'])}",
+                     f"{r['load_start']:.1f}-{r['load_end']:.1f}"])
+    rate = results.get("quiet_rate", 0.0)
+    a_is = f"1 caller, {rate:g} calls/s" if rate else "1 closed-loop caller"
+    print_table(f"retry storm, default limits: tenant A ({a_is}) beside tenant B "
+                f"({results['callers']} callers retrying 10 ms after each refusal), Search, "
+                f"{results['seconds']:g} s each; load average "
+                f"{results['load_average_start']:.1f} -> {results['load_average_end']:.1f}",
+                ["refusals", "A p50 alone", "A p99 alone", "A p50 beside", "A p99 beside",
+                 "A p99 x", "B served/s alone", "B refused/s alone", "B served/s beside",
+                 "B refused/s beside", "server CPU A / B / A+B", "errors A/B", "load"], rows)
+    checks = []
+    late = results["modes"].get("refuse-late")
+    if late is not None:
+        ratio = late["a_beside"]["p99_ms"] / late["a_alone"]["p99_ms"]
+        checks.append(("refuse-late: A's p99 beside the storm <= 3x alone", ratio <= 3.0,
+                       f"{ratio:.2f}x"))
+    for name, ok, value in checks:
+        console.print(f"{verdict(ok)} {name}: {value}")
+    results["checks"] = [{"check": n, "ok": ok, "value": v} for n, ok, v in checks]
+    OUT_DIR.mkdir(parents=True, exist_ok=True)
+    (OUT_DIR / "noisy_neighbour_storm.json").write_text(json.dumps(results, indent=1))
+    plot_storm(results)
+
+
+def plot_storm(results: dict[str, Any]) -> None:
+    plt = pyplot_or_none()
+    if plt is None:
+        return
+    modes = list(results["modes"])
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+    x = range(len(modes))
+    w = 0.38
+    for off, part, label in ((-w / 2, "a_alone", "A alone"),
+                             (w / 2, "a_beside", "A beside the storm")):
+        left.bar([i + off for i in x], [results["modes"][m][part]["p99_ms"] for m in modes],
+                 w, label=label)
+    left.set_xticks(list(x), modes)
+    left.set_ylabel("tenant A Search p99 (ms)")
+    left.set_yscale("log")
+    left.legend()
+    for off, key, label in ((-w / 2, "throughput", "B served/s"),
+                            (w / 2, "refused_per_s", "B refused/s")):
+        right.bar([i + off for i in x], [results["modes"][m]["b_beside"][key] for m in modes],
+                  w, label=label)
+    right.set_xticks(list(x), modes)
+    right.set_ylabel(f"tenant B calls/s beside A ({results['callers']} callers)")
+    right.legend()
+    fig.suptitle(f"retry storm, default limits (load average "
+                 f"{results['load_average_start']:.1f})")
+    fig.tight_layout()
+    fig.savefig(OUT_DIR / "noisy_neighbour_storm.png", dpi=100)
+    plt.close(fig)
+    console.print(f"plot: {OUT_DIR / 'noisy_neighbour_storm.png'}")
 
 
 if __name__ == "__main__":

@@ -77,22 +77,42 @@ class TenantGate:
     def limits(self, tenant: str) -> TenantLimits:
         return limits_for(self.settings, self.keys.policy(tenant))
 
-    def admit(self, tenant: str) -> tuple[str, float] | None:
-        """None when admitted (the caller must :meth:`release`); else (limit, retry seconds)."""
-        lim = self.limits(tenant)
+    def _refill(self, tenant: str, lim: TenantLimits) -> _Bucket:
         now = self.clock()
         b = self._buckets.get(tenant)
         if b is None:
             b = self._buckets[tenant] = _Bucket(tokens=float(lim.burst), stamp=now)
         b.tokens = min(float(lim.burst), b.tokens + (now - b.stamp) * lim.rate_per_s)
         b.stamp = now
+        return b
+
+    @staticmethod
+    def _refusal(b: _Bucket, lim: TenantLimits) -> tuple[str, float] | None:
         if b.in_flight >= lim.max_concurrent:
             return "concurrency", 0.05
         if b.tokens < 1.0:
             return "rate", (1.0 - b.tokens) / lim.rate_per_s
-        b.tokens -= 1.0
-        b.in_flight += 1
         return None
+
+    def admit(self, tenant: str) -> tuple[str, float] | None:
+        """None when admitted (the caller must :meth:`release`); else (limit, retry seconds)."""
+        lim = self.limits(tenant)
+        b = self._refill(tenant, lim)
+        refused = self._refusal(b, lim)
+        if refused is None:
+            b.tokens -= 1.0
+            b.in_flight += 1
+        return refused
+
+    def peek(self, tenant: str) -> tuple[str, float] | None:
+        """What :meth:`admit` would answer now, taking nothing (no token, no slot).
+
+        The interceptor asks before the request is read, so a call that would be
+        refused is refused without reading or decoding its message; one that
+        passes is admitted (or, rarely, refused after all) by :meth:`admit`.
+        """
+        lim = self.limits(tenant)
+        return self._refusal(self._refill(tenant, lim), lim)
 
     def release(self, tenant: str) -> None:
         b = self._buckets.get(tenant)

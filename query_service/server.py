@@ -34,6 +34,7 @@ from memstrata.rpc import memory_pb2 as pb
 from memstrata.rpc import memory_pb2_grpc as pb_grpc
 from query_service.controls import TopicControls
 from query_service.interceptors import CallInterceptor
+from query_service.interceptors.refusals import RefusalPacer
 from query_service.keys import KeyRing
 from query_service.limits import SpendLedger, TenantGate
 from query_service.metrics import ServiceMetrics
@@ -113,6 +114,7 @@ class ServiceHandle:
         """Flip health to NOT_SERVING, stop accepting, let in-flight calls finish."""
         await self.health.enter_graceful_shutdown()
         await self.server.stop(grace)
+        self.servicer.close()
         if self.publisher is not None:
             await self.publisher.stop()
         if self.controls is not None:
@@ -216,8 +218,11 @@ async def build_server(
     servicer = MemoryServicer(memory, settings, controller_settings, chat, pools, metrics,
                               gate, SpendLedger(spend_path(memory, settings)), publisher,
                               prices, turn_limits=turn_limits)
+    pacer = RefusalPacer(settings.refusal_hold_max_s, settings.refusals_held_max,
+                         settings.refusal_rate_per_s)
     server = grpc.aio.server(interceptors=[CallInterceptor(metrics, keys, gate,
-                                                           settings.max_message_bytes)],
+                                                           settings.max_message_bytes,
+                                                           pacer)],
                              options=[("grpc.so_reuseport", 0),
                                       *channel_options(settings.max_message_bytes)])
     pb_grpc.add_MemoryServiceServicer_to_server(servicer, server)

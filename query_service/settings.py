@@ -47,6 +47,13 @@ class ServiceSettings(BaseSettings):
     #: With ``ingest_ack=stored``, the longest Ingest waits for the worker (the call's
     #: deadline, if shorter, wins); past it the call fails with UNAVAILABLE.
     ingest_wait_s: float = Field(30.0, gt=0, le=600)
+    #: Messages published to the turns topic and not yet seen stored, kept so that a replay
+    #: counts as a duplicate and a delete waits for them: at most this many (oldest dropped
+    #: first), each for at most ``pending_keep_s``; every ``pending_sweep_s`` the stores are
+    #: read to drop the ones they hold. Memory is bounded by what is in flight.
+    pending_max: int = Field(100_000, ge=1, le=10_000_000)
+    pending_keep_s: float = Field(600.0, gt=0, le=86_400)
+    pending_sweep_s: float = Field(1.0, gt=0, le=3600)
 
     # -- threads (the stores and the controller are synchronous and hold the GIL) --
     #: Threads for Search and Read* calls; default: one per core, at most 4. The stores
@@ -95,6 +102,16 @@ class ServiceSettings(BaseSettings):
     #: 2.11-3.48x without; but one busy tenant alone gets about 25% fewer Searches/s, as
     #: it keeps one thread of two. 0: off (the default).
     spare_slots: int = Field(0, ge=0, le=16)
+    #: Refusals answered late (query_service/interceptors/refusals.py): a call refused by its
+    #: tenant's rate or concurrency limit is held (a timer on the event loop, no thread) until
+    #: its retry-after, with a tenant's refusals spaced by ``refusal_rate_per_s``, for at most
+    #: this many seconds and never past the call's deadline, so a caller that retries at once
+    #: cannot flood the server with refused calls. 0: every refusal answered at once.
+    refusal_hold_max_s: float = Field(2.0, ge=0, le=60)
+    #: A tenant's refusals answered per second, at most (nor faster than its own rate limit).
+    refusal_rate_per_s: float = Field(20.0, gt=0, le=100_000)
+    #: Refused calls held at once, all tenants together; beyond it refusals are answered at once.
+    refusals_held_max: int = Field(1000, ge=0, le=100_000)
 
     # -- input limits --
     max_question_chars: int = Field(2000, ge=1, le=100_000)

@@ -16,7 +16,11 @@ four, in their order:
    without running (nothing below runs then);
 3. **limits**: the tenant's rate and concurrency limits
    (:class:`~query_service.limits.TenantGate`), RESOURCE_EXHAUSTED with a
-   ``retry-after-ms`` hint, a slot held for the whole call;
+   ``retry-after-ms`` hint, a slot held for the whole call. A call the limits
+   refuse is refused before its request is read, and answered late
+   (:mod:`query_service.interceptors.refusals`: held until its retry-after),
+   so a caller that retries at once cannot spend the server's CPU on refusals;
+   held refusals are not counted in flight and their hold is not latency;
 4. **size** (:mod:`query_service.transport`): INVALID_ARGUMENT naming the
    request's largest field when it is over the service's limit.
 
@@ -35,11 +39,13 @@ import grpc
 from query_service.calls import CALL, CallInfo, method_name
 from query_service.interceptors.auth import (
     BAD_KEY,
+    KEYS_UNAVAILABLE,
     NO_KEY,
     TENANT_HEADER,
     key_from_metadata,
 )
 from query_service.interceptors.metrics import code_of
+from query_service.interceptors.refusals import RefusalPacer
 from query_service.interceptors.wrap import denying_handler
 from query_service.keys import KeyRing
 from query_service.limits import TenantGate
@@ -55,14 +61,18 @@ class CallInterceptor(grpc.aio.ServerInterceptor):
     """Metrics, auth, limits and size of every non-``/grpc.*`` call (see the module)."""
 
     def __init__(self, metrics: ServiceMetrics, keys: KeyRing, gate: TenantGate,
-                 max_message_bytes: int) -> None:
+                 max_message_bytes: int, pacer: RefusalPacer | None = None) -> None:
+        """``pacer``: how refusals are answered (None: at once, none held)."""
         self.metrics = metrics
         self.keys = keys
         self.gate = gate
         self.limit = max_message_bytes
+        self.pacer = pacer if pacer is not None else RefusalPacer(0.0, 0)
         # Deny handlers are built once per kind and reason.
         self._denials: dict[tuple[bool, grpc.StatusCode, str], grpc.RpcMethodHandler] = {}
         self._children: dict[tuple[Any, ...], Any] = {}
+        #: The key ring raised on the last call (logged once until a call succeeds).
+        self._keys_failing = False
 
     # -- metrics, children looked up once ---------------------------------------
     def _child(self, metric: Any, **labels: str) -> Any:
@@ -77,9 +87,12 @@ class CallInterceptor(grpc.aio.ServerInterceptor):
         info.started = time.perf_counter()
         self._child(self.metrics.in_flight, method=info.method).inc()
 
-    def _end(self, info: CallInfo, context: Any, exc: BaseException | None) -> None:
+    def _end(self, info: CallInfo, context: Any, exc: BaseException | None, *,
+             counted: bool = True) -> None:
+        """``counted``: the call was counted in flight by :meth:`_begin`."""
         m = self.metrics
-        self._child(m.in_flight, method=info.method).dec()
+        if counted:
+            self._child(m.in_flight, method=info.method).dec()
         code = code_of(context, exc).name
         t = m._t(info.tenant)
         self._child(m.latency, method=info.method, code=code, **t).observe(
@@ -95,13 +108,32 @@ class CallInterceptor(grpc.aio.ServerInterceptor):
             self._denials[key] = denying_handler(handler, code, details)
         return self._denials[key]
 
+    def _tenant_for(self, key: str) -> str | None | Exception:
+        """The key's tenant (None: refused), or the error that kept the ring from answering.
+
+        The ring keeps its last good keys when the file goes bad, so an error here
+        is a bug; it is logged once per run of failures (with its traceback) and
+        never reaches the caller, whose status would otherwise quote it.
+        """
+        try:
+            tenant = self.keys.tenant_for(key)
+        except Exception as exc:  # noqa: BLE001 - answered UNAVAILABLE, logged once
+            if not self._keys_failing:
+                self._keys_failing = True
+                log.exception("cannot check API keys; calls are refused until this clears")
+            return exc
+        self._keys_failing = False
+        return tenant
+
     def _authenticate(self, handler: grpc.RpcMethodHandler, method: str, metadata: Any
                       ) -> tuple[str | None, grpc.RpcMethodHandler]:
         """(the call's tenant, handler), or (None, a handler that refuses the call)."""
         key = key_from_metadata(metadata)
         if key is None:
             return None, self._deny(handler, grpc.StatusCode.UNAUTHENTICATED, NO_KEY)
-        tenant = self.keys.tenant_for(key)
+        tenant = self._tenant_for(key)
+        if isinstance(tenant, Exception):
+            return None, self._deny(handler, grpc.StatusCode.UNAVAILABLE, KEYS_UNAVAILABLE)
         if tenant is None:
             log.info("refused a call to %s: invalid or revoked key", method)
             return None, self._deny(handler, grpc.StatusCode.UNAUTHENTICATED, BAD_KEY)
@@ -114,21 +146,82 @@ class CallInterceptor(grpc.aio.ServerInterceptor):
         return tenant, handler
 
     # -- limits and size ------------------------------------------------------------
-    async def _admit(self, tenant: str, method: str, context: Any) -> None:
-        """Take the tenant's slot (the caller releases it) or refuse the call."""
-        gate, metrics = self.gate, self.metrics
-        refused = gate.admit(tenant)
+    async def _admit(self, info: CallInfo, tenant: str, context: Any) -> None:
+        """Take the tenant's slot (the caller releases it) or refuse the call.
+
+        Most refusals happen before the request is read (:meth:`_refusing`); this
+        one is for a call that passed that check while other calls took the
+        tokens before its message arrived.
+        """
+        refused = self.gate.admit(tenant)
         if refused is not None:
-            limit, retry_s = refused
-            self._child(metrics.rate_limited, method=method, limit=limit,
-                        **metrics._t(tenant)).inc()
-            lim = gate.limits(tenant)
-            what = (f"{lim.max_concurrent} calls in flight" if limit == "concurrency"
-                    else f"{lim.rate_per_s:g} calls/s (burst {lim.burst})")
-            context.set_trailing_metadata((("retry-after-ms", str(int(retry_s * 1000))),))
-            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                                f"tenant {tenant}: {limit} limit of {what} reached; retry "
-                                f"in {retry_s * 1000:.0f} ms")
+            in_flight = self._child(self.metrics.in_flight, method=info.method)
+            in_flight.dec()  # a held refusal is not a call being served
+            try:
+                await self._refuse(info, tenant, *refused, context)
+            finally:
+                in_flight.inc()
+
+    async def _refuse(self, info: CallInfo, tenant: str, limit: str, retry_s: float,
+                      context: Any) -> None:
+        """Count the refusal, hold it as the pacer says, answer RESOURCE_EXHAUSTED.
+
+        The hold is left out of the call's latency metric: it is chosen, not
+        service time (``memstrata_rpc_rate_limited`` counts the refusals).
+        """
+        gate, metrics = self.gate, self.metrics
+        self._child(metrics.rate_limited, method=info.method, limit=limit,
+                    **metrics._t(tenant)).inc()
+        lim = gate.limits(tenant)
+        began = time.perf_counter()
+        try:
+            hint_s = await self.pacer.refuse_late(tenant, retry_s, lim.rate_per_s,
+                                                  context.time_remaining())
+        finally:
+            info.started += time.perf_counter() - began
+        what = (f"{lim.max_concurrent} calls in flight" if limit == "concurrency"
+                else f"{lim.rate_per_s:g} calls/s (burst {lim.burst})")
+        hint_ms = max(1, round(hint_s * 1000))
+        context.set_trailing_metadata((("retry-after-ms", str(hint_ms)),))
+        await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                            f"tenant {tenant}: {limit} limit of {what} reached; retry "
+                            f"in {hint_ms} ms")
+
+    def _refusing(self, handler: grpc.RpcMethodHandler, method: str, tenant: str,
+                  limit: str, retry_s: float) -> grpc.RpcMethodHandler:
+        """A handler that refuses the call without reading its request.
+
+        It is of the request-streaming kind: gRPC then reads no message until the
+        handler asks for one, and this one never asks, so a refused call is not
+        read, not decoded, and a held one keeps no request bytes.
+        """
+
+        async def refuse(context: Any) -> None:
+            info = CallInfo(method=method, tenant=tenant)
+            info.started = time.perf_counter()
+            exc: BaseException | None = None
+            try:
+                await self._refuse(info, tenant, limit, retry_s, context)
+            except BaseException as e:  # noqa: BLE001 - recorded, then re-raised
+                exc = e
+                raise
+            finally:
+                self._end(info, context, exc, counted=False)
+
+        async def refuse_unary(requests: Any, context: Any) -> Any:
+            await refuse(context)
+
+        async def refuse_stream(requests: Any, context: Any) -> AsyncIterator[Any]:
+            await refuse(context)
+            yield  # pragma: no cover - refuse() raises
+
+        if handler.response_streaming:
+            return grpc.stream_stream_rpc_method_handler(
+                refuse_stream, request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer)
+        return grpc.stream_unary_rpc_method_handler(
+            refuse_unary, request_deserializer=handler.request_deserializer,
+            response_serializer=handler.response_serializer)
 
     async def _check_size(self, request: Any, context: Any) -> None:
         why = too_large(request, self.limit)
@@ -146,6 +239,8 @@ class CallInterceptor(grpc.aio.ServerInterceptor):
         method = method_name(full)
         tenant, run = self._authenticate(handler, full,
                                          handler_call_details.invocation_metadata)
+        if tenant is not None and (refused := self.gate.peek(tenant)) is not None:
+            return self._refusing(run, method, tenant, *refused)
         info = CallInfo(method=method)
         gate = self.gate
 
@@ -159,7 +254,7 @@ class CallInterceptor(grpc.aio.ServerInterceptor):
                     if tenant is None:  # refused by auth: nothing else runs
                         return await inner_uu(request, context)
                     info.tenant = tenant
-                    await self._admit(tenant, method, context)
+                    await self._admit(info, tenant, context)
                     try:
                         await self._check_size(request, context)
                         return await inner_uu(request, context)
@@ -186,7 +281,7 @@ class CallInterceptor(grpc.aio.ServerInterceptor):
                             yield item
                         return
                     info.tenant = tenant
-                    await self._admit(tenant, method, context)
+                    await self._admit(info, tenant, context)
                     try:
                         await self._check_size(request, context)
                         async for item in inner_us(request, context):
