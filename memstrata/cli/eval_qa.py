@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import (
@@ -62,15 +63,23 @@ def print_report(report: dict[str, Any], title: str) -> None:
     for col, just in (("category", "left"), ("n", "right"), ("F1", "right"), ("EM", "right"),
                       ("judge acc.", "right")):
         table.add_column(col, justify=just)  # type: ignore[arg-type]
-    for name, row in report["by_category"].items():
-        table.add_row(name, str(row["n"]), _fmt(row["f1"]), _fmt(row["em"]),
-                      _fmt(row["judge_accuracy"]))
-    for label, key in (("overall (no adversarial)", "overall"),
-                       ("overall (all)", "overall_with_adversarial")):
-        row = report[key]
-        table.add_row(f"[bold]{label}[/bold]", str(row["n"]), _fmt(row["f1"]), _fmt(row["em"]),
+    rows = [*report["by_category"].items(), ("overall (no adversarial)", report["overall"]),
+            ("overall (all)", report["overall_with_adversarial"])]
+    for name, row in rows:
+        label = f"[bold]{name}[/bold]" if name.startswith("overall") else name
+        table.add_row(label, str(row["n"]), _fmt(row["f1"]), _fmt(row["em"]),
                       _fmt(row["judge_accuracy"]))
     console.print(table)
+    rates = Table(title="answered precision and coverage", box=box.SIMPLE_HEAD,
+                  caption="precision: right (F1 >= 0.5, or the judge) / answered; coverage: "
+                          "answered / answerable; false: answered / unanswerable")
+    for col in ("category", "n", "answered", "precision", "coverage", "false"):
+        rates.add_column(col, justify="left" if col == "category" else "right")
+    for name, row in rows:
+        rates.add_row(name, str(row["n"]), str(row.get("answered", "-")),
+                      _fmt(row.get("precision")), _fmt(row.get("coverage")),
+                      _fmt(row.get("false_answers")))
+    console.print(rates)
     d = report["depth_distribution"]
     console.print(
         f"depth distribution over {report['drills']} drills: "
@@ -187,18 +196,20 @@ def qa(
                           ("controller", "synthesizer", "generator", "judge")}
                          if chat is not None else None)}
     results = [r.model_dump(mode="json") for r in run.results]
-    versus = None
+    versus = rates = None
     if prior is not None:
-        from memstrata.eval.qa import compare_runs  # noqa: PLC0415
+        from memstrata.eval.qa import compare_rates, compare_runs  # noqa: PLC0415
 
         try:
             versus = compare_runs(results, prior)
+            rates = compare_rates(results, prior)
         except ValueError as exc:
             err.print(f"[red]--previous {escape(str(previous))}: {escape(str(exc))}[/red]")
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(
         {"config": config, "report": run.report,
-         **({"vs_previous": {"file": str(previous), "f1": versus}} if versus else {}),
+         **({"vs_previous": {"file": str(previous), "f1": versus,
+                             "precision_coverage": rates}} if versus else {}),
          "results": results}, indent=1) + "\n")
     plot_path = plot or output.with_suffix(".depth.png")
     title = f"{dataset.name} · {controller.mode}"
@@ -209,6 +220,8 @@ def qa(
                                 if csettings.ablations else ""))
     if versus:
         print_versus(versus, previous)  # type: ignore[arg-type]
+    if rates:
+        print_rates_versus(rates, previous)  # type: ignore[arg-type]
     console.print(f"wrote {output} and {plot_path}")
 
 
@@ -235,3 +248,25 @@ def print_versus(versus: dict[str, dict[str, float | int]], previous: Path) -> N
                       f"[{d['ci95_low']:+.3f}, {d['ci95_high']:+.3f}]", str(d["better"]),
                       str(d["worse"]))
     console.print(table)
+
+
+def _interval(d: dict[str, Any]) -> str:
+    if d.get("ci95_low") is None:
+        return "-"
+    return f"{d['ci95_low']:+.3f}..{d['ci95_high']:+.3f}"
+
+
+def print_rates_versus(rates: dict[str, dict[str, dict[str, Any]]], previous: Path) -> None:
+    """Precision and coverage, before and now, paired by question (one table each)."""
+    for key, what, moved in (("precision", "answered precision", "right now / before only"),
+                             ("coverage", "coverage", "answered now / before only")):
+        table = Table(title=f"{what} vs {previous.name} (paired)", box=box.SIMPLE_HEAD,
+                      caption=f"95%: bootstrap interval of the difference; +/-: {moved}")
+        for col in ("category", "n", "before", "now", "diff", "95%", "+/-"):
+            table.add_column(col, justify="left" if col == "category" else "right")
+        for name, d in rates.items():
+            r = d[key]
+            diff = "-" if r.get("diff") is None else f"{r['diff']:+.3f}"
+            table.add_row(name, str(r["questions"]), _fmt(r.get("before")), _fmt(r.get("now")),
+                          diff, _interval(r), f"{r.get('gained', 0)}/{r.get('lost', 0)}")
+        console.print(table)

@@ -76,3 +76,35 @@ def paired_difference(
         "worse": sum(1 for d in diffs if d < 0),
         "questions": n,
     }
+
+
+def paired_ratio_difference(
+    num_a: Sequence[int], den_a: Sequence[int], num_b: Sequence[int], den_b: Sequence[int],
+    *, resamples: int = 2000, seed: int = 0,
+) -> dict[str, float | int | None]:
+    """``sum(num_a)/sum(den_a) - sum(num_b)/sum(den_b)`` over paired questions, with a
+    bootstrap 95% interval.
+
+    For rates whose denominator is itself per question (precision: right over
+    answered): each resample draws questions with replacement and recomputes
+    both ratios on the same draw, so the interval respects the pairing.
+    Draws where a denominator is zero are skipped; ``diff`` is None when a
+    whole run has no denominator.
+    """
+    import numpy as np  # noqa: PLC0415 - only the comparison needs it
+
+    n = len(num_a)
+    if not (len(den_a) == len(num_b) == len(den_b) == n):
+        raise ValueError("paired lists differ in length")
+    da, db = sum(den_a), sum(den_b)
+    if n == 0 or da == 0 or db == 0:
+        return {"diff": None, "ci95_low": None, "ci95_high": None, "questions": n}
+    cols = np.array([num_a, den_a, num_b, den_b], dtype=np.int64)
+    idx = np.random.default_rng(seed).integers(0, n, size=(resamples, n))
+    sums = cols[:, idx].sum(axis=2)  # (4, resamples)
+    ok = (sums[1] > 0) & (sums[3] > 0)
+    diffs = np.sort(sums[0, ok] / sums[1, ok] - sums[2, ok] / sums[3, ok])
+    low = float(diffs[int(0.025 * (len(diffs) - 1))]) if len(diffs) else None
+    high = float(diffs[int(0.975 * (len(diffs) - 1))]) if len(diffs) else None
+    return {"diff": sum(num_a) / da - sum(num_b) / db, "ci95_low": low, "ci95_high": high,
+            "questions": n}

@@ -104,6 +104,9 @@ class QAResult(BaseModel):
     source_sessions: list[str] = Field(default_factory=list)
     sources: list[dict[str, Any]] = Field(default_factory=list)
     summary: dict[str, Any] = Field(default_factory=dict)
+    #: Offline (construction) and online cost of this question, and the share of the
+    #: haystack it read (:mod:`memstrata.eval.cost`).
+    cost: dict[str, Any] = Field(default_factory=dict)
     error: str | None = None
 
 
@@ -120,14 +123,57 @@ def _pct(values: Sequence[float], q: float) -> float | None:
     return ordered[idx]
 
 
+#: An answer counts as right for precision when its token F1 reaches this (or when the
+#: judge says so, where one graded it).
+RIGHT_F1 = 0.5
+
+
+def answered(r: QAResult | dict[str, Any]) -> bool:
+    """Did the system give an answer (not an abstention, not an error)?"""
+    get = r.get if isinstance(r, dict) else lambda k: getattr(r, k)
+    if get("error"):
+        return False
+    return not (get("abstained") or is_abstention(str(get("prediction") or "")))
+
+
+def right(r: QAResult | dict[str, Any]) -> bool:
+    """An answer that is right: the judge's verdict, else token F1 >= :data:`RIGHT_F1`.
+
+    An answer to an unanswerable (adversarial) question is never right.
+    """
+    get = r.get if isinstance(r, dict) else lambda k: getattr(r, k)
+    if not answered(r) or get("adversarial"):
+        return False
+    verdict = get("judge")
+    if verdict is not None:
+        return bool(verdict)
+    return float(get("f1") or 0.0) >= RIGHT_F1
+
+
+def _ratio(num: int, den: int) -> float | None:
+    return num / den if den else None
+
+
 def _block(rs: Sequence[QAResult]) -> dict[str, Any]:
     judged = [r.judge for r in rs if r.judge is not None]
+    answerable = [r for r in rs if not r.adversarial]
+    unanswerable = [r for r in rs if r.adversarial]
+    n_answered = sum(1 for r in rs if answered(r))
+    n_right = sum(1 for r in rs if right(r))
     return {
         "n": len(rs),
         "f1": _mean(r.f1 for r in rs),
         "em": _mean(r.em for r in rs),
         "judge_accuracy": (sum(judged) / len(judged)) if judged else None,
         "judged": len(judged),
+        # Precision: right / answered (an answer to an unanswerable question is wrong);
+        # coverage: answered / answerable; false answers: answered / unanswerable.
+        "answered": n_answered,
+        "right": n_right,
+        "precision": _ratio(n_right, n_answered),
+        "coverage": _ratio(sum(1 for r in answerable if answered(r)), len(answerable)),
+        "false_answers": _ratio(sum(1 for r in unanswerable if answered(r)),
+                                len(unanswerable)),
     }
 
 
@@ -261,3 +307,48 @@ def compare_runs(results: Sequence[dict[str, Any]],
             pairs["overall (no adversarial)"].append((r["f1"], old["f1"]))
     return {name: paired_difference([a for a, _ in ps], [b for _, b in ps])
             for name, ps in sorted(pairs.items())}
+
+
+def compare_rates(results: Sequence[dict[str, Any]], previous: Sequence[dict[str, Any]],
+                  ) -> dict[str, dict[str, dict[str, float | int | None]]]:
+    """Precision and coverage of this run minus an earlier run's, paired by question.
+
+    Per category and overall, like :func:`compare_runs`; precision is right over
+    answered (:func:`right`, :func:`answered`), coverage answered over
+    answerable, each with a paired bootstrap 95% interval
+    (:func:`memstrata.eval.metrics.paired_ratio_difference`) and counts of the
+    questions that became right / stopped being right, answered / abstained.
+    """
+    from memstrata.eval.metrics import paired_ratio_difference  # noqa: PLC0415
+
+    before = {r["qid"]: r for r in previous}
+    if set(before) != {r["qid"] for r in results}:
+        raise ValueError("previous result: its questions differ from this run's "
+                         "(another dataset or --limit?)")
+    groups: dict[str, list[tuple[dict[str, Any], dict[str, Any]]]] = defaultdict(list)
+    for r in results:
+        pair = (r, before[r["qid"]])
+        groups[r["category"]].append(pair)
+        groups["overall (all)"].append(pair)
+        if not r.get("adversarial"):
+            groups["overall (no adversarial)"].append(pair)
+    out: dict[str, dict[str, dict[str, float | int | None]]] = {}
+    for name, pairs in sorted(groups.items()):
+        new_ok = [int(right(a)) for a, _ in pairs]
+        old_ok = [int(right(b)) for _, b in pairs]
+        new_ans = [int(answered(a)) for a, _ in pairs]
+        old_ans = [int(answered(b)) for _, b in pairs]
+        can = [int(not a.get("adversarial")) for a, _ in pairs]
+        precision = paired_ratio_difference(new_ok, new_ans, old_ok, old_ans)
+        precision.update(now=_ratio(sum(new_ok), sum(new_ans)),
+                         before=_ratio(sum(old_ok), sum(old_ans)),
+                         gained=sum(1 for a, b in zip(new_ok, old_ok) if a > b),
+                         lost=sum(1 for a, b in zip(new_ok, old_ok) if a < b))
+        new_cov = [x * c for x, c in zip(new_ans, can)]
+        old_cov = [x * c for x, c in zip(old_ans, can)]
+        coverage = paired_ratio_difference(new_cov, can, old_cov, can)
+        coverage.update(now=_ratio(sum(new_cov), sum(can)), before=_ratio(sum(old_cov), sum(can)),
+                        gained=sum(1 for a, b in zip(new_cov, old_cov) if a > b),
+                        lost=sum(1 for a, b in zip(new_cov, old_cov) if a < b))
+        out[name] = {"precision": precision, "coverage": coverage}
+    return out

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from memstrata.evidence import lexical
+from memstrata.evidence.answer_types import Expect, expected
 from memstrata.text import vocab
 from memstrata.text.dates import find_relative_dates
 
@@ -70,10 +71,12 @@ _AMOUNT_ASK = re.compile(
     re.IGNORECASE)
 _COUNT_ASK = re.compile(r"\b(?:how\s+many|how\s+much|how\s+often|number\s+of)\b", re.IGNORECASE)
 _PERSON_ASK = re.compile(r"^\s*(?:who|whom|whose)\b|\bwith\s+whom\b", re.IGNORECASE)
-# "Which city", and with up to two modifiers: "which seafood place", "what kind of venue".
+# "Which city", and with up to two modifiers: "which seafood place"; not "what kind of
+# place", which asks what the place is like.
 _PLACE_ASK = re.compile(
     r"^\s*where\b|\b(?:what|which)\s+"
-    r"(?:(?!(?:is|are|was|were|do|does|did|has|have|had|will|would|can|could)\b)[a-z\-]+\s+)"
+    r"(?:(?!(?:is|are|was|were|do|does|did|has|have|had|will|would|can|could|kinds?|types?|"
+    r"sorts?)\b)[a-z\-]+\s+)"
     r"{0,2}?(?:city|cities|country|state|place|town|location|restaurant|cafe|bar|park|store|shop|"
     r"venue|hotel|museum)\b",
     re.IGNORECASE,
@@ -144,6 +147,8 @@ class Cues:
     who_is: str | None = None
     #: The question is about what the assistant said ("What did you recommend?").
     asks_assistant: bool = False
+    #: The finer kind of answer asked for ("how many days": a number of days), if known.
+    expects: Expect | None = None
 
     @property
     def labels(self) -> list[str]:
@@ -250,6 +255,7 @@ def detect_cues(question: str, asked_on: object = None,
                          if target else None),
         who_is=who.group(1) if (who := _WHO_IS.search(q)) else None,
         asks_assistant=bool(_YOU.search(q)),
+        expects=expected(q, money=kind == "amount") if kind not in ("yesno", "list") else None,
         # "What are Melanie's pets' names?" wants names, not the kind of pet.
         category=None if _NAMES_ASK.search(q) else next(
             (t for t in terms if t in _CATEGORIES), None),

@@ -14,9 +14,10 @@ import re
 from dataclasses import dataclass
 from datetime import date, datetime
 
-from memstrata.evidence import lexical
+from memstrata.evidence import answer_types, lexical
 from memstrata.evidence.cues import Cues
 from memstrata.evidence.lines import EvidenceLine
+from memstrata.evidence.type_lexicon import OCCUPATIONS
 from memstrata.text import vocab
 from memstrata.evidence.relevance import members
 from memstrata.text.dates import find_relative_dates
@@ -261,7 +262,7 @@ def _named(cues: Cues, text: str, people_only: bool = False) -> str | None:
     """
     asked = _asked(cues)
     found = [n for n in lexical.names(text) if n.lower() not in asked
-             and n.split()[0].lower() not in asked]
+             and n.split()[0].lower() not in asked and not _exclamation(n, text)]
     if people_only:
         found = [n for n in found
                  if not any(_NAMING.search(text[:m.start()]) for m in
@@ -269,20 +270,76 @@ def _named(cues: Cues, text: str, people_only: bool = False) -> str | None:
     return found[0] if found else None
 
 
-def _person(cues: Cues, line: EvidenceLine, text: str) -> str | None:
+def _exclamation(name: str, text: str) -> bool:
+    """"Congrats, Tim!", "Oof.", "Hoping to": one capitalised word opening a sentence and
+    closed by a mark, or an -ing/-ly word there, is an interjection or a verb, not a name."""
+    if " " in name:
+        return False
+    if name.lower() in vocab.NUMBER_WORDS:  # "Nine days is plenty": a number, not a name
+        return True
+    opens = re.search(rf"(?:^|[.!?]\s+){re.escape(name)}\b", text) is not None
+    # "Hoping to ...", "Finally, ...": a verb or adverb opening the sentence.
+    return opens and (name.lower().endswith(("ing", "ly")) or re.search(
+        rf"(?:^|[.!?]\s+){re.escape(name)}\s*[,.!?]", text) is not None)
+
+
+def _named_person(cues: Cues, text: str) -> str | None:
+    """A name "who" may be answered with: not one the question holds, nor the name of a
+    thing ("a cat named Sardinha"); a participant the question does not name may be."""
+    asked = {n.lower() for n in cues.names} | {n.split()[0].lower() for n in cues.names
+                                               if n.split()}
+    for n in lexical.names(text):
+        if n.lower() in asked or n.split()[0].lower() in asked or n in ("User", "Assistant") \
+                or _exclamation(n, text):
+            continue
+        if any(_NAMING.search(text[:m.start()]) for m in re.finditer(rf"\b{re.escape(n)}\b",
+                                                                      text)):
+            continue
+        return n
+    return None
+
+
+_PEOPLE_NOUNS = "|".join(sorted(
+    {*vocab.RELATIONS, *OCCUPATIONS, *"""organization organisation charity group team teammates
+    club company community friends colleagues coworkers classmates neighbors neighbours
+    volunteers people folks mentors doctors nurses staff crew band choir class""".split()},
+    key=len, reverse=True))
+_GROUP = re.compile(rf"\b(?:an?|the|my|his|her|their|our|some|some\s+of\s+(?:my|his|her|"
+                    rf"their|our))\s+(?:[\w\-]+\s+){{0,2}}?(?:{_PEOPLE_NOUNS})\b",
+                    re.IGNORECASE)
+
+
+_TITLED = re.compile(r"\b(?:Dr|Mr|Mrs|Ms|Mx|Prof|Professor|Doctor)\.?\s+([A-Z][\w'\-]+)")
+
+
+def _person(cues: Cues, line: EvidenceLine, text: str) -> tuple[str, str] | None:
+    """(who, kind): a name or a named relation ("person"), people described by what they
+    are ("a local organization": "person:group"), or a participant the question does not
+    name ("person:participant"), in that order of trust."""
     asked = {n.lower() for n in cues.names}
     for _, name in lexical.kin(text):
         # "my sister Inês": the evidence names the relation, so the name is the answer.
         if name.lower() not in _asked(cues):
-            return name
+            return name, "person"
     rel = _RELATION.search(text)
     if rel:
         owner = rel.group(1)
         if owner.lower() in ("my", "our") and line.speaker:
             owner = f"{line.speaker}'s"
         if owner.lower().rstrip("'s") not in asked or owner.endswith("'s"):
-            return f"{owner} {rel.group(2)}"
-    return _named(cues, text, people_only=True)
+            return f"{owner} {rel.group(2)}", "person"
+    titled = _TITLED.search(text)
+    if titled and titled.group(1).lower() not in _asked(cues):
+        return titled.group(0), "person"
+    named = _named(cues, text, people_only=True)
+    if named:
+        return named, "person"
+    for group in _GROUP.finditer(text):
+        # "Who is my dentist?" is not answered by "my dentist".
+        if lexical.stem(group.group(0).split()[-1]) not in cues.terms:
+            return group.group(0), "person:group"
+    named = _named_person(cues, text)
+    return (named, "person:participant") if named else None
 
 
 def _when_word(name: str) -> bool:
@@ -291,13 +348,43 @@ def _when_word(name: str) -> bool:
     return first in _TIME_WORDS or name.split()[0] in _MONTHS
 
 
+_LOCATIVE = re.compile(
+    r"\b((?:in|at|on|under|inside|behind|near|beside|by|from|into|outside|above|below|"
+    r"next\s+to|on\s+top\s+of)\s+(?:the|my|his|her|our|their|your|a|an|User['’]s|"
+    r"[A-Z][\w\-]+['’]s)\s+(?:[\w'’\-]+\s+){0,4}?([\w'’\-]+))"
+    r"(?=\s*(?:[.,;:!?)]|$|\s+(?:and|but|because|so|when|while|since|to|for|with|every|each|"
+    r"before|after|until|now|today|yesterday|last|this|next)\b))")
+_PLACE_WORD = re.compile(r"\b(?:at|from)\s+(?:home|work|school|church|college|uni|university)\b"
+                         r"|\b(?:downtown|abroad|upstairs|downstairs|overseas)\b")
+#: Heads of a prepositional phrase that is not a place ("in the morning", "at the moment").
+_NOT_PLACE = vocab.TIME_WORDS | frozenset(
+    """moment end beginning start past future meantime way mood least most first process case
+    order time times while life lives middle run long rest hope line mind love touch general
+    particular person fact advance addition charge favour favor own turn shape need total
+    hand hands mean course chance idea end afternoon evening night season meantime age ages
+    years months weeks days hours minutes point side team family""".split())
+
+
+def _locative(text: str) -> str | None:
+    """"in the top drawer of my desk": a place said without a capitalised name."""
+    for m in _LOCATIVE.finditer(text):
+        head = m.group(2).lower().strip("'’")
+        if head in _NOT_PLACE or any(c.isdigit() for c in head) or _when_word(m.group(2)):
+            continue
+        return m.group(1)
+    m2 = _PLACE_WORD.search(text)
+    return m2.group(0) if m2 else None
+
+
 def _place(cues: Cues, text: str) -> str | None:
     asked = _asked(cues)
     for m in _PLACE_PREP.finditer(text):
-        if m.group(1).lower() not in asked and not _when_word(m.group(1)):
+        if m.group(1).lower() not in asked and not _when_word(m.group(1)) and \
+                re.sub(r"['’]s$", "", m.group(1).split()[0]) not in ("User", "Assistant"):
             return m.group(1)
     found = [n for n in lexical.names(text) if n.lower() not in asked
-             and n.split()[0].lower() not in asked and not _when_word(n)]
+             and n.split()[0].lower() not in asked and not _when_word(n)
+             and n not in ("User", "Assistant") and not _exclamation(n, text)]
     return found[0] if found else None
 
 
@@ -329,8 +416,18 @@ def _about_someone_else(cues: Cues, text: str) -> bool:
 
 def span_for(cues: Cues, line: EvidenceLine, max_words: int = _MAX_SPAN_WORDS,
              ) -> tuple[str, str]:
-    """(short answer, kind) cut from ``line`` for the question's answer type."""
+    """(short answer, kind) cut from ``line`` for the question's answer type.
+
+    A question of a finer kind ("how old", "how many days") gets a value of that
+    kind, with the kind's name; without one, the generic cut below (whose kind
+    then tells the caller that the line does not answer it).
+    """
     kind = cues.answer_type
+    expects = cues.expects
+    if expects is not None and expects.kind in answer_types.KINDS:
+        value = answer_types.find(expects, clean(line.text))
+        if value:
+            return value, expects.kind
     if kind == "date":
         answer, how = date_of(line)
         return answer, f"date:{how}"
@@ -356,11 +453,14 @@ def span_for(cues: Cues, line: EvidenceLine, max_words: int = _MAX_SPAN_WORDS,
     if kind == "person":
         who = _person(cues, line, text)
         if who:
-            return who, "person"
+            return who
     if kind == "place":
         where = _place(cues, text)
         if where:
             return where, "place"
+        where = _locative(text)
+        if where:
+            return where, "place:common"
     if kind == "yesno":
         if _about_someone_else(cues, text):
             return "No", "yesno"

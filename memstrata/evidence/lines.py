@@ -20,7 +20,9 @@ from functools import lru_cache
 
 from memstrata.model import Layer, Turn
 from memstrata.text.dates import annotate_dates
+from memstrata.text.perspective import unname_placeholders
 from memstrata.text.sentences import split_sentences
+
 
 @dataclass(frozen=True, slots=True)
 class EvidenceLine:
@@ -42,8 +44,11 @@ class EvidenceLine:
 
     @property
     def shown(self) -> str:
-        """The text to show: verbatim for raw lines, ``text`` otherwise."""
-        return self.verbatim if self.verbatim is not None else self.text
+        """The text to show: verbatim for raw lines; a built line's placeholder speakers
+        ("User's stapler") in words ("the user's stapler"), since they are internal."""
+        if self.verbatim is not None:
+            return self.verbatim
+        return self.text if self.layer == Layer.L3 else unname_placeholders(self.text)
 
     @property
     def turn_index(self) -> int | None:

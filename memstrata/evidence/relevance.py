@@ -19,9 +19,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from memstrata.evidence import lexical
+from memstrata.evidence import answer_types, lexical
 from memstrata.evidence.cues import Cues
 from memstrata.evidence.lines import EvidenceLine
+from memstrata.evidence.type_lexicon import SUBJECT_SYNONYMS
 from memstrata.text import vocab
 
 #: A line scoring this much covers the question well enough to answer from.
@@ -48,6 +49,8 @@ def type_match(cues: Cues, line: EvidenceLine) -> bool:
     """Does the line hold the kind of thing the question asks for?"""
     kind = cues.answer_type
     text = line.text
+    if cues.expects is not None:  # "how many days": a number of days, not any number
+        return answer_types.holds(cues.expects, text)
     if kind == "date":
         return has_date(text)
     if kind == "duration":
@@ -81,7 +84,7 @@ _ASSISTANT_PENALTY = 0.1
 ASSISTANT = "Assistant"
 _MONEY_STEMS = frozenset(lexical.stem(w) for w in vocab.MONEY_WORDS)
 _SYNONYMS: dict[str, frozenset[str]] = {}
-for _family in vocab.SYNONYMS:
+for _family in (*vocab.SYNONYMS, *SUBJECT_SYNONYMS):
     _stems = frozenset(lexical.stem(w) for w in _family)
     for _s in _stems:
         _SYNONYMS[_s] = _SYNONYMS.get(_s, frozenset()) | _stems
@@ -181,6 +184,10 @@ class Ranker:
         self._money = _MONEY_STEMS & self._qset if cues.answer_type == "amount" else frozenset()
         self._synonyms = {t: _SYNONYMS[t] for t in self.query if t in _SYNONYMS}
         self._categories = [t for t in self.query if t in _CATEGORY_MEMBERS]
+        #: Words that only name the kind of answer ("colour", "old"): a value of the kind
+        #: covers them ("My stapler is red" answers "what colour").
+        self._kind_words = (cues.expects.words & self._qset if cues.expects is not None
+                            else frozenset())
 
     def _learn_aliases(self, line: EvidenceLine) -> bool:
         """Note "my sister Inês" in ``line``; True when a new alias was learnt."""
@@ -226,6 +233,8 @@ class Ranker:
         for t in self._categories:
             if members(t, line.text):
                 extra.add(t)
+        if self._kind_words and not self._kind_words <= have and cues_holds(self.cues, line):
+            extra |= self._kind_words
         return extra
 
     def _sync(self, lines: Sequence[EvidenceLine]) -> None:
@@ -260,6 +269,11 @@ class Ranker:
             keys.append((-(cov + f.static + extra), i, cov))
         best = heapq.nsmallest(limit, keys) if limit is not None else sorted(keys)
         return [Scored(lines[i], -neg, cov, self._features[i].typed) for neg, i, cov in best]
+
+
+def cues_holds(cues: Cues, line: EvidenceLine) -> bool:
+    """Does the line hold a value of the finer kind the question expects?"""
+    return cues.expects is not None and answer_types.holds(cues.expects, line.text)
 
 
 _local = threading.local()

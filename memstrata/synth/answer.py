@@ -10,18 +10,21 @@ sources are the evidence lines that best match the question and its answer.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
 from memstrata.evidence import lexical, relevance
+from memstrata.text import vocab
 from memstrata.evidence.cues import Cues
 from memstrata.evidence.relevance import Scored
 from memstrata.evidence.extract import ABSTAIN_TEXT
 from memstrata.evidence.lines import EvidenceLine
 from memstrata.evidence.extract import span_for
+from memstrata.evidence.subject import Neighbourhood, Subject, subject_of
 from memstrata.synth.notes import MIN_COVERAGE, OrganizedNotes, organize_lines
+from memstrata.text.perspective import unname_placeholders
 
 if TYPE_CHECKING:
     from memstrata.evidence.trace import Trace
@@ -37,6 +40,8 @@ _ABSTAIN = re.compile(
     re.IGNORECASE,
 )
 _LIST_ITEMS = 4
+#: Relations a question may name its subject by ("my sister"), as stems.
+_RELATION_STEMS = frozenset(lexical.stem(r) for r in vocab.RELATIONS)
 
 
 def is_abstention(text: str) -> bool:
@@ -77,10 +82,23 @@ def draft_from(cues: Cues, lines: Sequence[EvidenceLine]) -> Draft | None:
 
 #: The span kinds that really answer each typed question (others are fallbacks).
 _TYPED_KINDS = {"date": ("date:resolved", "date:written"), "duration": ("duration",),
-                "count": ("count",), "amount": ("amount",), "person": ("person",),
-                "place": ("place",)}
+                "count": ("count",), "amount": ("amount",),
+                "person": ("person", "person:group", "person:participant"),
+                "place": ("place", "place:common")}
 #: Kinds whose answer is a value the evidence must state: without one, abstain.
 _STATED_KINDS = frozenset({"duration", "amount"})
+#: Answer types that abstain without a span of their kind (a fallback span would be a guess).
+_HARD_KINDS = frozenset({"duration", "amount", "person", "place"})
+#: How far down the ranking a line of the asked-for kind may come from: the first
+#: ``TYPED_POOL`` lines, within ``TYPED_MARGIN`` of the best line's coverage. Kinds found
+#: by a precise pattern (an age, a number of days) look further (``WIDE_*``): a line that
+#: holds one is rarely a false match, and the alternative is to abstain.
+TYPED_POOL = 5
+TYPED_MARGIN = 0.15
+WIDE_POOL = 10
+WIDE_MARGIN = 0.3
+_PRECISE_KINDS = frozenset({"duration", "amount"})
+_WHERE = re.compile(r"^\s*where\b", re.IGNORECASE)
 
 
 def _owned_by(owner: str, line: EvidenceLine) -> bool:
@@ -182,31 +200,63 @@ def _question_before(line: EvidenceLine, lines: Sequence[EvidenceLine]) -> Evide
     return asked
 
 
+def _wanted(cues: Cues) -> tuple[str, ...]:
+    """The span kinds that answer the question (empty: any span will do)."""
+    if cues.expects is not None:
+        return (cues.expects.kind,)
+    return _TYPED_KINDS.get(cues.answer_type, ())
+
+
+def _must_type(cues: Cues) -> bool:
+    """Without a span of the kind asked for, abstain? Not for "when", which falls back on
+    the date of the session that said it, nor for a bare "how many", which may count."""
+    return cues.expects is not None or cues.answer_type in _HARD_KINDS
+
+
 def _typed_line(cues: Cues, candidates: Sequence[Scored], best: Scored,
-                lines: Sequence[EvidenceLine] = ()) -> Scored:
-    """Among lines nearly as good as the best, the first that holds the kind asked for.
+                lines: Sequence[EvidenceLine], about: "Callable[[EvidenceLine], bool]",
+                ) -> Scored | None:
+    """Among lines nearly as good as the best, the first that holds the kind asked for
+    and is about what the question asks about; None when none does.
 
     "When" wants a stated date rather than the session's, "how long" a
-    duration, "who" a name: a slightly weaker line that has one beats a
-    stronger line that does not. A reply ("She loved the garlic prawns")
-    answers with what the question it replies to named ("Did Inês like
-    Ramiro?"), so that question is looked at first.
+    duration, "who" a name, "how old" an age: a slightly weaker line that has
+    one beats a stronger line that does not. A reply ("She loved the garlic
+    prawns") answers with what the question it replies to named ("Did Inês
+    like Ramiro?"), so that question is looked at first.
     """
-    wanted = _TYPED_KINDS.get(cues.answer_type)
-    if not wanted:
-        return best
-    if span_for(cues, best.line)[1] not in wanted:
-        asked = _question_before(best.line, lines)
-        if asked is not None and span_for(cues, asked)[1] in wanted:
-            return Scored(asked, best.score, best.coverage, True)
-    near = [s for s in candidates[:5] if s.coverage >= best.coverage - 0.15]
-    typed = [s for s in near if span_for(cues, s.line)[1] in wanted]
-    # The user's own statement before the assistant's echo of it (unless the question
-    # asks what the assistant said).
-    for s in typed:
-        if s.line.speaker != relevance.ASSISTANT or cues.asks_assistant:
-            return s
-    return typed[0] if typed else best
+    wanted = _wanted(cues)
+    # A named place before a common one ("Ireland" before "in the study program"), a
+    # named person before people described ("a local organization"); "which city" wants
+    # a named one.
+    tiers = [(k,) for k in wanted] if cues.answer_type in ("place", "person") and \
+        cues.expects is None else [wanted]
+    if cues.answer_type == "place" and cues.expects is None and not _WHERE.search(
+            cues.question):
+        tiers = tiers[:1]
+    asked = _question_before(best.line, lines)
+    first = [best] + ([Scored(asked, best.score, best.coverage, True)] if asked else [])
+    wide = cues.expects is not None or cues.answer_type in _PRECISE_KINDS
+    pool, margin = (WIDE_POOL, WIDE_MARGIN) if wide else (TYPED_POOL, TYPED_MARGIN)
+    near = [s for s in candidates[:pool] if s.coverage >= best.coverage - margin]
+    for tier in tiers:
+        for s in first:
+            if span_for(cues, s.line)[1] in tier and about(s.line):
+                return s
+        found = [s for s in near if span_for(cues, s.line)[1] in tier and about(s.line)]
+        # The user's own statement before the assistant's echo of it (unless the
+        # question asks what the assistant said).
+        for s in found:
+            if s.line.speaker != relevance.ASSISTANT or cues.asks_assistant:
+                return s
+        if found:
+            return found[0]
+    return None
+
+
+def _for_user(text: str) -> str:
+    """An answer as the user reads it: no placeholder speaker ("User's desk": "your desk")."""
+    return unname_placeholders(text, reader=True)
 
 
 class ExtractiveAnswer:
@@ -221,12 +271,13 @@ class ExtractiveAnswer:
         if cues.who_is is not None:
             found = _relation_answer(cues.who_is, lines)
             if found is not None:
-                return Generated(found[0], sources=[found[1]])
+                return Generated(_for_user(found[0]), sources=[found[1]])
         if cues.relation_target is not None:
             name, kin_lines = _kin_answer(cues, lines)
             if name:
-                return Generated(name, sources=kin_lines[:1])
+                return Generated(_for_user(name), sources=kin_lines[:1])
             return Generated(ABSTAIN_TEXT, abstained=True)
+        asked = cues  # the question's own words, before the aliases the evidence adds
         cues = relevance.with_aliases(cues, lines)
         if notes is None:
             candidates = [s for s in relevance.rank(cues, lines) if s.coverage >= MIN_COVERAGE]
@@ -252,23 +303,41 @@ class ExtractiveAnswer:
                     best = s
                     break
         kind = cues.answer_type
-        best = _typed_line(cues, candidates, best, lines)
+        wanted = _wanted(cues)
+        if wanted:
+            subject = self._subject(asked)
+            hood = Neighbourhood(lines, subject.stems & _RELATION_STEMS)
+            chosen = _typed_line(cues, candidates, best, lines,
+                                 lambda ln: hood.about(subject, ln))
+            if chosen is None and not _must_type(cues):
+                # "When" falls back on the session's date of the best line about it.
+                chosen = next((s for s in [best, *candidates[:TYPED_POOL]]
+                               if hood.about(subject, s.line)), None)
+            if chosen is None:
+                # A value of another kind ("1500" for "how many days"), or a line about
+                # something else, is not an answer.
+                return Generated(ABSTAIN_TEXT, abstained=True)
+            best = chosen
         if kind == "list" or (cues.counting and kind not in ("count", "amount", "date", "duration")):
             items = notes.items if notes is not None else organize_lines(cues, lines, None).items
             if items:
-                chosen = items[:_LIST_ITEMS]
-                return Generated(", ".join(i for i, _ in chosen),
-                                 sources=[ln for _, ln in chosen])
+                chosen_items = items[:_LIST_ITEMS]
+                return Generated(_for_user(", ".join(i for i, _ in chosen_items)),
+                                 sources=[ln for _, ln in chosen_items])
         text, how = span_for(cues, best.line)
-        if kind == "count" and how != "count":
+        if kind == "count" and how != "count" and cues.expects is None:
             items = notes.items if notes is not None else organize_lines(cues, lines, None).items
             if items:
                 return Generated(str(len(items)), sources=[ln for _, ln in items])
-        if kind in _STATED_KINDS and how not in _TYPED_KINDS[kind]:
+        if kind in _STATED_KINDS and how not in _TYPED_KINDS[kind] and cues.expects is None:
             # "How long did the race take?" with no duration in the evidence: a span about
             # the race is not an answer.
             return Generated(ABSTAIN_TEXT, abstained=True, sources=[best.line])
-        return Generated(text or best.line.text, sources=_cited(best.line, lines))
+        return Generated(_for_user(text or best.line.text), sources=_cited(best.line, lines))
+
+    @staticmethod
+    def _subject(cues: Cues) -> Subject:
+        return subject_of(cues, cues.expects.words if cues.expects is not None else ())
 
 
 class LLMAnswer:

@@ -216,3 +216,31 @@ def _replace(low: str, name: str, post: str) -> str:
         "you'll": f"{name} will",
     }
     return table[low] + post
+
+
+#: The names a speaker without one is given ("User", "Assistant": ``Message.who``) when a
+#: built line is rewritten into the third person.
+PLACEHOLDER_SPEAKERS: tuple[str, str] = ("User", "Assistant")
+_PLACEHOLDER = re.compile(r"\b(User|Assistant)(['’]s)?\b")
+_SENTENCE_START = re.compile(r"(?:^|[.!?]\s+|[\"“(]\s*)$")
+
+
+def unname_placeholders(text: str, reader: bool = False) -> str:
+    """``text`` with the placeholder speakers of :func:`rewrite_person` spoken of in words.
+
+    "User's stapler is red and User keeps it" is an internal form: shown to a
+    person it reads "The user's stapler is red and the user keeps it", and in an
+    answer to the user (``reader``) "your stapler ... you keep it" where the
+    placeholder is the user ("the assistant" stays in the third person).
+    """
+    def word(m: re.Match[str]) -> str:
+        who, possessive = m.group(1), bool(m.group(2))
+        if who == "User" and reader:
+            out = "your" if possessive else "you"
+        else:
+            out = f"the {who.lower()}" + ("'s" if possessive else "")
+        if reader:  # an answer is a span, not a sentence: left as cut
+            return out
+        return _cap(out, "X") if _SENTENCE_START.search(text[:m.start()]) else out
+
+    return _PLACEHOLDER.sub(word, text) if "User" in text or "Assistant" in text else text
