@@ -24,7 +24,7 @@ from pathlib import Path
 from tempfile import TemporaryDirectory
 from typing import Any
 
-from memstrata.kafka_security import kafka_client_kwargs
+from memstrata.kafka import clients
 from streams.broker import GuardedBroker
 
 OUT = Path(__file__).resolve().parent / "out" / "broker_memory.json"
@@ -45,10 +45,7 @@ def _turn(i: int) -> bytes:
 
 
 async def _produce(b: GuardedBroker, topic: str, n: int, mode: str) -> float:
-    from aiokafka import AIOKafkaProducer
-
-    p = AIOKafkaProducer(bootstrap_servers=b.address, acks="all",
-                         **kafka_client_kwargs(b.client_settings()))
+    p = clients.producer(b.client_settings(), brokers=b.address, acks="all")
     await p.start()
     t0 = time.monotonic()
     try:
@@ -66,10 +63,9 @@ async def _produce(b: GuardedBroker, topic: str, n: int, mode: str) -> float:
 
 
 async def _readable(b: GuardedBroker, topic: str, needle: bytes) -> dict[str, Any]:
-    from aiokafka import AIOKafkaConsumer, TopicPartition
+    from aiokafka import TopicPartition
 
-    c = AIOKafkaConsumer(bootstrap_servers=b.address, enable_auto_commit=False,
-                         auto_offset_reset="earliest", **kafka_client_kwargs(b.client_settings()))
+    c = clients.consumer(b.client_settings(), brokers=b.address, auto_offset_reset="earliest")
     await c.start()
     try:
         tps = [TopicPartition(topic, p) for p in sorted(c.partitions_for_topic(topic) or ())]
@@ -94,10 +90,9 @@ async def _readable(b: GuardedBroker, topic: str, needle: bytes) -> dict[str, An
 
 async def _delete_records(b: GuardedBroker, topic: str, before: int) -> str:
     from aiokafka import TopicPartition
-    from aiokafka.admin import AIOKafkaAdminClient, RecordsToDelete
+    from aiokafka.admin import RecordsToDelete
 
-    a = AIOKafkaAdminClient(bootstrap_servers=b.address, request_timeout_ms=10_000,
-                            **kafka_client_kwargs(b.client_settings()))
+    a = clients.admin(b.client_settings(), brokers=b.address, request_timeout_s=10.0)
     await a.start()
     try:
         out = await a.delete_records({TopicPartition(topic, 0): RecordsToDelete(before)},
@@ -111,9 +106,7 @@ async def _delete_records(b: GuardedBroker, topic: str, before: int) -> str:
 
 async def _admin(b: GuardedBroker, create: list[Any] | None = None,
                  delete: list[str] | None = None) -> None:
-    from aiokafka.admin import AIOKafkaAdminClient
-
-    a = AIOKafkaAdminClient(bootstrap_servers=b.address, **kafka_client_kwargs(b.client_settings()))
+    a = clients.admin(b.client_settings(), brokers=b.address)
     await a.start()
     try:
         if create:

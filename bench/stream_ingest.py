@@ -152,9 +152,12 @@ def _freshness(brokers: str, sent: dict[tuple, float]) -> list[float]:
 
 def _read_all(brokers: str, topic: str) -> list[Any]:
     async def go() -> list[Any]:
-        from aiokafka import AIOKafkaConsumer, TopicPartition
+        from aiokafka import TopicPartition
 
-        consumer = AIOKafkaConsumer(bootstrap_servers=brokers, enable_auto_commit=False)
+        from memstrata.config import defaults
+        from memstrata.kafka import KafkaSettings, clients
+
+        consumer = clients.consumer(defaults(KafkaSettings), brokers=brokers)
         await consumer.start()
         try:
             await consumer.topics()

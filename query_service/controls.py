@@ -24,11 +24,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, TypeVar
 
-from memstrata.kafka import KafkaSettings
-from memstrata.kafka_ends import log_end_offsets
-from memstrata.kafka_security import kafka_client_kwargs, start_checked
+from memstrata.kafka import clients
+from memstrata.kafka.ends import log_end_offsets
+from memstrata.kafka.offsets import wait_committed_to
+from memstrata.kafka.security import start_checked
+from memstrata.kafka.settings import KafkaSettings
 from memstrata.model import Scope
-from memstrata.offsets import wait_committed_to
 from memstrata.roles import DeleteReceipt, MemoryReader
 from memstrata.wire import CONTROL_TOPIC, L0_TOPIC, TURNS_TOPIC, ControlEvent, event_key
 from query_service.writes import DeleteIncomplete
@@ -106,17 +107,11 @@ class TopicControls:
         self._reading = asyncio.Lock()
 
     async def start(self) -> None:
-        from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-        from aiokafka.admin import AIOKafkaAdminClient
-
-        self._producer = AIOKafkaProducer(bootstrap_servers=self.brokers, acks="all",
-                                          **kafka_client_kwargs(self.kafka))
+        self._producer = clients.producer(self.kafka, brokers=self.brokers, acks="all")
         await start_checked(self._producer, self.brokers, self.kafka)
-        self._admin = AIOKafkaAdminClient(bootstrap_servers=self.brokers,
-                                          **kafka_client_kwargs(self.kafka))
+        self._admin = clients.admin(self.kafka, brokers=self.brokers)
         await self._admin.start()
-        self._consumer = AIOKafkaConsumer(bootstrap_servers=self.brokers,
-                                          enable_auto_commit=False, **kafka_client_kwargs(self.kafka))
+        self._consumer = clients.consumer(self.kafka, brokers=self.brokers)
         await self._consumer.start()
 
     async def stop(self) -> None:
@@ -140,7 +135,7 @@ class TopicControls:
         return {tp.partition: int(off) for tp, off in ends.items()}
 
     async def _fetched_ends(self, topic: str) -> dict[int, int]:
-        """End offsets as a fetch reports them (``memstrata.kafka_ends``: the embedded
+        """End offsets as a fetch reports them (``memstrata.kafka.ends``: the embedded
         broker's ListOffsets undercounts a partition whose last batch held several records)."""
         from aiokafka import TopicPartition
 

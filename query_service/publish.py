@@ -26,14 +26,14 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any, Literal, Protocol
 
-from memstrata.kafka import KafkaSettings
-from memstrata.kafka_ends import log_end_offsets
-from memstrata.kafka_security import kafka_client_kwargs, start_checked
-from memstrata.offsets import wait_committed
+from memstrata.kafka import clients
+from memstrata.kafka.offsets import wait_committed
+from memstrata.kafka.security import start_checked
+from memstrata.kafka.settings import KafkaSettings
 from memstrata.wire import TURNS_TOPIC, TurnEvent
 
 __all__ = ["TURNS_TOPIC", "Durability", "KafkaSettings", "KafkaPublisher",
-           "NotStored", "Refused", "StoredOffsets", "StoredPublisher", "TurnEvent",
+           "NotStored", "Refused", "StoreFailed", "StoredOffsets", "StoredPublisher", "TurnEvent",
            "TurnPublisher", "now_utc"]
 
 #: What an acknowledged publish promises (the reply's ``durability``).
@@ -83,10 +83,7 @@ class KafkaPublisher:
         self._producer: Any = None
 
     async def start(self) -> None:
-        from aiokafka import AIOKafkaProducer  # the kafka extra
-
-        self._producer = AIOKafkaProducer(
-            bootstrap_servers=self.brokers, **kafka_client_kwargs(self.kafka), acks="all")
+        self._producer = clients.producer(self.kafka, brokers=self.brokers, acks="all")
         await start_checked(self._producer, self.brokers, self.kafka)
 
     async def publish(self, records: Sequence[TurnEvent],
@@ -128,7 +125,40 @@ class StoredOffsets(Protocol):
 
 
 class Refused(ValueError):
-    """The stream worker refused an event (it went to the DLQ): not stored, not acknowledged."""
+    """The stream worker refused an event as invalid (it went to the DLQ): not stored.
+
+    ``index`` is the event's position in the published records; the message starts
+    with ``events[index]``, which the service renames to the request's field.
+    """
+
+    def __init__(self, index: int, message: str, refused: Sequence[int] = ()) -> None:
+        super().__init__(message)
+        self.index = index
+        #: Positions of every refused record (none of them stored).
+        self.refused = list(refused) or [index]
+
+
+class StoreFailed(RuntimeError):
+    """The stream worker could not write events (a full disk, a store down): not stored.
+
+    The worker's reason (paths, SQL) is in its log only; the caller gets UNAVAILABLE
+    and a retry hint. ``stored`` is how many of the published events were stored anyway
+    (in other sessions, stored by another write of the worker).
+    """
+
+    def __init__(self, failed: int, total: int, refused: Sequence[int] = ()) -> None:
+        self.failed, self.stored = failed, total - failed
+        #: Positions of every record not stored (refused by the worker, for any reason).
+        self.refused = list(refused)
+        kept = (f"; {self.stored} other event(s) of this call were stored, and a retry "
+                f"with the same message ids counts them as duplicates"
+                if self.stored else "; nothing of this call was stored")
+        super().__init__(f"the stores could not write {failed} of {total} event(s) (the data "
+                         f"volume is full or a store is unavailable){kept}: retry later")
+
+
+#: DLQ reasons of events the worker could not write (not a fault of the event itself).
+STORE_REASONS = frozenset({"store_failed"})
 
 
 class StoredPublisher(KafkaPublisher):
@@ -154,11 +184,23 @@ class StoredPublisher(KafkaPublisher):
 
     async def publish(self, records: Sequence[TurnEvent],
                       timeout_s: float | None = None) -> None:
+        await self.confirm(records, await self.send(records), timeout_s)
+
+    async def send(self, records: Sequence[TurnEvent]) -> list[Any]:
+        """Publish only (the broker holds them); :meth:`confirm` waits for the worker."""
+        return await self._send(records)
+
+    async def confirm(self, records: Sequence[TurnEvent], metas: Sequence[Any],
+                      timeout_s: float | None = None) -> None:
+        """Until the worker has stored the records ``send`` published (their ``metas``).
+
+        The service calls it outside its user locks, so calls for one user wait for
+        the worker side by side and share its batching window.
+        """
         loop = asyncio.get_running_loop()
         limit = self.wait_s if timeout_s is None else min(self.wait_s, timeout_s)
         deadline = loop.time() + limit
         need: dict[int, int] = {}
-        metas = await self._send(records)
         for meta in metas:
             need[meta.partition] = max(need.get(meta.partition, 0), meta.offset + 1)
         while not all(self.progress.reached(p, o) for p, o in need.items()):
@@ -171,11 +213,14 @@ class StoredPublisher(KafkaPublisher):
             await asyncio.sleep(self.poll_s)
         refused = [(i, why) for i, meta in enumerate(metas)
                    if (why := self.progress.refused(meta.partition, meta.offset)) is not None]
+        failed = [i for i, why in refused if why.split(":", 1)[0] in STORE_REASONS]
+        if failed:
+            raise StoreFailed(len(failed), len(records), [i for i, _ in refused])
         if refused:
             i, why = refused[0]
-            raise Refused(f"events[{i}]: refused by the stream worker ({why}); "
+            raise Refused(i, f"events[{i}]: refused by the stream worker ({why}); "
                           f"{len(refused)} of {len(records)} events refused, the others are "
-                          f"stored")
+                          f"stored", [j for j, _ in refused])
 
 
 def now_utc() -> datetime:

@@ -26,9 +26,10 @@ from typing import Any
 import faust
 from faust.exceptions import NotReady
 
-from memstrata.kafka_security import faust_credentials, kafka_client_kwargs
+from memstrata.kafka import clients
+from memstrata.kafka.offsets import committed_offsets, topic_ends
+from memstrata.kafka.security import faust_credentials
 from memstrata.limits import TurnLimits
-from memstrata.offsets import committed_offsets, topic_ends
 from memstrata.roles import MemoryWriter
 from streams import topics
 from streams.batching import paced
@@ -103,10 +104,9 @@ class SessionTable(faust.Table):
 async def read_range(brokers: str, topic: str, ranges: dict[int, tuple[int, int]],
                      kafka: KafkaSettings) -> list[Record]:
     """Records of ``topic`` with ``start <= offset < stop`` per partition, in offset order."""
-    from aiokafka import AIOKafkaConsumer, TopicPartition
+    from aiokafka import TopicPartition
 
-    consumer = AIOKafkaConsumer(bootstrap_servers=brokers, enable_auto_commit=False,
-                                **kafka_client_kwargs(kafka))
+    consumer = clients.consumer(kafka, brokers=brokers)
     await consumer.start()
     try:
         tps = {TopicPartition(topic, p): (a, b) for p, (a, b) in ranges.items() if b > a}
@@ -288,7 +288,7 @@ def build_app(
 
     def record(event: Any) -> Record:
         m = event.message
-        return Record(m.topic, m.partition, m.offset, m.key, m.value)
+        return Record(m.topic, m.partition, m.offset, m.key, m.value, m.timestamp)
 
     def waiting_after(events: Sequence[Any]) -> int | None:
         """Records still in the topic past ``events``, over their partitions (None: unknown).

@@ -34,8 +34,9 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from memstrata.config import defaults
-from memstrata.kafka import BrokerLogin, KafkaSettings, write_private
-from memstrata.kafka_security import kafka_client_kwargs, start_checked
+from memstrata.kafka import clients
+from memstrata.kafka.security import start_checked
+from memstrata.kafka.settings import BrokerLogin, KafkaSettings, write_private
 from streams.topics import TopicSpec
 
 __all__ = ["LOGIN_FILE", "PID_FILE", "BrokerError", "EmbeddedBroker", "GuardedBroker",
@@ -446,11 +447,10 @@ async def ensure_topics(brokers: str, specs: Sequence[TopicSpec],
 
     ``kafka`` gives TLS/SASL; without it, the defaults (PLAINTEXT, as the embedded broker).
     """
-    from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+    from aiokafka.admin import NewTopic
 
     kafka = kafka or defaults(KafkaSettings)
-    admin = AIOKafkaAdminClient(bootstrap_servers=brokers, **kafka_client_kwargs(kafka),
-                                request_timeout_ms=int(timeout_s * 1000))
+    admin = clients.admin(kafka, brokers=brokers, request_timeout_s=timeout_s)
     try:
         await start_checked(admin, brokers, kafka)
     except Exception as exc:

@@ -18,9 +18,10 @@ from pathlib import Path
 
 from memstrata.ingest.formats import IngestIssue, read_file
 from memstrata.config import defaults
-from memstrata.kafka import KafkaSettings
-from memstrata.kafka_ends import log_end_offsets
-from memstrata.kafka_security import kafka_client_kwargs, start_checked
+from memstrata.kafka import clients
+from memstrata.kafka.ends import log_end_offsets
+from memstrata.kafka.security import start_checked
+from memstrata.kafka.settings import KafkaSettings
 from memstrata.model import Scope, Session
 from streams import topics
 from streams.events import ControlEvent, TurnEvent, event_key, utcnow
@@ -61,7 +62,6 @@ class StreamProducer:
 
     def __init__(self, brokers: str, request_timeout_s: float | None = None, *,
                  kafka: KafkaSettings | None = None) -> None:
-        from aiokafka import AIOKafkaProducer
         from aiokafka.partitioner import DefaultPartitioner
 
         #: The one Kafka settings class (turns topic, TLS/SASL); the defaults when not given.
@@ -72,10 +72,9 @@ class StreamProducer:
         #: The producer's partitioner, held here so a control's partition is computed
         #: exactly as the producer places the turns (public aiokafka API).
         self.partitioner = DefaultPartitioner()
-        self._producer = AIOKafkaProducer(
-            bootstrap_servers=brokers, acks=1, enable_idempotence=False, linger_ms=5,
-            partitioner=self.partitioner,
-            request_timeout_ms=int(timeout_s * 1000), **kafka_client_kwargs(self.kafka))
+        self._producer = clients.producer(
+            self.kafka, brokers=brokers, acks=1, request_timeout_s=timeout_s,
+            enable_idempotence=False, linger_ms=5, partitioner=self.partitioner)
         self.sent_after: dict[int, int] = {}
         self._inflight: list[asyncio.Future[object]] = []
 
@@ -121,17 +120,16 @@ class StreamProducer:
 
     async def end_offsets(self) -> dict[int, int]:
         """End offset of every turns partition now (what a delete_user must follow)."""
-        from aiokafka import AIOKafkaConsumer, TopicPartition
+        from aiokafka import TopicPartition
 
-        consumer = AIOKafkaConsumer(bootstrap_servers=self.brokers, enable_auto_commit=False,
-                                    **kafka_client_kwargs(self.kafka))
+        consumer = clients.consumer(self.kafka, brokers=self.brokers)
         await consumer.start()
         try:
             parts = consumer.partitions_for_topic(self.turns_topic) or set()
             if not parts:
                 await consumer.topics()
                 parts = consumer.partitions_for_topic(self.turns_topic) or set()
-            ends = await log_end_offsets(  # not end_offsets: see memstrata.kafka_ends
+            ends = await log_end_offsets(  # not end_offsets: see memstrata.kafka.ends
                 consumer, [TopicPartition(self.turns_topic, p) for p in parts])
             return {tp.partition: off for tp, off in ends.items()}
         finally:

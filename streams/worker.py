@@ -1,7 +1,7 @@
 """Running the stream worker: a Faust worker that drains before it stops, and lag checks.
 
 ``group_lag`` reads the consumer group's committed offsets and the topics' end
-offsets from the broker (:mod:`memstrata.offsets`, shared with the query
+offsets from the broker (:mod:`memstrata.kafka.offsets`, shared with the query
 service), so anyone (``memstrata up`` on Ctrl-C, a test, an operator) can tell
 whether everything produced so far is stored.
 """
@@ -14,13 +14,13 @@ import os
 import signal
 import threading
 import time
+import warnings
 from collections.abc import Sequence
 
 import faust
 
-from memstrata import offsets
 from memstrata.config import defaults
-from memstrata.kafka import KafkaSettings
+from memstrata.kafka import KafkaSettings, offsets
 from streams import topics
 from streams.app import StreamApp
 
@@ -203,9 +203,18 @@ class StreamWorker(faust.Worker):
         stop_log.warning("%s: %s are not stored; %s", why, what, where)
 
     def _no_wait_empty(self) -> None:
-        """Stop without waiting for the streams' buffers (set once: Faust warns on a reset)."""
+        """Stop without waiting for the streams' buffers (set once).
+
+        Faust warns (AlreadyConfiguredWarning) on any change of a setting it has read,
+        as this one was when the streams started; the change is meant (the streams read
+        it again as they stop), so that warning is not printed.
+        """
         if self.app.conf.stream_wait_empty:
-            self.app.conf.stream_wait_empty = False
+            from faust.exceptions import AlreadyConfiguredWarning
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", AlreadyConfiguredWarning)
+                self.app.conf.stream_wait_empty = False
 
     def _stop_now(self, sig: signal.Signals) -> None:
         """A second signal: stop draining; if winding down takes longer than STOP_NOW_S, exit."""

@@ -182,15 +182,12 @@ async def consume_l0(brokers: str, prewarmer: Prewarmer, *,
     """
     import asyncio
 
-    from aiokafka import AIOKafkaConsumer
-
     from memstrata.config import defaults
-    from memstrata.kafka_security import kafka_client_kwargs
+    from memstrata.kafka import clients
 
-    consumer = AIOKafkaConsumer(topic, bootstrap_servers=brokers, group_id=group,
-                                auto_offset_reset=offset_reset,
-                                enable_auto_commit=group is not None,
-                                **kafka_client_kwargs(kafka or defaults(KafkaSettings)))
+    consumer = clients.consumer(kafka or defaults(KafkaSettings), topic, brokers=brokers,
+                                group=group, enable_auto_commit=group is not None,
+                                auto_offset_reset=offset_reset)
     await consumer.start()
     try:
         while stop is None or not stop.is_set():

@@ -23,9 +23,9 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from memstrata.config import defaults
-from memstrata.kafka import KafkaSettings
-from memstrata.kafka_ends import log_end_offsets
-from memstrata.kafka_security import kafka_client_kwargs
+from memstrata.kafka import clients
+from memstrata.kafka.ends import log_end_offsets
+from memstrata.kafka.settings import KafkaSettings
 
 __all__ = ["committed_offsets", "group_lag", "topic_ends", "wait_committed",
            "wait_committed_to"]
@@ -37,12 +37,9 @@ log = logging.getLogger(__name__)
 async def _clients(brokers: str, kafka: KafkaSettings | None
                    ) -> AsyncIterator[tuple[Any, Any]]:
     """An admin client (committed offsets) and a consumer (end offsets), closed on exit."""
-    from aiokafka import AIOKafkaConsumer
-    from aiokafka.admin import AIOKafkaAdminClient
-
-    kwargs = kafka_client_kwargs(kafka or defaults(KafkaSettings))
-    admin = AIOKafkaAdminClient(bootstrap_servers=brokers, **kwargs)
-    consumer = AIOKafkaConsumer(bootstrap_servers=brokers, enable_auto_commit=False, **kwargs)
+    settings = kafka or defaults(KafkaSettings)
+    admin = clients.admin(settings, brokers=brokers)
+    consumer = clients.consumer(settings, brokers=brokers)
     try:  # closed even when cancelled half-started (a second Ctrl-C during a drain)
         await admin.start()
         await consumer.start()
@@ -59,16 +56,13 @@ async def _ends(consumer: Any, topic_names: Sequence[str]) -> dict[Any, int]:
     await consumer.topics()  # refresh the metadata: partitions created since are seen
     tps = [TopicPartition(t, p) for t in topic_names
            for p in sorted(consumer.partitions_for_topic(t) or ())]
-    return await log_end_offsets(consumer, tps)  # not end_offsets: see memstrata.kafka_ends
+    return await log_end_offsets(consumer, tps)  # not end_offsets: see memstrata.kafka.ends
 
 
 async def topic_ends(brokers: str, topic_names: Sequence[str], *,
                      kafka: KafkaSettings | None = None) -> dict[tuple[str, int], int]:
     """The end offset (records produced so far) of every partition of ``topic_names``."""
-    from aiokafka import AIOKafkaConsumer
-
-    consumer = AIOKafkaConsumer(bootstrap_servers=brokers, enable_auto_commit=False,
-                                **kafka_client_kwargs(kafka or defaults(KafkaSettings)))
+    consumer = clients.consumer(kafka or defaults(KafkaSettings), brokers=brokers)
     try:
         await consumer.start()
         ends = await _ends(consumer, topic_names)
@@ -98,10 +92,8 @@ async def committed_offsets(brokers: str, group: str, topic: str, partitions: Se
     Partitions the group has not committed are left out.
     """
     from aiokafka import TopicPartition
-    from aiokafka.admin import AIOKafkaAdminClient
 
-    admin = AIOKafkaAdminClient(bootstrap_servers=brokers,
-                                **kafka_client_kwargs(kafka or defaults(KafkaSettings)))
+    admin = clients.admin(kafka or defaults(KafkaSettings), brokers=brokers)
     await admin.start()
     try:
         got = await admin.list_consumer_group_offsets(

@@ -3,9 +3,10 @@
 One place builds the keyword arguments every aiokafka client (the stream
 worker's consumers and admin, the query service's producer, ``memstrata
 produce``) and the Faust app take, so a production cluster with TLS and
-SASL/PLAIN or SASL/SCRAM needs settings only, never code. The fields are part
-of :class:`memstrata.kafka.KafkaSettings`, which the entry point loads once and
-passes down: nothing here reads the environment.
+SASL/PLAIN or SASL/SCRAM needs settings only, never code (the clients
+themselves are built in :mod:`memstrata.kafka.clients`). The fields are part
+of :class:`memstrata.kafka.settings.KafkaSettings`, which the entry point loads
+once and passes down: nothing here reads the environment.
 
 aiokafka reports a failed bootstrap as "Unable to bootstrap" and logs the
 cause; :func:`start_checked` turns that into an error that names the setting
@@ -18,24 +19,56 @@ import asyncio
 import ssl
 from typing import Any
 
-from memstrata.kafka import KafkaSettings
+from memstrata.kafka.settings import KafkaSettings
 
-__all__ = ["KafkaSecurityError", "KafkaSecuritySettings", "faust_credentials",
-           "kafka_client_kwargs", "start_checked"]
+__all__ = ["KafkaSecurityError", "diagnose", "faust_credentials", "kafka_client_kwargs",
+           "ssl_context", "start_checked"]
 
 P = "MEMSTRATA_KAFKA_"
-
-#: The TLS/SASL fields are part of the one Kafka settings class (the old name).
-KafkaSecuritySettings = KafkaSettings
 
 
 class KafkaSecurityError(ConnectionError):
     """The broker refused our TLS or SASL settings; the message names the setting."""
 
 
+def ssl_context(settings: KafkaSettings) -> ssl.SSLContext | None:
+    """The TLS context for the brokers, or None without TLS."""
+    s = settings
+    if not s.tls:
+        return None
+    try:
+        ctx = ssl.create_default_context(cafile=str(s.ssl_cafile) if s.ssl_cafile else None)
+    except (OSError, ssl.SSLError) as exc:
+        raise KafkaSecurityError(f"{P}SSL_CAFILE ({s.ssl_cafile}): not a readable PEM "
+                                 f"CA bundle: {exc}") from exc
+    ctx.check_hostname = s.ssl_check_hostname
+    if s.ssl_certfile is not None:
+        password = s.ssl_keyfile_password.get_secret_value() if s.ssl_keyfile_password else None
+        try:
+            ctx.load_cert_chain(str(s.ssl_certfile), str(s.ssl_keyfile), password)
+        except (OSError, ssl.SSLError) as exc:
+            raise KafkaSecurityError(
+                f"{P}SSL_CERTFILE/{P}SSL_KEYFILE ({s.ssl_certfile}, {s.ssl_keyfile}): "
+                f"cannot load the client certificate: {exc}") from exc
+    return ctx
+
+
 def kafka_client_kwargs(settings: KafkaSettings) -> dict[str, Any]:
-    """aiokafka keyword arguments (security protocol, TLS context, SASL) from ``settings``."""
-    return settings.aiokafka_kwargs()
+    """aiokafka keyword arguments (security protocol, TLS context, SASL) from ``settings``.
+
+    Every aiokafka client takes them (producer, consumer, admin, ``create_conn``).
+    """
+    s = settings
+    kwargs: dict[str, Any] = {"security_protocol": s.security_protocol}
+    ctx = ssl_context(s)
+    if ctx is not None:
+        kwargs["ssl_context"] = ctx
+    if s.security_protocol.startswith("SASL_"):
+        kwargs["sasl_mechanism"] = s.sasl_mechanism
+        kwargs["sasl_plain_username"] = s.sasl_username
+        kwargs["sasl_plain_password"] = (s.sasl_password.get_secret_value()
+                                         if s.sasl_password else None)
+    return kwargs
 
 
 def faust_credentials(settings: KafkaSettings) -> Any:
@@ -46,11 +79,11 @@ def faust_credentials(settings: KafkaSettings) -> Any:
     import faust
 
     if s.security_protocol == "SSL":
-        return faust.SSLCredentials(s.ssl_context())
+        return faust.SSLCredentials(ssl_context(s))
     return faust.SASLCredentials(
         username=s.sasl_username,
         password=s.sasl_password.get_secret_value() if s.sasl_password else None,
-        ssl_context=s.ssl_context(), mechanism=s.sasl_mechanism)
+        ssl_context=ssl_context(s), mechanism=s.sasl_mechanism)
 
 
 async def start_checked(client: Any, brokers: str, settings: KafkaSettings) -> None:
@@ -90,7 +123,7 @@ async def diagnose(brokers: str, settings: KafkaSettings) -> str | None:
     if s.tls:
         try:
             _r, writer = await asyncio.wait_for(
-                asyncio.open_connection(host, int(port), ssl=s.ssl_context(),
+                asyncio.open_connection(host, int(port), ssl=ssl_context(s),
                                         server_hostname=host if s.ssl_check_hostname else None),
                 s.diagnose_timeout_s)
             writer.close()
@@ -108,7 +141,7 @@ async def diagnose(brokers: str, settings: KafkaSettings) -> str | None:
         return None
     try:
         conn = await asyncio.wait_for(
-            create_conn(host, int(port), **s.aiokafka_kwargs()), s.diagnose_timeout_s)
+            create_conn(host, int(port), **kafka_client_kwargs(s)), s.diagnose_timeout_s)
         conn.close()
     except KafkaError as exc:
         text = f"{type(exc).__name__}: {exc}"

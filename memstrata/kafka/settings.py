@@ -7,9 +7,11 @@ point by :func:`memstrata.config.load_config`. Before it existed the worker and
 the service each had a class sharing the prefix, and a topic set for one was
 refused by (or silently ignored by) the other.
 
-This module imports only pydantic: every start-up loads it to check variables.
-The client-side helpers (TLS context, aiokafka keyword arguments, start-up
-diagnosis) live in :mod:`memstrata.kafka_security`.
+Every start-up loads this module to check variables, so it imports pydantic
+and the wire contract's topic name only, and nothing else of the Kafka wing:
+the TLS context, aiokafka keyword arguments and start-up diagnosis live in
+:mod:`memstrata.kafka.security`, which builds on these settings (never the
+other way round).
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import ssl
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,8 +29,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from memstrata.wire import TURNS_TOPIC
 
-__all__ = ["BROKER_FILE", "BrokerLogin", "KafkaSettings", "read_broker_file", "recorded_broker",
-           "write_broker_file", "write_private"]
+__all__ = ["BROKER_FILE", "BrokerLogin", "KafkaSettings", "pid_alive", "read_broker_file",
+           "recorded_broker", "write_broker_file", "write_private"]
 
 P = "MEMSTRATA_KAFKA_"
 
@@ -176,44 +177,8 @@ class KafkaSettings(BaseSettings):
     # -- TLS and SASL ----------------------------------------------------------
     @property
     def tls(self) -> bool:
+        """Whether the clients speak TLS to the brokers (``SSL``, ``SASL_SSL``)."""
         return self.security_protocol in ("SSL", "SASL_SSL")
-
-    def ssl_context(self) -> ssl.SSLContext | None:
-        """The TLS context for the brokers, or None without TLS."""
-        from memstrata.kafka_security import KafkaSecurityError
-
-        if not self.tls:
-            return None
-        try:
-            ctx = ssl.create_default_context(
-                cafile=str(self.ssl_cafile) if self.ssl_cafile else None)
-        except (OSError, ssl.SSLError) as exc:
-            raise KafkaSecurityError(f"{P}SSL_CAFILE ({self.ssl_cafile}): not a readable PEM "
-                                     f"CA bundle: {exc}") from exc
-        ctx.check_hostname = self.ssl_check_hostname
-        if self.ssl_certfile is not None:
-            password = (self.ssl_keyfile_password.get_secret_value()
-                        if self.ssl_keyfile_password else None)
-            try:
-                ctx.load_cert_chain(str(self.ssl_certfile), str(self.ssl_keyfile), password)
-            except (OSError, ssl.SSLError) as exc:
-                raise KafkaSecurityError(
-                    f"{P}SSL_CERTFILE/{P}SSL_KEYFILE ({self.ssl_certfile}, {self.ssl_keyfile}): "
-                    f"cannot load the client certificate: {exc}") from exc
-        return ctx
-
-    def aiokafka_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments for ``AIOKafkaProducer``/``Consumer``/``AdminClient``."""
-        kwargs: dict[str, Any] = {"security_protocol": self.security_protocol}
-        ctx = self.ssl_context()
-        if ctx is not None:
-            kwargs["ssl_context"] = ctx
-        if self.security_protocol.startswith("SASL_"):
-            kwargs["sasl_mechanism"] = self.sasl_mechanism
-            kwargs["sasl_plain_username"] = self.sasl_username
-            kwargs["sasl_plain_password"] = (self.sasl_password.get_secret_value()
-                                             if self.sasl_password else None)
-        return kwargs
 
 
 def write_broker_file(data_dir: Path, brokers: str, *, login_file: Path | None = None,
@@ -278,8 +243,6 @@ def recorded_broker(data_dir: Path) -> tuple[str, BrokerLogin | None] | None:
 
 def pid_alive(pid: int) -> bool:
     """Whether a process ``pid`` exists (one owned by another user counts as alive)."""
-    import os
-
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

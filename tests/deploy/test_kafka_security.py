@@ -17,12 +17,12 @@ import pytest
 
 pytest.importorskip("aiokafka", reason="the kafka extra")
 
-from memstrata.kafka_security import (  # noqa: E402
+from memstrata.kafka.security import (  # noqa: E402
     KafkaSecurityError,
-    KafkaSecuritySettings,
     faust_credentials,
     kafka_client_kwargs,
 )
+from memstrata.kafka.settings import KafkaSettings  # noqa: E402
 from tests.deploy.fake_sasl_broker import FakeSaslBroker  # noqa: E402
 
 KAFKA_ENV = ("SECURITY_PROTOCOL", "SASL_MECHANISM", "SASL_USERNAME", "SASL_PASSWORD",
@@ -70,7 +70,7 @@ def test_sasl_ssl_scram_settings_reach_an_aiokafka_client(certs: dict[str, Path]
                  "SASL_USERNAME": "memstrata", "SASL_PASSWORD": "s3cret",
                  "SSL_CAFILE": str(certs["broker_cert"])}.items():
         monkeypatch.setenv("MEMSTRATA_KAFKA_" + k, v)
-    kwargs = kafka_client_kwargs(KafkaSecuritySettings())
+    kwargs = kafka_client_kwargs(KafkaSettings())
     assert kwargs["security_protocol"] == "SASL_SSL"
     assert kwargs["sasl_mechanism"] == "SCRAM-SHA-512"
     assert (kwargs["sasl_plain_username"], kwargs["sasl_plain_password"]) == ("memstrata", "s3cret")
@@ -88,6 +88,36 @@ def test_sasl_ssl_scram_settings_reach_an_aiokafka_client(certs: dict[str, Path]
     assert client._sasl_plain_password == "s3cret"
 
 
+
+def test_every_client_built_from_the_settings_carries_their_tls_and_sasl(
+        certs: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """memstrata.kafka.clients builds producers, consumers and admins: all get the security."""
+    from memstrata.kafka import clients
+
+    _env(monkeypatch, security_protocol="SASL_SSL", sasl_mechanism="SCRAM-SHA-256",
+         sasl_username="svc", sasl_password="pw", ssl_cafile=str(certs["broker_cert"]))
+    kafka = KafkaSettings(brokers="127.0.0.1:1")
+
+    async def build() -> list[object]:
+        made = [clients.producer(kafka, acks="all"), clients.consumer(kafka, "t", group="g"),
+                clients.admin(kafka, request_timeout_s=3)]
+        inner = [made[0].client, made[1]._client, made[2]._client]
+        await made[0].stop()
+        await made[1].stop()
+        await made[2].close()
+        return inner
+
+    for client in asyncio.run(build()):
+        assert client._bootstrap_servers == "127.0.0.1:1"  # type: ignore[attr-defined]
+        assert client._security_protocol == "SASL_SSL"  # type: ignore[attr-defined]
+        assert client._sasl_mechanism == "SCRAM-SHA-256"  # type: ignore[attr-defined]
+        assert client._sasl_plain_password == "pw"  # type: ignore[attr-defined]
+        assert isinstance(client._ssl_context, ssl.SSLContext)  # type: ignore[attr-defined]
+    with pytest.raises(TypeError, match="security_protocol: set by the Kafka settings"):
+        clients.admin(kafka, security_protocol="PLAINTEXT")
+    with pytest.raises(ValueError, match="MEMSTRATA_KAFKA_BROKERS"):
+        clients.admin(KafkaSettings())
+
 def test_the_faust_app_gets_the_same_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("faust", reason="the kafka extra")
     import faust
@@ -96,21 +126,19 @@ def test_the_faust_app_gets_the_same_credentials(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("MEMSTRATA_KAFKA_SASL_MECHANISM", "SCRAM-SHA-256")
     monkeypatch.setenv("MEMSTRATA_KAFKA_SASL_USERNAME", "svc")
     monkeypatch.setenv("MEMSTRATA_KAFKA_SASL_PASSWORD", "pw")
-    creds = faust_credentials(KafkaSecuritySettings())
+    creds = faust_credentials(KafkaSettings())
     assert isinstance(creds, faust.SASLCredentials)
     assert creds.mechanism.value == "SCRAM-SHA-256" and creds.password == "pw"
-    assert faust_credentials(KafkaSecuritySettings(security_protocol="PLAINTEXT")) is None
+    assert faust_credentials(KafkaSettings(security_protocol="PLAINTEXT")) is None
 
 
 def test_plaintext_is_the_default_and_adds_nothing() -> None:
-    assert kafka_client_kwargs(KafkaSecuritySettings()) == {"security_protocol": "PLAINTEXT"}
+    assert kafka_client_kwargs(KafkaSettings()) == {"security_protocol": "PLAINTEXT"}
 
 
 def test_bad_combinations_name_the_setting(tmp_path: Path,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     from pydantic import ValidationError
-
-    from streams.settings import KafkaSettings
 
     monkeypatch.setenv("MEMSTRATA_KAFKA_SECURITY_PROTOCOL", "SASL_SSL")
     monkeypatch.setenv("MEMSTRATA_KAFKA_SASL_USERNAME", "svc")
@@ -122,7 +150,7 @@ def test_bad_combinations_name_the_setting(tmp_path: Path,
         KafkaSettings()
     monkeypatch.setenv("MEMSTRATA_KAFKA_SASL_MECHANISM", "MD5")
     with pytest.raises(ValidationError, match="sasl_mechanism"):
-        KafkaSecuritySettings()
+        KafkaSettings()
 
 
 def test_the_settings_are_known_to_the_config_check(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -167,11 +195,11 @@ def test_untrusted_broker_certificate_names_the_ca_setting(
     want = f"not trusted by MEMSTRATA_KAFKA_SSL_CAFILE ({certs['other_ca']})"
 
     async def publisher() -> None:
-        await KafkaPublisher(KafkaSecuritySettings(), tls_broker.address).start()
+        await KafkaPublisher(KafkaSettings(), tls_broker.address).start()
 
     async def producer() -> None:
         await StreamProducer(tls_broker.address, request_timeout_s=5,
-                             kafka=KafkaSecuritySettings()).start()
+                             kafka=KafkaSettings()).start()
 
     with pytest.raises(KafkaSecurityError, match=want.replace("(", r"\(").replace(")", r"\)")):
         asyncio.run(publisher())
@@ -179,7 +207,7 @@ def test_untrusted_broker_certificate_names_the_ca_setting(
         asyncio.run(producer())
     with pytest.raises(BrokerError, match="MEMSTRATA_KAFKA_SSL_CAFILE"):
         asyncio.run(ensure_topics(tls_broker.address, [TopicSpec("t", 1, 1)], timeout_s=5,
-                                  kafka=KafkaSecuritySettings()))
+                                  kafka=KafkaSettings()))
 
 
 def test_wrong_password_names_the_sasl_settings(
@@ -193,7 +221,7 @@ def test_wrong_password_names_the_sasl_settings(
          ssl_cafile=str(certs["broker_cert"]))
 
     async def publisher() -> None:
-        await KafkaPublisher(KafkaSecuritySettings(), tls_broker.address).start()
+        await KafkaPublisher(KafkaSettings(), tls_broker.address).start()
 
     with pytest.raises(KafkaSecurityError) as info:
         asyncio.run(publisher())

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from memstrata.kafka import BROKER_FILE
-from memstrata.kafka_security import kafka_client_kwargs
+from memstrata.kafka.security import kafka_client_kwargs
 from streams import topics
 from tests.e2e.test_serve_stream import Serve, _ingest, serve  # noqa: F401 - the fixture
 from tests.integration.streams.harness import read_topic

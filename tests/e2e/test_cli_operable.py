@@ -125,7 +125,7 @@ def _healthy_now(address: str) -> bool:
 
 def _events(brokers: str, topic: str, kafka: Any = None) -> int:
     """How many events the broker holds in ``topic`` (bounded: never hangs a test)."""
-    from memstrata.offsets import topic_ends
+    from memstrata.kafka.offsets import topic_ends
 
     return sum(asyncio.run(asyncio.wait_for(topic_ends(brokers, [topic], kafka=kafka),
                                             40)).values())

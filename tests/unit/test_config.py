@@ -334,7 +334,7 @@ def test_no_library_code_reads_memstrata_variables_or_builds_settings_from_them(
 
     root = Path(__file__).resolve().parents[2]
     names = sorted({cls.__name__ for cls in settings_namespaces()[0].values()}
-                   | {Settings.__name__, "KafkaSecuritySettings"})
+                   | {Settings.__name__})
     reads = re.compile(r"""(os\.environ(\.get)?\s*[\[(]\s*|getenv\(\s*)["']MEMSTRATA_""")
     builds = re.compile(r"(?<![\w.])(?<!class )(?:load_\w*settings|" + "|".join(names) + r")\(")
     found = []

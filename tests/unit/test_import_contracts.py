@@ -4,7 +4,8 @@ The contracts are ``[tool.importlinter]`` in pyproject.toml: the core imports
 no service (the CLI, the composition root, may), the services do not import
 each other, the client and the wire package import no engine, and the core's
 packages are layered (evidence below synth below controller; store, embed and
-llm below everything that uses them). import-linter reads every import,
+llm below everything that uses them), and so are the Kafka wing's modules
+(its settings at the bottom: no circle). import-linter reads every import,
 including those inside functions and under ``TYPE_CHECKING``.
 
 The second test plants one forbidden import per contract in a copy of the
@@ -54,6 +55,10 @@ def test_the_import_contracts_are_kept() -> None:
      "The controller reads memory only"),
     ("memstrata/mcp/probe.py", "import memstrata.memory",
      "The MCP server speaks to memory only through the client"),
+    # The circle issue 32 removed: settings importing security back. The probe replaces
+    # the copy's settings module (a new module would sit in none of the wing's layers).
+    ("memstrata/kafka/settings.py", "from memstrata.kafka.security import kafka_client_kwargs",
+     "The Kafka wing"),
 ])
 def test_a_planted_forbidden_import_breaks_its_contract(tmp_path: Path, probe: str, line: str,
                                                        contract: str) -> None:

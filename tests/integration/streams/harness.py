@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from memstrata.kafka_ends import log_end_offsets
+from memstrata.kafka.ends import log_end_offsets
 from memstrata.model import Scope
 from streams import topics
 from streams.worker import group_lag, wait_drained
@@ -42,7 +42,7 @@ async def _commit_end(brokers: str, group: str) -> None:
         await consumer.topics()
         tps = [TopicPartition(t, p) for t in (topics.TURNS, topics.CONTROL)
                for p in sorted(consumer.partitions_for_topic(t) or ())]
-        ends = await log_end_offsets(consumer, tps)  # tansu: see memstrata.kafka_ends
+        ends = await log_end_offsets(consumer, tps)  # tansu: see memstrata.kafka.ends
         consumer.assign(tps)
         await consumer.commit({tp: OffsetAndMetadata(off, "") for tp, off in ends.items()})
     finally:
@@ -148,7 +148,7 @@ async def _read_topic(brokers: str, topic: str, timeout_s: float = 20.0,
                       kafka: Any = None) -> list[Any]:
     from aiokafka import AIOKafkaConsumer, TopicPartition
 
-    from memstrata.kafka_security import kafka_client_kwargs
+    from memstrata.kafka.security import kafka_client_kwargs
 
     auth = kafka_client_kwargs(kafka) if kafka is not None else {}
     consumer = AIOKafkaConsumer(bootstrap_servers=brokers, enable_auto_commit=False,
@@ -157,7 +157,7 @@ async def _read_topic(brokers: str, topic: str, timeout_s: float = 20.0,
     try:
         await consumer.topics()
         tps = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())]
-        ends = await log_end_offsets(consumer, tps)  # tansu: see memstrata.kafka_ends
+        ends = await log_end_offsets(consumer, tps)  # tansu: see memstrata.kafka.ends
         consumer.assign(tps)
         starts = await consumer.beginning_offsets(tps)
         for tp in tps:

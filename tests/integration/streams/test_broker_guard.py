@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from memstrata.kafka import KafkaSettings
-from memstrata.kafka_security import kafka_client_kwargs
+from memstrata.kafka.security import kafka_client_kwargs
 from streams import topics
 from streams.broker import LOGIN_FILE, BrokerError, GuardedBroker
 from streams.topics import specs

@@ -1,7 +1,7 @@
 """End offsets of a partition whose last record batch holds several records.
 
 The embedded tansu broker answers ListOffsets with the batch's first offset plus
-one; ``memstrata.kafka_ends.log_end_offsets`` reads the true end from a fetch,
+one; ``memstrata.kafka.ends.log_end_offsets`` reads the true end from a fetch,
 so a delete follows, and a drain waits for, every record of such a batch.
 """
 
@@ -11,7 +11,7 @@ import asyncio
 
 import pytest
 
-from memstrata.kafka_ends import log_end_offsets
+from memstrata.kafka.ends import log_end_offsets
 from streams.broker import EmbeddedBroker
 from streams.topics import TopicSpec
 
