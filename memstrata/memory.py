@@ -17,10 +17,12 @@ incomplete last window instead of indexing it provisionally now.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import logging
 import threading
 import time
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,9 +56,12 @@ from memstrata.retrieval import indexing
 from memstrata.retrieval.hybrid import HybridRetriever, RetrievalParams
 from memstrata.retrieval.sessions import session_document
 from memstrata.roles import AppendReport, DeleteReceipt, IngestReport, MemoryStats
+from memstrata.store.outage import check_free_space
 from memstrata.store.types import DocStore, LexicalDoc, LexicalStore, VectorRecord, VectorStore
 
 __all__ = ["IndexMismatch", "IngestReport", "Memory", "ReadOnlyMemory", "SessionNotFound"]
+
+log = logging.getLogger(__name__)
 
 #: Deployment-wide records live in the doc store under a scope no real id can
 #: spell ('#' is not allowed in ids), so they never meet a tenant's data.
@@ -94,12 +99,33 @@ class _Pending:
     stored_plan: dict[str, Any] | None = None
     #: The stored digest is already :data:`HELD_DIGEST` with this meta (nothing to mark).
     marked: bool = False
+    #: The turns this write adds or replaces (written with the units, in one transaction).
+    changed: list[Turn] = field(default_factory=list)
+    #: The session did not exist before this write (a failed write removes it everywhere).
+    new: bool = False
 
 
 def embedder_id(embedder: Embedder) -> str:
     """The encoder's name plus its model, when it names one."""
     model = getattr(embedder, "model_id", None) or getattr(embedder, "_model", None)
     return f"{embedder.name}:{model}" if model else embedder.name
+
+
+def layer_writer(docs: DocStore) -> Callable[[], DocStore]:
+    """How a read-only memory writes the L1/L2 it builds into the cache.
+
+    A SQLite file opened read-only gets a second, writable connection to the same
+    file (opened on the first build): SQLite serialises writers across processes
+    itself, so this is safe beside a process that holds the data dir's writer lock
+    (that lock guards Qdrant Edge and tantivy, which admit one process). A store
+    that is not opened read-only (OpenSearch) is written directly. When the file
+    cannot be written, the layers stay in the process's memo (see ``LazyLayers``).
+    """
+    from memstrata.store.sqlite_docs import SqliteDocStore
+
+    if isinstance(docs, SqliteDocStore) and docs.read_only:
+        return lambda: SqliteDocStore(docs.path)
+    return lambda: docs
 
 
 def _refuse_other_encoder(settings: Settings, docs: DocStore, embedder: str,
@@ -146,7 +172,9 @@ class Memory:
         #: BM25 over whole sessions (:mod:`memstrata.retrieval.sessions`); None: not kept.
         self.session_lexical = session_lexical
         self.meter = meter or UsageMeter()
-        self.layers = LazyLayers(docs, builder, cache=not read_only,
+        # A read-only memory caches its L1/L2 too, through a writer of its own (see
+        # ``layer_writer``): reads never build the same layer twice.
+        self.layers = LazyLayers(docs, builder, writer=layer_writer(docs) if read_only else None,
                                  fallback_retry_s=settings.llm_fallback_retry_s)
         self.retriever = HybridRetriever(
             embedder, vectors, lexical, docs, RetrievalParams.from_settings(settings),
@@ -154,6 +182,10 @@ class Memory:
         )
         #: Writes from several threads of one process go one at a time.
         self._write_lock = threading.RLock()
+        from memstrata.store.factory import embedded_backends
+
+        #: The volume whose free space writes check (embedded stores only).
+        self._space_dir = settings.data_dir if embedded_backends(settings) else None
         self._last_flush = time.monotonic()
         self._releases: list[Callable[[], None]] = []
         self.changed_settings: list[str] = []
@@ -245,6 +277,7 @@ class Memory:
 
     def close(self) -> None:
         try:
+            self.layers.close()
             for store in self._stores():
                 store.close()
         finally:
@@ -382,6 +415,7 @@ class Memory:
         report = report if report is not None else IngestReport()
         start = time.perf_counter()
         batch: list[_Pending] = []
+        batched: set[tuple[Scope, str]] = set()
         size = 0
         with self._write_lock:
             for session in sessions:
@@ -392,6 +426,9 @@ class Memory:
                     if progress:
                         progress(len(session.turns))
                     continue
+                if (scope, sid) in batched:
+                    self._commit(batch, report)  # its first copy is not written yet
+                    batch, size, batched = [], 0, set()
                 stored = self.docs.get_turns(scope, sid)
                 keep = {t.index for t in session.turns}
                 if any(t.index not in keep for t in stored):
@@ -402,13 +439,14 @@ class Memory:
                 report.turns += len(session.turns)
                 if pending is not None:
                     batch.append(pending)
+                    batched.add((scope, sid))
                     size += len(pending.units)
                     report.units += len(pending.units)
                 else:
                     report.committed += 1
                 if size >= batch_units:
                     self._commit(batch, report)
-                    batch, size = [], 0
+                    batch, size, batched = [], 0, set()
                 if progress:
                     progress(len(session.turns))
             self._commit(batch, report)
@@ -456,9 +494,8 @@ class Memory:
         # Held before with this meta: the stored digest already never matches.
         marked = (held is not None and old_meta == meta
                   and self.docs.session_digest(scope, sid) == HELD_DIGEST)
-        if not marked:
-            self.docs.put_session(meta, digest=None)  # not done until the units are indexed
-        self.docs.put_turns(scope, sid, list(changed.values()))
+        # Nothing is written here: the turns, the units and the session's record go to
+        # the doc store together, last, in one transaction (see ``_commit``).
         built: list[L0Unit] = []
         retry: set[str] = set()
         for w in plan.stale:
@@ -474,35 +511,47 @@ class Memory:
                         if built else {})
         units = [u for u in built if stored_units.get(u.id) != u]
         return _Pending(meta, digest, plan, closed, units, sorted(changed), all_turns, retry,
-                        held, state, marked)
+                        held, state, marked, list(changed.values()), old_meta is None)
 
     def _commit(self, batch: Sequence[_Pending],
                 ingest: IngestReport | None = None) -> list[AppendReport]:
-        """Embed and index the prepared units, then mark each session done."""
+        """Embed and index the prepared units, then write the doc store in one transaction.
+
+        The search stores come first and the doc store (raw turns, units, plans and
+        each session's digest) last, in one transaction: a write that fails part way
+        (a full disk) leaves no turn of the batch behind, so nothing reappears on a
+        repair. Sessions the batch created are also removed from the search stores
+        then (best effort). A full volume is refused before anything is written.
+        """
+        if not batch:
+            return []
+        if self._space_dir is not None:  # a full volume: refused before any store is touched
+            check_free_space(self._space_dir, self.settings.min_free_mb)
         units = [u for p in batch for u in p.units]
-        self._index(units)
+        vectors: Any = (self.embedder.embed_documents([indexing.dense_text(u) for u in units])
+                        if units else [])
         # A session holding its last window waits for its whole-session document too: the
         # held turns are not searchable yet either, and with hundreds of sessions open
         # rewriting each one's growing document at every message is most of the cost.
         documents = [session_document(p.meta, p.all_turns) for p in batch if p.held is None]
-        if self.session_lexical is not None and documents:
-            self.session_lexical.upsert(documents)
+        try:
+            self._index(units, vectors)
+            if self.session_lexical is not None and documents:
+                self.session_lexical.upsert(documents)
+            with self.docs.atomic():
+                for p in batch:
+                    if p.changed:
+                        self.docs.put_turns(p.meta.scope, p.meta.session_id, p.changed)
+                if units:
+                    self.docs.put_units(units)
+                for p in batch:
+                    self._mark_done(p)
+        except BaseException:
+            self._forget_new(batch)
+            raise
         reports = []
         for p in batch:
             scope, sid = p.meta.scope, p.meta.session_id
-            skip = p.retry | ({p.held.digest} if p.held is not None else set())
-            # Durable once the upserts return, so the plan and digest can follow.
-            payload = p.plan.payload(self._fp_key, p.closed, skip=skip)
-            if payload != p.stored_plan:
-                self.docs.put_layer(scope, sid, PLAN_LAYER, PLAN_KEY, payload)
-            # A session with fallback units or a held window is stored but not "done":
-            # its digest never matches, so the next write builds those windows.
-            if p.held is not None:
-                if not p.marked:
-                    self.docs.put_session(p.meta, digest=HELD_DIGEST)
-            else:
-                self.docs.put_session(p.meta, digest=p.digest + FALLBACK_DIGEST if p.retry
-                                      else p.digest)
             if ingest is not None:
                 ingest.committed += 1
                 ingest.fallbacks += sum(1 for u in p.units if u.fallback)
@@ -515,6 +564,46 @@ class Memory:
                 held=list(p.held.targets) if p.held is not None else []))
         return reports
 
+    def _mark_done(self, p: _Pending) -> None:
+        """Store the session's plan and record (its digest says whether it is done)."""
+        scope, sid = p.meta.scope, p.meta.session_id
+        skip = p.retry | ({p.held.digest} if p.held is not None else set())
+        payload = p.plan.payload(self._fp_key, p.closed, skip=skip)
+        if payload != p.stored_plan:
+            self.docs.put_layer(scope, sid, PLAN_LAYER, PLAN_KEY, payload)
+        # A session with fallback units or a held window is stored but not "done":
+        # its digest never matches, so the next write builds those windows.
+        if p.held is not None:
+            if not p.marked:
+                self.docs.put_session(p.meta, digest=HELD_DIGEST)
+        else:
+            self.docs.put_session(p.meta, digest=p.digest + FALLBACK_DIGEST if p.retry
+                                  else p.digest)
+
+    def _forget_new(self, batch: Sequence[_Pending]) -> None:
+        """After a failed write: remove the sessions it created from every store.
+
+        Best effort (the store that failed may fail again); what stays is units no
+        stored session names, which searches skip.
+        """
+        for p in batch:
+            if not p.new:
+                continue
+            scope, sid = p.meta.scope, p.meta.session_id
+            stores: list[VectorStore | LexicalStore | DocStore] = self._stores()[:-1]
+            try:
+                if self.docs.get_session(scope, sid) is not None:  # no transaction there
+                    stores.append(self.docs)
+            except Exception:  # noqa: BLE001 - the doc store is failing: leave it
+                pass
+            for store in stores:
+                try:
+                    store.delete(scope, sid)
+                except Exception as exc:  # noqa: BLE001 - the write's own error is raised
+                    log.warning("after a failed write, removing session %s/%s from %s failed "
+                                "too (%s)", scope, sid, getattr(store, "name", "a store"),
+                                type(exc).__name__)
+
     def _writable(self) -> None:
         if self.read_only:
             raise ReadOnlyMemory("this memory was opened read-only; open it without "
@@ -524,11 +613,10 @@ class Memory:
     def _empty(meta: SessionMeta) -> AppendReport:
         return AppendReport(scope=meta.scope, session_id=meta.session_id)
 
-    def _index(self, units: Sequence[L0Unit]) -> None:
+    def _index(self, units: Sequence[L0Unit], vectors: Any) -> None:
+        """BM25 documents and vectors of ``units`` (their doc-store records come after)."""
         if not units:
             return
-        vectors = self.embedder.embed_documents([indexing.dense_text(u) for u in units])
-        self.docs.put_units(units)
         self.lexical.upsert([
             LexicalDoc(id=u.id, scope=u.scope, session_id=u.session_id,
                        turn_index=u.turn_index, text=u.summary,
@@ -549,6 +637,14 @@ class Memory:
             for store in reversed(self._stores()):
                 store.flush()
             self._last_flush = time.monotonic()
+
+    @contextlib.contextmanager
+    def writes_paused(self) -> Iterator[None]:
+        """Every write of this process waits while the block runs, the stores flushed first:
+        their files stand still for a backup to copy (``memstrata.lifecycle.pause``)."""
+        with self._write_lock:
+            self.flush()
+            yield
 
     def _maybe_flush(self) -> None:
         policy = self.settings.flush_policy

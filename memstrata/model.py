@@ -29,6 +29,10 @@ from memstrata.ids import content_hash, record_id
 ID_PATTERN = r"^[A-Za-z0-9._:@/+\-]+$"
 MAX_ID_LEN = 128
 MAX_CONTENT_CHARS = 100_000
+#: Session labels a JSONL line may carry, and the longest label value.
+MAX_LABELS, MAX_LABEL_CHARS = 256, 1024
+#: The key of the header line ``memstrata export`` writes first; ``ingest`` skips that line.
+EXPORT_HEADER_KEY = "memstrata_export"
 
 Identifier = Annotated[
     str, StringConstraints(min_length=1, max_length=MAX_ID_LEN, pattern=ID_PATTERN)
@@ -161,6 +165,11 @@ class TurnEvent(BaseModel):
     content: Annotated[str, StringConstraints(min_length=1, max_length=MAX_CONTENT_CHARS)]
     speaker: Annotated[str, StringConstraints(max_length=MAX_ID_LEN)] | None = None
     message_id: Annotated[str, StringConstraints(max_length=MAX_ID_LEN)] | None = None
+    #: The session's labels (``memstrata export`` writes them on every line, so a
+    #: re-ingest keeps them); None: the reader's own (``{"source": "jsonl"}``).
+    labels: dict[Annotated[str, StringConstraints(min_length=1, max_length=MAX_ID_LEN)],
+                 Annotated[str, StringConstraints(max_length=MAX_LABEL_CHARS)]] | None = Field(
+        default=None, max_length=MAX_LABELS)
 
     @property
     def scope(self) -> Scope:
@@ -289,6 +298,9 @@ class TraceStep(BaseModel):
     tokens_out: int = 0
     ms: float = 0.0
     note: str | None = None
+    #: L1/L2 reads: True when the layer came from the cache, False when this read built it
+    #: (its builder calls are the ``llm:builder`` steps before it); None for other steps.
+    cached: bool | None = None
 
 
 _DIA = re.compile(r"^D(\d+):(\d+)$")

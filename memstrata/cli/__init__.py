@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import sys
 from pathlib import Path
@@ -546,11 +547,28 @@ def _register_subcommands() -> None:
     from memstrata.cli import service_cmd; service_cmd.register()  # serve, keys
     from memstrata.cli import workers_cmd; workers_cmd.register()  # workers head|node|check
     from memstrata.cli import mcp_cmd; mcp_cmd.register()  # mcp
+    from memstrata.cli import export_cmd  # noqa: F401 - `export`
+    from memstrata.cli import backup_cmd  # noqa: F401 - `backup`, `restore`
+
+
+def _quiet_native_libraries() -> None:
+    """Defaults for variables native libraries read when they load (set before they do).
+
+    ``GRPC_ENABLE_FORK_SUPPORT=false``: ``serve`` starts child processes (Ray's, the
+    broker) while its gRPC threads run, and gRPC's fork handlers then printed "Other
+    threads are currently calling into gRPC, skipping fork() handlers" for each fork;
+    every child execs at once and none uses gRPC before, so the handlers have nothing
+    to do. ``RAY_DISABLE_FAILURE_SIGNAL_HANDLER=1``: Ray's native crash handler printed
+    a stack dump on SIGTERM, the ordinary way to stop ``serve``. A value the user set wins.
+    """
+    os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
+    os.environ.setdefault("RAY_DISABLE_FAILURE_SIGNAL_HANDLER", "1")
 
 
 def main() -> None:
     from memstrata.cli.help_text import tidy_help
 
+    _quiet_native_libraries()
     _register_subcommands()
     command = tidy_help(typer.main.get_command(app))
     command(prog_name="memstrata")

@@ -59,6 +59,8 @@ def _print_trace(answer: Any) -> None:
         sessions = ",".join(s.sessions[:5]) + ("…" if len(s.sessions) > 5 else "")
         layer = s.layer.label if s.layer is not None else "-"
         note = f"; {s.note}" if s.note else ""
+        if s.cached is not None:  # an L1/L2 read: from the cache, or built by this answer
+            note += "; cached" if s.cached else "; built"
         console.print(escape(f"  {label:>2} {s.tool:<16} {layer:<2} [{sessions}] "
                              f"{s.tokens_in}/{s.tokens_out} {s.ms:.1f}ms: {args}{note}"),
                       soft_wrap=True)
@@ -136,7 +138,11 @@ def ask(
         except LLMError as exc:
             err.print(f"[red]{escape(str(exc))}[/red]")
             raise typer.Exit(1) from None
-    if answer.fallback:
+    if answer.fallback and answer.fallback.endswith(": budget"):
+        err.print(f"[yellow]answered offline: the LLM could not answer within the answer's "
+                  f"time budget (MEMSTRATA_CONTROLLER_ANSWER_BUDGET_S="
+                  f"{csettings.answer_budget_s:g} s); see --trace[/yellow]", soft_wrap=True)
+    elif answer.fallback:
         err.print(f"[yellow]answered offline: the LLM failed ({escape(answer.fallback)}); "
                   f"see --trace[/yellow]", soft_wrap=True)
     if as_json:

@@ -51,6 +51,14 @@ class ControllerSettings(BaseSettings):
     #: extractive answer, marked (``Answer.fallback``, an ``llm-fallback`` trace step);
     #: ``fail``: the error is raised.
     on_llm_error: OnLLMError = "offline"
+    #: Seconds one whole answer may take (every LLM call in it, the L1/L2 builds it
+    #: causes included); over gRPC the call's deadline, when shorter, wins. The LLM path
+    #: gets the budget less a reserve for the offline answer (a quarter, 1-10 s); when
+    #: it cannot finish by then the answer is given offline, marked ``<role>: budget``.
+    answer_budget_s: float = Field(120.0, gt=0, le=3600)
+    #: Within one answer, a model endpoint that timed out this many times is not
+    #: called again (its later steps fail at once, or fall back to the extractive builder).
+    llm_skip_after_timeouts: int = Field(1, ge=1, le=100)
 
     # -- budgets (Table 5) ------------------------------------------------
     max_steps: int = Field(20, ge=1, le=200)

@@ -26,6 +26,7 @@ from memstrata.controller.state import ControllerState, render_evidence
 from memstrata.evidence.lines import EvidenceLine
 from memstrata.controller.tools import TOOL_NAMES, MemoryTools, Reflector
 from memstrata.evidence.trace import Trace, TraceSummary
+from memstrata.llm.budget import AnswerBudget, within
 from memstrata.llm.types import LLMError
 from memstrata.llm.usage import ROLES, PriceTable, Role, UsageMeter
 from memstrata.model import Scope, SessionMeta, TraceStep
@@ -50,6 +51,12 @@ class Policy(Protocol):
 
     def run(self, state: ControllerState, tools: MemoryTools, trace: Trace) -> Draft | None: ...
 
+
+#: Of an answer's budget, this share (within these bounds, in seconds) is kept for the
+#: offline answer that replaces an LLM path that ran out of time.
+RESERVE_SHARE, MIN_RESERVE_S, MAX_RESERVE_S = 0.25, 1.0, 10.0
+#: Left of a caller's deadline to send the answer back.
+REPLY_MARGIN_S = 0.2
 
 #: The retriever's default query limit (``MEMSTRATA_MAX_QUERY_CHARS``).
 DEFAULT_MAX_QUERY_CHARS = 2000
@@ -90,6 +97,7 @@ class Controller:
         self.prices = prices or self.settings.prices()
         self._speakers: dict[tuple[Scope, str, int], tuple[str, ...]] = {}
         self._speakers_lock = threading.Lock()
+        self._warmed = False
         self.notes: NotesSynthesizer
         self.generator: AnswerGenerator
         #: The offline steps, also used when the LLM fails (MEMSTRATA_CONTROLLER_ON_LLM_ERROR).
@@ -144,39 +152,90 @@ class Controller:
         return RulePolicy(s), RuleReflector(), s
 
     def answer(self, scope: Scope, question: str, asked_on: datetime | None = None, *,
-               on_step: Callable[[TraceStep], None] | None = None) -> Answer:
+               on_step: Callable[[TraceStep], None] | None = None,
+               deadline: float | None = None) -> Answer:
         """Answer ``question`` from ``scope``'s memory as of ``asked_on``.
 
         ``on_step`` sees each trace step as it is recorded; an exception it raises
         stops the answer (how a cancelled remote call stops its work).
 
-        When an LLM call fails (after its retries) the question is answered again
-        offline, marked, unless ``MEMSTRATA_CONTROLLER_ON_LLM_ERROR=fail``: then the
+        The whole answer has one time budget (``MEMSTRATA_CONTROLLER_ANSWER_BUDGET_S``,
+        or less when the caller's ``deadline``, a :func:`time.monotonic` instant, comes
+        first): see :meth:`_budget`. When an LLM call fails (after its retries, or for
+        want of time) the question is answered again offline, marked, unless
+        ``MEMSTRATA_CONTROLLER_ON_LLM_ERROR=fail``: then the
         :class:`~memstrata.llm.types.LLMError` is raised.
         """
-        if self.chat is None:
-            return self._answer(scope, question, asked_on, on_step, llm=False)
-        try:
-            return self._answer(scope, question, asked_on, on_step, llm=True)
-        except LLMError as exc:
-            if self.settings.on_llm_error == "fail":
-                raise
-            role: Role = exc.role if exc.role in ROLES else "controller"  # type: ignore[assignment]
-            meter = getattr(self.chat, "meter", None)  # test doubles may have none
-            if meter is not None:
-                meter.record_fallback(role, exc.reason)
-            log.warning("LLM failed while answering (%s: %s); answering offline: %s",
-                        role, exc.reason, exc)
-            return self._answer(scope, question, asked_on, on_step, llm=False,
-                                failure=(f"{role}: {exc.reason}", str(exc)))
+        budget, total_s = self._budget(deadline)
+        first = Trace(on_step=on_step)
+        with within(budget):
+            if self.chat is None:
+                return self._answer(scope, question, asked_on, first, llm=False)
+            self._warm_encoder()
+            try:
+                return self._answer(scope, question, asked_on, first, llm=True)
+            except LLMError as exc:
+                if self.settings.on_llm_error == "fail":
+                    raise
+                role: Role = exc.role if exc.role in ROLES else "controller"  # type: ignore[assignment]
+                meter = getattr(self.chat, "meter", None)  # test doubles may have none
+                if meter is not None:
+                    meter.record_fallback(role, exc.reason)
+                log.warning("LLM failed while answering (%s: %s); answering offline: %s",
+                            role, exc.reason, exc)
+                # The failed attempt's time and LLM calls are part of this answer's cost.
+                again = Trace(on_step=on_step, started=first.started,
+                              cpu_started=first.cpu_started,
+                              llm_calls=list(first.llm_calls), ms_llm=first.ms_llm,
+                              ms_memory=first.ms_memory, cpu_ms_memory=first.cpu_ms_memory)
+                return self._answer(scope, question, asked_on, again, llm=False,
+                                    failure=(f"{role}: {exc.reason}", str(exc)),
+                                    budget_s=total_s)
 
-    def _answer(self, scope: Scope, question: str, asked_on: datetime | None,
-                on_step: Callable[[TraceStep], None] | None, *, llm: bool,
-                failure: tuple[str, str] | None = None) -> Answer:
-        trace = Trace(on_step=on_step)
+    def _warm_encoder(self) -> None:
+        """Load a local memory's query encoder on a thread of its own, once.
+
+        A fresh process (``memstrata ask``) loads the encoder at its first search: about
+        2 s. The LLM path spends its first seconds waiting on the model, so the load is
+        done then, not in the reserve of an offline answer that must follow in time.
+        """
+        embedder = getattr(self.memory, "embedder", None)
+        if embedder is None or self._warmed:
+            return
+        self._warmed = True
+
+        def warm() -> None:
+            try:
+                embedder.embed_queries(["warm up"])
+            except Exception:  # noqa: BLE001 - the search will report a broken encoder
+                log.debug("warming the query encoder failed", exc_info=True)
+
+        threading.Thread(target=warm, name="memstrata-warm-encoder", daemon=True).start()
+
+    def _budget(self, deadline: float | None) -> tuple[AnswerBudget, float]:
+        """The LLM path's budget, and the whole answer's seconds.
+
+        The whole answer gets ``answer_budget_s`` or what is left to ``deadline`` (less a
+        moment to send the reply), whichever is shorter. LLM calls must end a reserve
+        earlier (a quarter of it, 1-10 s): the offline answer that replaces an LLM path
+        that ran out of time is given in that reserve (a first search in a fresh process
+        loads the query encoder: about 2 s on a busy 2-core machine).
+        """
+        total = self.settings.answer_budget_s
+        if deadline is not None:
+            total = min(total, max(0.0, deadline - time.monotonic() - REPLY_MARGIN_S))
+        reserve = min(total, min(MAX_RESERVE_S, max(MIN_RESERVE_S, total * RESERVE_SHARE)))
+        return AnswerBudget(total - reserve,
+                            skip_after=self.settings.llm_skip_after_timeouts), total
+
+    def _answer(self, scope: Scope, question: str, asked_on: datetime | None, trace: Trace,
+                *, llm: bool, failure: tuple[str, str] | None = None,
+                budget_s: float | None = None) -> Answer:
         if failure is not None:
-            trace.add(0, FALLBACK_STEP, arguments={"fallback": failure[0]},
-                      note=f"answered offline: {failure[1]}")
+            args: dict[str, object] = {"fallback": failure[0]}
+            if budget_s is not None:
+                args["budget_s"] = round(budget_s, 3)
+            trace.add(0, FALLBACK_STEP, arguments=args, note=f"answered offline: {failure[1]}")
         with trace.memory_time():
             metas = self.memory.sessions(scope)
             participants = self._participants(scope, metas)

@@ -15,9 +15,9 @@ import logging
 import math
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from memstrata.evidence import cues as cue_rules
 from memstrata.evidence import lexical
@@ -26,12 +26,14 @@ from memstrata.evidence import lines
 from memstrata.controller.state import ControllerState
 from memstrata.evidence.trace import Trace
 from memstrata.layers import markdown as md
+from memstrata.llm import budget as answer_budget
 from memstrata.contract import QueryError, SessionNotFound
 from memstrata.model import Evidence, Layer, SessionHit, SessionMeta, Turn
 from memstrata.roles import MemoryReader
 from memstrata.text.dates import find_relative_dates
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 TOOL_NAMES = ("search", "read_facts", "read_turns", "read_raw", "interpret_dates", "decompose",
               "reflect")
@@ -76,6 +78,8 @@ class ToolResult:
     data: dict[str, Any] = field(default_factory=dict)
     #: One line for the trace (what the call found).
     summary: str | None = None
+    #: L1/L2 reads: True when every layer read came from the cache (no build).
+    cached: bool | None = None
 
     @property
     def ok(self) -> bool:
@@ -227,10 +231,13 @@ class MemoryTools:
         ms = (time.perf_counter() - t0) * 1000
         shown = args if args else ({"raw": arguments} if isinstance(arguments, str)
                                    and arguments.strip() not in ("", "{}") else {})
-        self.trace.add(self.state.steps, name, arguments=shown, sessions=result.sessions,
-                       layer=result.layer, tokens_out=result.tokens_read, ms=ms,
-                       note=("error: " + result.error) if result.error else
-                       "; ".join(x for x in (note, result.summary) if x) or None)
+        entry = self.trace.add(
+            self.state.steps, name, arguments=shown, sessions=result.sessions,
+            layer=result.layer, tokens_out=result.tokens_read, ms=ms,
+            note=("error: " + result.error) if result.error else
+            "; ".join(x for x in (note, result.summary) if x) or None)
+        if result.cached is not None:
+            entry.cached = result.cached
         if name == "search" and result.ok:
             drilled = self._auto_drill(result.data.get("hits", []))
             if drilled:
@@ -294,6 +301,32 @@ class MemoryTools:
     def _meta(self, session_id: str) -> SessionMeta:
         return self.state.sessions[session_id]
 
+    def _booked(self) -> bool | None:
+        """Book the L1/L2 builds the last read caused on the trace; True if all were cached.
+
+        The builder's LLM calls become ``llm:builder`` steps (construction: their tokens
+        and cost count in this answer's); their time moves from memory time to LLM time.
+        """
+        answer = answer_budget.current()
+        if answer is None:
+            return None
+        builds, reads = answer.take()
+        what = ", ".join(f"{r.layer} of {r.session_id}" for r in reads if not r.cached)
+        for b in builds:
+            self.trace.llm(self.state.steps, "builder", b.model, b.prompt_tokens,
+                           b.completion_tokens, b.ms, note=f"construction: {what or 'a layer'}")
+            self.trace.ms_memory = max(0.0, self.trace.ms_memory - b.ms)
+        return all(r.cached for r in reads) if reads else None
+
+    def _read_layer(self, read: Callable[[], T]) -> tuple[T, bool | None]:
+        """One L1/L2 read, timed as memory time, with the builds it caused booked."""
+        answer = answer_budget.current()
+        if answer is not None:
+            answer.take()  # anything booked before is not this read's
+        with self.trace.memory_time():
+            value = read()
+        return value, self._booked()
+
     # -- search -------------------------------------------------------------------
     def _search(self, queries: Any, top_k: Any = None) -> ToolResult:
         qs = list(dict.fromkeys(_as_str_list(queries, "queries")))
@@ -348,10 +381,12 @@ class MemoryTools:
         ids = [self._resolve(x) for x in _as_str_list(session_ids, "session_ids")]
         ids = list(dict.fromkeys(ids))
         parts, added, tokens = [], 0, 0
+        cached: list[bool] = []
         for sid in ids:
             self._may_drill(sid)
-            with self.trace.memory_time():
-                facts = self.memory.facts(self.state.scope, sid)
+            facts, hit = self._read_layer(lambda: self.memory.facts(self.state.scope, sid))
+            if hit is not None:
+                cached.append(hit)
             text = md.render_l1(facts)
             tokens += lexical.estimate_tokens(text)
             date = facts.meta.session_date
@@ -361,14 +396,14 @@ class MemoryTools:
                     sid, date, Layer.L1, f.text, f.turn_indices, self.state.participants)])
             self.state.mark_drilled(sid, Layer.L1)
             parts.append(text)
-        return ToolResult("read_facts", "\n\n".join(parts), ids, Layer.L1, added, tokens)
+        return ToolResult("read_facts", "\n\n".join(parts), ids, Layer.L1, added, tokens,
+                          cached=all(cached) if cached else None)
 
     def _read_turns(self, session_id: Any, turns: Any = None) -> ToolResult:
         sid = self._resolve(session_id)
         wanted = _as_int_list(turns, "turns")
         self._may_drill(sid)
-        with self.trace.memory_time():
-            notes = self.memory.notes(self.state.scope, sid)
+        notes, hit = self._read_layer(lambda: self.memory.notes(self.state.scope, sid))
         kept = [n for n in notes.notes if wanted is None or n.turn_index in wanted]
         if not kept:
             have = ", ".join(str(n.turn_index) for n in notes.notes)
@@ -384,7 +419,7 @@ class MemoryTools:
         self.state.mark_drilled(sid, Layer.L2)
         self.state.notes_read.add(sid)
         return ToolResult("read_turns", text, [sid], Layer.L2, int(added),
-                          lexical.estimate_tokens(text))
+                          lexical.estimate_tokens(text), cached=hit)
 
     def _read_raw(self, session_id: Any, query: Any = None, turns: Any = None,
                   limit: Any = None) -> ToolResult:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -17,8 +18,11 @@ from memstrata.controller.result import Answer
 from memstrata.controller.run import Controller
 from memstrata.eval import judge as judging
 from memstrata.eval.datasets import Dataset, Question
+from memstrata.eval.cost import add_offline, answer_cost, cost_report, haystack_tokens
 from memstrata.eval.qa import QAResult, aggregate, score
 from memstrata.executor import RolloutExecutor, RolloutRequest
+from memstrata.llm.construction import ConstructionMeter
+from memstrata.llm.usage import PriceTable, RoleUsage
 from memstrata.memory import Memory
 
 if TYPE_CHECKING:
@@ -46,12 +50,15 @@ def answer_one(controller: Controller, q: Question, judge_client: "ChatClient | 
         a: Answer | BaseException = controller.answer(q.scope, q.question, q.asked_on)
     except Exception as exc:  # one failed question must not end a long run
         a = exc
-    return score_answer(q, a, judge_client)
+    return score_answer(q, a, judge_client, prices=controller.prices)
 
 
 def score_answer(q: Question, a: "Answer | BaseException", judge_client: "ChatClient | None",
-                 ) -> QAResult:
-    """Score (and with a judge grade) one answer, or record the error it ended with."""
+                 *, prices: PriceTable | None = None) -> QAResult:
+    """Score (and with a judge grade) one answer, or record the error it ended with.
+
+    With ``prices`` the answer's cost is split into L1/L2 construction and answering
+    (:func:`memstrata.eval.cost.answer_cost`)."""
     base: dict[str, Any] = dict(qid=q.qid, user=q.scope.user_id, category=q.category, question=q.question,
                 gold=q.answer, adversarial=q.adversarial, gold_sessions=sorted(q.gold_sessions))
     if isinstance(a, BaseException):
@@ -62,7 +69,8 @@ def score_answer(q: Question, a: "Answer | BaseException", judge_client: "ChatCl
         prediction=a.answer, abstained=a.abstained, f1=f1, em=em,
         source_sessions=list(dict.fromkeys(s.session_id for s in a.sources)),
         sources=[s.model_dump(mode="json") for s in a.sources],
-        summary=a.summary.model_dump(mode="json"), **base)
+        summary=a.summary.model_dump(mode="json"),
+        cost=answer_cost(a, prices) if prices is not None else {}, **base)
     if judge_client is not None:
         try:
             v = judging.judge(judge_client, q.question, q.answer, a.answer, q.category,
@@ -90,7 +98,8 @@ def evaluate_qa(dataset: Dataset, memory: Memory, controller: Controller, *,
         if progress:
             progress("ingest", done, total_turns)
 
-    memory.ingest(dataset.parsed.sessions, progress=ingested)
+    built = ConstructionMeter(memory.meter)
+    memory.ingest(built.track(dataset.parsed.sessions), progress=ingested)
     t1 = time.perf_counter()
     results: list[QAResult] = []
     if rollouts is not None:
@@ -99,13 +108,34 @@ def evaluate_qa(dataset: Dataset, memory: Memory, controller: Controller, *,
             [RolloutRequest(q.scope, q.question, q.asked_on) for q in qs],
             progress=(lambda done, total: progress("answer", done, total)) if progress
             else None)
-        results = [score_answer(q, a, judge_client) for q, a in zip(qs, answers)]
+        results = [score_answer(q, a, judge_client, prices=controller.prices)
+                   for q, a in zip(qs, answers)]
     for i, q in enumerate(dataset.questions if rollouts is None else (), start=1):
         results.append(answer_one(controller, q, judge_client))
         if progress:
             progress("answer", i, len(dataset.questions))
     t2 = time.perf_counter()
+    _share_construction(results, dataset, built, controller.prices)
     report = aggregate(results)
+    report["cost"] = cost_report([r.cost for r in results if r.error is None])
     report["ingest_seconds"] = round(t1 - t0, 2)
     report["answer_seconds"] = round(t2 - t1, 2)
     return QARun(results, report, t1 - t0, t2 - t1)
+
+
+def _share_construction(results: list[QAResult], dataset: Dataset, built: ConstructionMeter,
+                        prices: PriceTable) -> None:
+    """Each question's offline cost: its user's ingest construction over the user's
+    questions (plus the L1/L2 its answer built), and the share of the haystack read."""
+    questions = Counter((q.scope.tenant_id, q.scope.user_id) for q in dataset.questions)
+    haystack = haystack_tokens(dataset.parsed.sessions)
+    per_user = built.by_user()
+    model = built.only_model
+    price = prices.price_for(model) if model is not None else None
+    for q, r in zip(dataset.questions, results):
+        if r.error is not None or not r.cost:
+            continue
+        key = (q.scope.tenant_id, q.scope.user_id)
+        used = per_user.get(key, RoleUsage())
+        usd = price.cost(used.prompt_tokens, used.completion_tokens) if price else 0.0
+        r.cost = add_offline(r.cost, used, usd, questions[key], haystack.get(key, 0))

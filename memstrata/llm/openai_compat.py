@@ -23,6 +23,7 @@ import openai
 from openai.types.chat import ChatCompletionMessage
 
 from memstrata.config import Settings
+from memstrata.llm import budget as answer_budget
 from memstrata.llm import prompts
 from memstrata.llm.retry import call_with_retries, describe_error, failure_reason
 from memstrata.llm.types import LayerBuilder, LLMError, TurnSummary, Window
@@ -170,30 +171,53 @@ class ChatClient:
         if self._sleep is not None:
             kwargs["sleep"] = self._sleep
         timeout, max_tokens = self.limits_for(role)
+        # The answer this call is part of, if any: its deadline and its own breaker.
+        answer = answer_budget.current()
+        circuit = f"{self._client.base_url}|{model}"
+        refused = answer.refusal(circuit) if answer is not None else None
+        if refused is not None:
+            raise LLMError(f"{role} call to model {model!r} skipped: {refused[1]}",
+                           reason=refused[0], role=role)
         if not self._breaker.allow():
             raise LLMError(f"{role} call to model {model!r} skipped: the endpoint failed "
                            f"{self._breaker.threshold} calls in a row; trying it again in "
                            f"{self._breaker.wait_s():.0f} s", reason="unavailable", role=role)
+        if answer is not None:
+            kwargs["remaining"] = answer.remaining
 
         def call() -> Any:
+            limit = answer.clip(timeout) if answer is not None else timeout
+            if limit <= 0:  # spent while this call waited to retry
+                raise LLMError(f"{role} call to model {model!r} stopped: the answer's time "
+                               f"budget ran out", reason="budget", role=role)
             return self._client.chat.completions.create(
                 model=model, messages=list(messages),  # type: ignore[arg-type]
-                temperature=self._temperature, max_tokens=max_tokens, timeout=timeout, **extra)
+                temperature=self._temperature, max_tokens=max_tokens, timeout=limit, **extra)
 
+        t0 = time.perf_counter()
         try:
             response = call_with_retries(call, **kwargs)
         except openai.OpenAIError as exc:
             reason = failure_reason(exc)
+            if reason == "timeout" and answer is not None:
+                answer.timed_out(circuit)
+                if answer.expired:  # cut short by the answer's budget, not the role's limit
+                    raise LLMError(
+                        f"{role} call to model {model!r} stopped: the answer's time budget "
+                        f"({answer.seconds:g} s) ran out", reason="budget", role=role) from exc
             if reason in ("timeout", "connection") or (
                     isinstance(exc, openai.APIStatusError) and exc.status_code >= 500):
                 self._breaker.failed()
             raise LLMError(f"{role} call to model {model!r} failed: {describe_error(exc)}",
                            reason=reason, role=role) from exc
+        ms = (time.perf_counter() - t0) * 1000
         self._breaker.succeeded()
         usage = response.usage
         prompt_tokens = usage.prompt_tokens if usage else 0
         completion_tokens = usage.completion_tokens if usage else 0
         self.meter.record(role, prompt_tokens, completion_tokens, model)
+        if answer is not None and role == "builder":  # construction caused by this answer
+            answer.book_builder(model, prompt_tokens, completion_tokens, ms)
         if not response.choices:
             raise LLMError(f"{role} model {model!r} returned no choices", reason="unparsable",
                            role=role)

@@ -56,10 +56,13 @@ def call_with_retries(
     base_s: float = 0.5,
     max_s: float = 20.0,
     sleep: Callable[[float], None] = time.sleep,
+    remaining: Callable[[], float | None] | None = None,
 ) -> T:
     """Run ``fn``; on a transient error wait and run it again, up to ``retries`` more times.
 
-    The last error is re-raised unchanged so the caller can word it.
+    ``remaining`` (seconds left to the caller's deadline, None: no deadline): no
+    retry is started when its wait would reach the deadline. The last error is
+    re-raised unchanged so the caller can word it.
     """
     attempt = 0
     while True:
@@ -70,7 +73,11 @@ def call_with_retries(
                 raise
             asked = retry_after_s(exc)
             delay = backoff_s(attempt, base_s, max_s)
-            sleep(min(max_s, max(delay, asked)) if asked is not None else delay)
+            wait = min(max_s, max(delay, asked)) if asked is not None else delay
+            left = remaining() if remaining is not None else None
+            if left is not None and left <= wait:
+                raise
+            sleep(wait)
             attempt += 1
 
 

@@ -23,9 +23,10 @@ T = TypeVar("T")
 
 
 #: Why an LLM call failed, as the ``reason`` label of ``memstrata_llm_fallbacks_total``
-#: (a fixed set, so the metric's label values stay bounded).
+#: (a fixed set, so the metric's label values stay bounded). ``budget``: the answer's
+#: time budget ran out (see :mod:`memstrata.llm.budget`).
 FAILURE_REASONS = ("timeout", "connection", "http", "unavailable", "unparsable", "truncated",
-                   "incomplete", "error")
+                   "incomplete", "budget", "error")
 
 
 class LLMError(RuntimeError):

@@ -167,6 +167,10 @@ class UsageMeter:
             out[model] = out.get(model, RoleUsage()) + usage
         return out
 
+    def by_role_model(self) -> dict[tuple[Role, str], RoleUsage]:
+        """Usage per (role, model): what a role's calls cost needs the model's price."""
+        return dict(self._items())
+
     def totals(self) -> RoleUsage:
         total = RoleUsage()
         for _, usage in self._items():

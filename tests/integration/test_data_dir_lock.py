@@ -88,8 +88,13 @@ def test_a_read_only_memory_reads_and_refuses_writes(tmp_path: Path):
         memory.ingest(read_file(SAMPLE).sessions)
     with Memory.open(Settings(data_dir=tmp_path), read_only=True) as memory:
         assert memory.search(MAYA, "half marathon")[0].session_id == "2024-04-10-running"
-        assert memory.facts(MAYA, "2024-04-10-running").facts  # built, not cached
-        assert memory.stats("acme").cached_layers == {}
+        assert memory.facts(MAYA, "2024-04-10-running").facts
+        # Built once and cached (issue 34: a read-only process no longer rebuilds it on
+        # every read); the turns and the index are untouched.
+        assert memory.stats("acme").cached_layers == {"L1": 1}
+        assert memory.layers.builds == 1
+        memory.facts(MAYA, "2024-04-10-running")
+        assert memory.layers.builds == 1
         with pytest.raises(ReadOnlyMemory):
             memory.delete(MAYA)
         with pytest.raises(ReadOnlyMemory):
