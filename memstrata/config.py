@@ -210,6 +210,11 @@ class Settings(BaseSettings):
     #: calls ``flush()``), or after ``time`` (at most every ``flush_interval_s``).
     flush_policy: Literal["call", "batch", "time"] = "batch"
     flush_interval_s: float = Field(5.0, gt=0, le=3600)
+    #: Writes into the embedded stores are refused (deletes are not) while the data dir's
+    #: volume has less free space than this: a full disk then fails a write cleanly,
+    #: before any store is touched (Qdrant Edge writes through memory maps, and a full
+    #: volume kills the process with SIGBUS there). 0: no check.
+    min_free_mb: int = Field(100, ge=0, le=1_000_000)
 
     # -- request limits ---------------------------------------------------
     max_query_chars: int = Field(2000, ge=1, le=100_000)

@@ -28,6 +28,7 @@ from typing import Any
 
 from memstrata.config import Settings
 from memstrata.embed.types import Embedder
+from memstrata.executor import LayerExecutor
 from memstrata.fingerprint import SETTING_OF, IndexFingerprint, IndexMismatch
 from memstrata.layers.l0 import build_window
 from memstrata.layers.lazy import LazyLayers, SessionNotFound
@@ -107,7 +108,7 @@ class _Pending:
 
 def embedder_id(embedder: Embedder) -> str:
     """The encoder's name plus its model, when it names one."""
-    model = getattr(embedder, "model_id", None) or getattr(embedder, "_model", None)
+    model = embedder.model_id
     return f"{embedder.name}:{model}" if model else embedder.name
 
 
@@ -160,6 +161,7 @@ class Memory:
         *,
         read_only: bool = False,
         session_lexical: LexicalStore | None = None,
+        layer_executor: LayerExecutor | None = None,
     ) -> None:
         self.settings = settings
         #: Opened for reading only: writes raise :class:`ReadOnlyMemory`.
@@ -174,7 +176,10 @@ class Memory:
         self.meter = meter or UsageMeter()
         # A read-only memory caches its L1/L2 too, through a writer of its own (see
         # ``layer_writer``): reads never build the same layer twice.
+        # ``layer_executor``: where L1/L2 builds run (in-process by default; a service
+        # may hand in another, or register one later with ``use_layer_executor``).
         self.layers = LazyLayers(docs, builder, writer=layer_writer(docs) if read_only else None,
+                                 executor=layer_executor,
                                  fallback_retry_s=settings.llm_fallback_retry_s)
         self.retriever = HybridRetriever(
             embedder, vectors, lexical, docs, RetrievalParams.from_settings(settings),
@@ -708,6 +713,24 @@ class Memory:
         if self.session_lexical is not None:
             self.session_lexical.delete(scope, session_id)
         self.docs.delete(scope, session_id)
+
+    # -- seams for hosts (memstrata.roles.HostedMemory) -----------------------
+    def use_layer_executor(self, executor: LayerExecutor) -> LayerExecutor:
+        """Run later L1/L2 builds on ``executor`` (it must run this memory's builder);
+        returns the executor it replaces, so a caller can put that one back."""
+        return self.layers.use_executor(executor)
+
+    def on_layer_read(self, hook: Callable[[str, bool], None]) -> Callable[[], None]:
+        """Call ``hook(layer, from_cache)`` after every L1/L2 read; the result removes it."""
+        return self.layers.on_read(hook)
+
+    def warm_facts(self, scope: Scope, session_id: str) -> bool:
+        """Read L1 through the cache as :meth:`facts` does; True when this call built it."""
+        return not self.layers.facts(scope, session_id)[1]
+
+    def warm_up(self) -> None:
+        """Load the query encoder now (a fresh process's first search pays about 2 s)."""
+        self.embedder.embed_queries(["warm up"])
 
     # -- reading --------------------------------------------------------------
     @property

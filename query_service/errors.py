@@ -18,12 +18,21 @@ from memstrata.executor import ExecutorBusy
 from memstrata.layers.lazy import SessionNotFound
 from memstrata.model import MAX_ID_LEN, is_identifier
 from memstrata.retrieval.hybrid import QueryError
+from memstrata.store.outage import store_failure
+from memstrata.store.types import StoreError
+from query_service.publish import StoreFailed
 from query_service.scheduler import Shed
 from query_service.work import WorkCancelled
-from query_service.writes import DeleteIncomplete
+from query_service.writes import ChangedMessage, DeleteIncomplete
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+
+#: The ``retry-after-ms`` hint (trailing metadata, as for RESOURCE_EXHAUSTED) of a call
+#: that failed because the data volume is full (space must be freed first) or a store
+#: is out of reach.
+RETRY_AFTER_FULL_S = 30.0
+RETRY_AFTER_DOWN_S = 5.0
 
 
 class InvalidArgument(ValueError):
@@ -67,7 +76,7 @@ def check_range(field: str, value: int, low: int, high: int) -> int:
 
 def status_for(exc: BaseException) -> tuple[grpc.StatusCode, str] | None:
     """The status a known failure maps to; None for an unexpected one."""
-    if isinstance(exc, (InvalidArgument, QueryError)):
+    if isinstance(exc, (InvalidArgument, QueryError, ChangedMessage)):
         return grpc.StatusCode.INVALID_ARGUMENT, str(exc)
     if isinstance(exc, ConfigError):
         return grpc.StatusCode.INVALID_ARGUMENT, str(exc)
@@ -77,8 +86,15 @@ def status_for(exc: BaseException) -> tuple[grpc.StatusCode, str] | None:
         return grpc.StatusCode.NOT_FOUND, str(exc)
     if isinstance(exc, (Exhausted, ExecutorBusy, Shed)):  # ExecutorBusy: the workers' queues
         return grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc)
-    if isinstance(exc, DeleteIncomplete):
+    if isinstance(exc, (DeleteIncomplete, StoreFailed)):
         return grpc.StatusCode.UNAVAILABLE, str(exc)
+    if isinstance(exc, StoreError):  # the backend's message (paths, SQL) stays in the log
+        if store_failure(exc) == "full":
+            return grpc.StatusCode.UNAVAILABLE, (
+                "the service's data volume is full: it cannot write until space is freed; "
+                "retry later")
+        return (grpc.StatusCode.UNAVAILABLE,
+                "a store failed (details in the service log): retry later")
     if isinstance(exc, NotImplementedError):
         return grpc.StatusCode.UNIMPLEMENTED, str(exc) or "not supported by this memory"
     if isinstance(exc, WorkCancelled):
@@ -120,8 +136,25 @@ def rpc_stream_errors(fn: Callable[..., AsyncIterator[T]]) -> Callable[..., Asyn
     return stream
 
 
+def retry_after_s(exc: BaseException) -> float | None:
+    """The wait to suggest for a failure a retry can fix (a full disk, a store down)."""
+    if isinstance(exc, StoreFailed):
+        return RETRY_AFTER_FULL_S
+    if isinstance(exc, (StoreError, DeleteIncomplete)):
+        return RETRY_AFTER_FULL_S if store_failure(exc) == "full" else RETRY_AFTER_DOWN_S
+    return None
+
+
 async def _abort(context: Any, method: str, exc: Exception) -> None:
     mapped = status_for(exc)
+    retry = retry_after_s(exc)
+    if retry is not None:
+        context.set_trailing_metadata((("retry-after-ms", str(round(retry * 1000))),))
+    if isinstance(exc, StoreError):
+        # The kind only: messages of store errors may quote ids and paths.
+        log.warning("%s failed: a store failed (%s, %s)", method, type(exc).__name__,
+                    store_failure(exc) or "other")
+        log.debug("%s store failure", method, exc_info=exc)
     if mapped is None:
         # The type only: messages of store errors may quote content.
         log.error("%s failed with %s", method, type(exc).__name__)

@@ -35,6 +35,7 @@ from memstrata.rpc import memory_pb2_grpc as pb_grpc
 from query_service.controls import TopicControls
 from query_service.interceptors import CallInterceptor
 from query_service.interceptors.refusals import RefusalPacer
+from query_service.audit import AUDIT_FILE, AuditLog
 from query_service.keys import KeyRing
 from query_service.limits import SpendLedger, TenantGate
 from query_service.metrics import ServiceMetrics
@@ -161,6 +162,13 @@ def _open_chat(memory: Any, controller_settings: ControllerSettings) -> Any:
     return open_chat_client(settings, getattr(memory, "meter", None))
 
 
+def audit_path(memory: Any, settings: ServiceSettings) -> Path:
+    """The audit log: the setting, else in the data dir of the memory the service serves."""
+    if settings.audit_file is not None:
+        return settings.audit_file
+    return Path(memory.settings.data_dir) / AUDIT_FILE
+
+
 def spend_path(memory: Any, settings: ServiceSettings) -> Path:
     """The spend file: the setting, else beside the data the service serves."""
     if settings.spend_file is not None:
@@ -220,9 +228,10 @@ async def build_server(
                               prices, turn_limits=turn_limits)
     pacer = RefusalPacer(settings.refusal_hold_max_s, settings.refusals_held_max,
                          settings.refusal_rate_per_s)
+    servicer.audit = audit = AuditLog(audit_path(memory, settings))
     server = grpc.aio.server(interceptors=[CallInterceptor(metrics, keys, gate,
                                                            settings.max_message_bytes,
-                                                           pacer)],
+                                                           pacer, audit)],
                              options=[("grpc.so_reuseport", 0),
                                       *channel_options(settings.max_message_bytes)])
     pb_grpc.add_MemoryServiceServicer_to_server(servicer, server)

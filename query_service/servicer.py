@@ -7,6 +7,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import grpc
@@ -33,10 +34,15 @@ from memstrata.evidence.trace import MEMORY_ROLE
 from memstrata.limits import TurnLimits, TurnRefused, validate_turn
 from memstrata.llm.usage import PriceTable
 from memstrata.model import Scope, SessionMeta, TraceStep
+from memstrata.lifecycle.export import USERS_PAGE, read_session
+from memstrata.lifecycle.records import ExportedSession
 from memstrata.roles import DeleteReceipt, MemoryReader, ServedMemory
+from memstrata.rpc.export import chunks_of
 from memstrata.wire import TurnEvent
 from query_service import controls, writes
-from query_service.calls import current_tenant
+from query_service.audit import AuditLog
+from query_service.audit import page as audit_page
+from query_service.calls import count_records, current_grant, current_tenant
 from query_service.errors import (
     Exhausted,
     InvalidArgument,
@@ -49,7 +55,14 @@ from query_service.errors import (
 )
 from query_service.limits import SpendLedger, TenantGate
 from query_service.metrics import ServiceMetrics
-from query_service.publish import NotStored, Refused, TurnPublisher, now_utc
+from query_service.publish import (
+    NotStored,
+    Refused,
+    StoredPublisher,
+    StoreFailed,
+    TurnPublisher,
+    now_utc,
+)
 from query_service.settings import ServiceSettings
 from query_service.work import GuardedReader, Pools, WorkToken, call_end_reason
 
@@ -59,6 +72,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+#: Audit entries per ReadAudit page, at most (and by default).
+AUDIT_PAGE = 500
 
 _DONE = object()
 _DURABILITY = {"stored": pb.DURABILITY_STORED, "broker": pb.DURABILITY_BROKER}
@@ -69,18 +84,6 @@ def _date(field: str, text: str) -> datetime | None:
         return date_from_wire(text)
     except ValueError:
         raise InvalidArgument(f"{field}: not an ISO 8601 date ({text[:40]!r})") from None
-
-
-def _first_of_each(records: Sequence[TurnEvent]) -> list[TurnEvent]:
-    """The records in order, each message id (per user and session) kept once."""
-    seen: set[tuple[str, str, str]] = set()
-    out: list[TurnEvent] = []
-    for r in records:
-        key = (r.user_id, r.session_id, r.message_id)
-        if key not in seen:
-            seen.add(key)
-            out.append(r)
-    return out
 
 
 class Rollouts(Protocol):
@@ -111,9 +114,15 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         self.publisher = publisher
         #: A batch published to Kafka is wholly before or wholly after a delete (writes.py).
         self.user_locks = writes.UserLocks()
-        self.pending = writes.PendingWrites()
+        #: Messages published to the topic and not yet seen stored (only those in flight).
+        self.pending = writes.PendingWrites(settings.pending_max, settings.pending_keep_s)
+        self._sweeps: set[asyncio.Task[int]] = set()
+        self._next_sweep: asyncio.TimerHandle | None = None
+        self._closed = False
         #: Kafka mode: closes and deletes go through memstrata.control.v1 (set by build_server).
         self.controls: controls.TopicControls | None = None
+        #: The audit log ReadAudit reads (set by build_server; None: no log kept).
+        self.audit: AuditLog | None = None
         #: Ray rollout pool (set by ``workers`` when MEMSTRATA_WORKERS_BACKEND=ray) and the
         #: tenants its actors can read; other answers run in this process.
         self.rollouts: Rollouts | None = None
@@ -183,7 +192,10 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
 
         controller = Controller(reader, settings, chat, self.prices,
                                 **self._controller_kwargs)
-        return controller.answer(scope, question, asked_on, on_step=step)
+        # The call's deadline bounds the answer too (the LLM path gives way to the offline
+        # answer in time), when it is shorter than MEMSTRATA_CONTROLLER_ANSWER_BUDGET_S.
+        return controller.answer(scope, question, asked_on, on_step=step,
+                                 deadline=token.deadline)
 
     def _remote_answer(self, scope: Scope, question: str, asked_on: datetime | None,
                        settings: ControllerSettings) -> Answer | None:
@@ -324,7 +336,9 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
     def _record(self, field: str, e: pb.TurnEvent, tenant: str) -> TurnEvent:
         # The core's one check of a turn event, the one the stream worker's decoder runs:
         # an event accepted here is one the worker stores.
-        data = {"tenant_id": tenant, "user_id": e.user_id, "session_id": e.session_id,
+        # An event's own tenant was checked against the key's by the interceptor.
+        data = {"tenant_id": e.tenant_id or tenant, "user_id": e.user_id,
+                "session_id": e.session_id,
                 "message_id": e.message_id, "role": e.role, "content": e.content,
                 "ts": _date(f"{field}.ts", e.ts) or now_utc(),
                 "session_date": _date(f"{field}.session_date", e.session_date),
@@ -334,46 +348,173 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         except TurnRefused as exc:
             raise InvalidArgument(str(exc)) from None
 
-    async def _ingest(self, records: Sequence[TurnEvent], context: Any) -> pb.IngestReply:
+    async def _ingest(self, records: Sequence[TurnEvent], fields: Sequence[str],
+                      context: Any) -> pb.IngestReply:
         """Publish or write ``records``; the reply says what the acknowledgement promises.
 
         ``STORED``: in the stores, flushed (direct writes, and the embedded broker,
         whose publisher waits for the worker). ``BROKER``: acknowledged by Kafka at
         ``acks=all``. A publisher that cannot confirm in time fails the call with
         UNAVAILABLE: nothing is acknowledged, and a retry with the same message ids
-        adds nothing twice. A message id repeated inside the request is a duplicate
-        like one stored before: sent once, counted exactly.
+        adds nothing twice. On every route ``accepted`` counts the messages that were
+        new and ``duplicates`` the replays (an id the session holds, has in flight or
+        saw earlier in the request, with the same content); an id that comes back with
+        other content refuses the request (INVALID_ARGUMENT naming the event).
         """
-        unique = _first_of_each(records)
-        repeated = len(records) - len(unique)
-        if self.publisher is not None:
-            left = context.time_remaining()
-            async with self.user_locks.hold(Scope(tenant_id=r.tenant_id, user_id=r.user_id)
-                                            for r in unique):
-                try:
-                    await self.publisher.publish(
-                        unique, timeout_s=None if left is None else max(0.0, left - 0.05))
-                except NotStored as exc:
-                    self.pending.add(unique)  # in the broker: a delete still waits for them
-                    await context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
-                except Refused as exc:
-                    await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-                self.pending.add(unique)
-            return pb.IngestReply(accepted=len(unique), route=self.publisher.route,
-                                  duplicates=repeated,
-                                  durability=_DURABILITY[self.publisher.durability])
-        dups = await self.pools.run(self.pools.write, context,
-                                    lambda t: writes.append_direct(self.memory, unique),
-                                    method="Ingest")
-        return pb.IngestReply(accepted=len(unique) - dups, route="direct",
-                              duplicates=dups + repeated, durability=pb.DURABILITY_STORED)
+        if self.publisher is None:
+            dups = await self.pools.run(
+                self.pools.write, context,
+                lambda t: writes.append_direct(self.memory, records, fields), method="Ingest")
+            return pb.IngestReply(accepted=len(records) - dups, route="direct",
+                                  duplicates=dups, durability=pb.DURABILITY_STORED)
+        left = context.time_remaining()
+        timeout = None if left is None else max(0.0, left - 0.05)
+        publisher = self.publisher
+        two_phase = isinstance(publisher, StoredPublisher)
+        async with self.user_locks.hold(Scope(tenant_id=r.tenant_id, user_id=r.user_id)
+                                        for r in records):
+            # Under the users' locks: no other Ingest of these users runs between the
+            # look at what is known and the publish, and a delete waits for what was
+            # published before it (in flight: ``self.pending``).
+            sorted_ = await self._sort_for_publish(records, fields, context)
+            new = sorted_.new
+            if new and isinstance(publisher, StoredPublisher):
+                metas = await publisher.send(new)
+                self.pending.add(new)  # until the worker has stored them (just below)
+            elif new:
+                await publisher.publish(new, timeout_s=timeout)
+                self.pending.add(new)  # stored later, by the stream workers
+                self._schedule_sweep()
+        if two_phase:
+            assert isinstance(publisher, StoredPublisher)
+            # Outside the locks: calls of one user wait for the worker side by side.
+            if new:
+                await self._confirm(publisher, sorted_, metas, timeout, context)
+            if sorted_.in_flight:  # STORED promises them too: wait for the call that sent them
+                await self._wait_in_flight(sorted_.in_flight, timeout, context)
+        return pb.IngestReply(accepted=len(new), route=publisher.route,
+                              duplicates=sorted_.duplicates,
+                              durability=_DURABILITY[publisher.durability])
+
+    async def _confirm(self, publisher: StoredPublisher, sorted_: writes.Sorted,
+                       metas: Sequence[Any], timeout: float | None, context: Any) -> None:
+        """Wait until the worker stored what was published; settle the in-flight entries."""
+        new = sorted_.new
+        try:
+            await publisher.confirm(new, metas, timeout_s=timeout)
+        except NotStored as exc:  # still in the broker: the entries stay until stored
+            self._schedule_sweep()
+            await context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
+        except (StoreFailed, Refused) as exc:
+            # The refused ones are never stored: a retry must not count them as duplicates.
+            self.pending.discard(new)
+            if isinstance(exc, Refused):  # named as the request names the event
+                raise InvalidArgument(sorted_.fields[exc.index] + str(exc).removeprefix(
+                    f"events[{exc.index}]")) from None
+            raise
+        self.pending.discard(new)  # stored
+
+    async def _wait_in_flight(self, records: Sequence[TurnEvent], timeout: float | None,
+                              context: Any, poll_s: float = 0.01) -> None:
+        """Until the calls that published ``records`` have seen them stored (or refused).
+
+        Then the stores are read: a message they do not hold was refused, and this
+        call fails as that one did (UNAVAILABLE, retry), never acknowledging it.
+        """
+        loop = asyncio.get_running_loop()
+        limit = self.settings.ingest_wait_s if timeout is None else min(
+            self.settings.ingest_wait_s, timeout)
+        deadline = loop.time() + limit
+        while [r for r in records if self.pending.holds(r)]:
+            if loop.time() >= deadline:
+                await context.abort(grpc.StatusCode.UNAVAILABLE, (
+                    f"{len(records)} event(s) of this call repeat events an earlier call sent, "
+                    f"which the stream worker has not stored within {limit:g} s; nothing is "
+                    f"acknowledged: retry with the same message_id values"))
+            await asyncio.sleep(poll_s)
+        keys = list(writes.group_by_session(records))
+        stored = await self.pools.run(self.pools.read, context,
+                                      lambda t: writes.known_messages(self.memory, keys),
+                                      method="Ingest")
+        missing = [r for r in records if r.message_id not in stored.get(
+            (Scope(tenant_id=r.tenant_id, user_id=r.user_id), r.session_id), {})]
+        if missing:
+            raise StoreFailed(len(missing), len(records))
+
+    async def _sort_for_publish(self, records: Sequence[TurnEvent], fields: Sequence[str],
+                                context: Any) -> writes.Sorted:
+        """New and duplicate messages of a request bound for the topic.
+
+        Known: what the stores hold, read now, and what this service published that
+        is still in flight. The read also settles the in-flight entries it finds stored.
+        """
+        keys = list(writes.group_by_session(records))
+        stored = await self.pools.run(self.pools.read, context,
+                                      lambda t: writes.known_messages(self.memory, keys),
+                                      method="Ingest")
+        flying: writes.Known = {}
+        for (scope, sid), ids in stored.items():
+            now = self.pending.lookup(scope, sid)
+            if now:
+                self.pending.settle(scope, {sid: set(now) & set(ids)})
+                flying[(scope, sid)] = {k: v for k, v in now.items() if k not in ids}
+        return writes.sort_events(records, fields, stored, flying)
+
+    def _schedule_sweep(self, *, again: bool = False) -> None:
+        """Now and then, drop the in-flight entries the stores hold (bounded memory).
+
+        Asked by Ingest; a sweep starts at most every ``pending_sweep_s`` (else a timer
+        asks again then), and while entries remain the next one follows
+        ``pending_sweep_s`` later, so the table drains without further traffic.
+        """
+        if self._closed or not len(self.pending):
+            return
+        if not self.pending.sweep_due(0.0 if again else self.settings.pending_sweep_s):
+            self._timer()
+            return
+        loop = asyncio.get_running_loop()
+
+        def run(fn: Callable[[], Any]) -> Any:
+            return loop.run_in_executor(self.pools.read, fn)
+
+        task = loop.create_task(self.pending.sweep(self.memory, run))
+        self._sweeps.add(task)
+        task.add_done_callback(self._sweep_done)
+
+    def _timer(self) -> None:
+        """One timer at a time asks for the next sweep ``pending_sweep_s`` from now."""
+        if self._next_sweep is None and not self._closed:
+            self._next_sweep = asyncio.get_running_loop().call_later(
+                self.settings.pending_sweep_s, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._next_sweep = None
+        self._schedule_sweep(again=True)
+
+    def _sweep_done(self, task: asyncio.Task[int]) -> None:
+        self._sweeps.discard(task)
+        if task.cancelled() or self._closed:
+            return
+        if task.exception() is not None:
+            log.warning("sweep of in-flight messages failed (%s); the next Ingest retries",
+                        type(task.exception()).__name__)
+        elif task.result():
+            self._timer()
+
+    def close(self) -> None:
+        """Stop sweeping (the server is stopping; its pools go next)."""
+        self._closed = True
+        if self._next_sweep is not None:
+            self._next_sweep.cancel()
+        for task in list(self._sweeps):
+            task.cancel()
 
     @rpc_errors
     async def Ingest(self, request: pb.IngestRequest, context: Any) -> pb.IngestReply:
         if not request.HasField("event"):
             raise InvalidArgument("event: required")
         return await self._ingest([self._record("event", request.event, current_tenant())],
-                                  context)
+                                  ["event"], context)
 
     @rpc_errors
     async def IngestBatch(self, request: pb.IngestBatchRequest, context: Any) -> pb.IngestReply:
@@ -383,8 +524,9 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         if n > self.settings.max_batch_events:
             raise InvalidArgument(f"events: {n} events, limit is {self.settings.max_batch_events}")
         tenant = current_tenant()
-        records = [self._record(f"events[{i}]", e, tenant) for i, e in enumerate(request.events)]
-        return await self._ingest(records, context)
+        fields = [f"events[{i}]" for i in range(n)]
+        records = [self._record(f, e, tenant) for f, e in zip(fields, request.events)]
+        return await self._ingest(records, fields, context)
 
     @rpc_errors
     async def CloseSession(self, request: pb.SessionRequest,
@@ -415,8 +557,11 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
     async def _delete(self, context: Any, scope: Scope, sid: str | None) -> pb.DeleteReply:
         async with self.user_locks.hold([scope]):  # no batch of this user half-stored meanwhile
             if self.controls is not None:
-                return await self._delete_via_topic(context, self.controls, scope, sid)
-            return await self._delete_now(context, scope, sid)
+                reply = await self._delete_via_topic(context, self.controls, scope, sid)
+            else:
+                reply = await self._delete_now(context, scope, sid)
+        count_records(sum(c.removed for c in reply.removed))  # for the audit log
+        return reply
 
     # -- Kafka mode: closes and deletes through memstrata.control.v1 (controls.py) --------
     async def _held(self, context: Any, scope: Scope, sid: str | None,
@@ -494,6 +639,115 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         tenant = current_tenant()
         st = await self._read(context, lambda t: writes.stats(self.memory, tenant))
         return stats_to_wire(st)
+
+    # -- export ---------------------------------------------------------------
+    @rpc_stream_errors
+    async def ExportUser(self, request: pb.ExportRequest,
+                         context: Any) -> AsyncIterator[pb.ExportChunk]:
+        """A user's sessions (or every user's of the key's tenant), read one session at a
+        time from the doc store (``memstrata.lifecycle.export``), as chunks."""
+        tenant = current_tenant()
+        docs = getattr(self.memory, "docs", None)
+        if docs is None:
+            raise NotImplementedError("ExportUser: this service's memory has no doc store")
+        if request.all_users and request.user_id:
+            raise InvalidArgument("user_id: leave it empty with all_users (the whole tenant)")
+        one = None if request.all_users else self._scope(request.user_id)
+        async for scope in self._export_scopes(context, docs, tenant, one):
+            metas = await self._read(context, partial(_sessions_of, docs, scope))
+            if not metas and one is not None:
+                raise NotFound(f"user_id: no memory for user {scope.user_id!r}")
+            for meta in metas:
+                session = await self._read(context, partial(
+                    _export_session, docs, meta, request.layers))
+                count_records(session.messages)  # for the audit log
+                for chunk in chunks_of(session):
+                    yield chunk
+
+    # -- keys, users and audit -----------------------------------------------------
+    @rpc_errors
+    async def DescribeKey(self, request: pb.DescribeKeyRequest, context: Any) -> pb.KeyInfo:
+        grant = current_grant()
+        return pb.KeyInfo(key_id=grant.key_id, tenant_id=grant.tenant,
+                          tenants=sorted(grant.tenants), scopes=grant.shown_scopes(),
+                          user_id=grant.user or "")
+
+    @rpc_errors
+    async def ListUsers(self, request: pb.ListUsersRequest,
+                        context: Any) -> pb.ListUsersReply:
+        """A page of the call tenant's users from the doc store, in id order."""
+        tenant = current_tenant()
+        limit = (check_range("limit", request.limit, 1, USERS_PAGE) if request.limit
+                 else USERS_PAGE)
+        after = check_id("after", request.after, required=False) or None
+        docs = getattr(self.memory, "docs", None)
+        if docs is None:
+            raise NotImplementedError("ListUsers: this service's memory has no doc store")
+        # One more than asked: a full page says whether another follows.
+        users = await self._read(context, partial(_users_after, docs, tenant, after,
+                                                  limit + 1))
+        page, more = users[:limit], len(users) > limit
+        count_records(len(page))
+        return pb.ListUsersReply(user_ids=page, next_after=page[-1] if more else "")
+
+    @rpc_errors
+    async def ReadAudit(self, request: pb.ReadAuditRequest,
+                        context: Any) -> pb.ReadAuditReply:
+        """A page of the audit entries about the call's tenant (the interceptor checked the
+        admin scope); the file is read in the read pool."""
+        tenant = current_tenant()
+        limit = (check_range("limit", request.limit, 1, AUDIT_PAGE) if request.limit
+                 else AUDIT_PAGE)
+        log_ = self.audit
+        if log_ is None:
+            return pb.ReadAuditReply()
+        entries, next_seq = await self._read(context, lambda t: audit_page(
+            log_.path, tenants={tenant}, after_seq=int(request.after_seq), limit=limit))
+        count_records(len(entries))
+        return pb.ReadAuditReply(entries=[_audit_to_wire(e) for e in entries],
+                                 next_after_seq=next_seq)
+
+    async def _export_scopes(self, context: Any, docs: Any, tenant: str,
+                             one: Scope | None) -> AsyncIterator[Scope]:
+        """``one``, or every user of the tenant read a page at a time (in id order)."""
+        if one is not None:
+            yield one
+            return
+        after: str | None = None
+        while True:
+            users = await self._read(context, partial(_users_page, docs, tenant, after))
+            for user in users:
+                yield Scope(tenant_id=tenant, user_id=user)
+            if len(users) < USERS_PAGE:
+                return
+            after = users[-1]
+
+
+def _sessions_of(docs: Any, scope: Scope, token: WorkToken) -> list[SessionMeta]:
+    return docs.list_sessions(scope)  # type: ignore[no-any-return]
+
+
+def _export_session(docs: Any, meta: SessionMeta, layers: bool,
+                    token: WorkToken) -> ExportedSession:
+    return read_session(docs, meta, layers=layers)
+
+
+def _users_after(docs: Any, tenant: str, after: str | None, limit: int,
+                 token: WorkToken) -> list[str]:
+    return docs.list_users(tenant, after=after, limit=limit)  # type: ignore[no-any-return]
+
+
+def _audit_to_wire(e: dict[str, Any]) -> pb.AuditEntry:
+    return pb.AuditEntry(
+        seq=int(e.get("seq") or 0), ts=str(e.get("ts") or ""), key_id=str(e.get("key_id") or ""),
+        via=str(e.get("via") or ""), action=str(e.get("action") or ""),
+        tenant_id=str(e.get("tenant") or ""), user_id=str(e.get("user") or ""),
+        session_id=str(e.get("session") or ""), records=int(e.get("records") or 0),
+        outcome=str(e.get("outcome") or ""), detail=str(e.get("detail") or ""))
+
+
+def _users_page(docs: Any, tenant: str, after: str | None, token: WorkToken) -> list[str]:
+    return docs.list_users(tenant, after=after, limit=USERS_PAGE)  # type: ignore[no-any-return]
 
 
 def context_method(context: Any) -> str:

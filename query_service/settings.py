@@ -137,6 +137,9 @@ class ServiceSettings(BaseSettings):
     #: Where each tenant's spend today is kept across restarts; default
     #: ``<data dir>/service/spend.json``. Per replica: N replicas allow N budgets.
     spend_file: Path | None = None
+    #: The audit log (deletes, exports, key changes, admin calls; append-only JSONL, 0600);
+    #: default ``<data dir>/audit.jsonl``. ``memstrata audit verify`` checks its hash chain.
+    audit_file: Path | None = None
 
     @model_validator(mode="after")
     def _tls_pair(self) -> "ServiceSettings":

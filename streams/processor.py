@@ -98,6 +98,10 @@ class Record:
     offset: int
     key: bytes | None
     value: bytes | None
+    #: When the broker got it (the record's timestamp, seconds); None: not known. The
+    #: freshness histogram counts from here, not from the event's own time, so a
+    #: backfill of old events is not mistaken for a worker behind the topic.
+    received: float | None = None
 
 
 @dataclass
@@ -432,7 +436,8 @@ class Processor:
         for i, rec in enumerate(records):
             try:
                 ev = decode_turn(rec.value, self.limits, rec.key, turns=self.turns)
-                meta, message, stamp = ev.meta(), ev.message(), ev.ts.timestamp()
+                meta, message = ev.meta(), ev.message()
+                stamp = rec.received if rec.received is not None else ev.ts.timestamp()
             except Invalid as bad:
                 out.dead.append(self._dead(bad, rec))
                 handled[i] = True

@@ -312,6 +312,14 @@ def print_ingest(source: Any, report: Any, *, via: str | None = None) -> None:
                   f"because the LLM failed (marked as such); run the same ingest again to "
                   f"build them with the LLM[/yellow]", soft_wrap=True)
     console.print(f"users: {show_users(report.users)}", soft_wrap=True)
+    refused = getattr(report, "refused", [])
+    if refused:
+        err.print(f"[yellow]{len(refused)} sessions refused by the service and not written:"
+                  f"[/yellow]", soft_wrap=True)
+        for line in refused[:20]:
+            err.print(f"  {escape(line)}", soft_wrap=True)
+        if len(refused) > 20:
+            err.print(f"  ... and {len(refused) - 20} more", soft_wrap=True)
 
 
 @app.command()

@@ -120,8 +120,13 @@ class Opened:
         return Controller.open(self.reader, controller_settings).answer(scope, question, asked_on)
 
 
-def remote_failure(exc: Exception) -> NoReturn:
-    """A service's error status as one line and the matching exit status."""
+def remote_failure(exc: Exception, address: str | None = None,
+                   ca_file: Path | None = None) -> NoReturn:
+    """A service's error status as one line and the matching exit status.
+
+    A connection that failed (UNAVAILABLE naming the socket or the handshake) gets a
+    second line when the address's TLS disagrees with ``MEMSTRATA_API_CA_FILE``.
+    """
     import grpc
 
     from memstrata.cli import err
@@ -129,6 +134,13 @@ def remote_failure(exc: Exception) -> NoReturn:
     err.print(f"[red]{escape(str(exc))}[/red]", soft_wrap=True)
     code = getattr(exc, "code", None)
     if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+        from memstrata.client.tls_hint import tls_hint, transport_failure
+
+        if (address is not None and code == grpc.StatusCode.UNAVAILABLE
+                and transport_failure(getattr(exc, "details", str(exc)))):
+            hint = tls_hint(address, ca_file)
+            if hint is not None:
+                err.print(f"[yellow]hint: {escape(hint)}[/yellow]", soft_wrap=True)
         raise typer.Exit(Exit.UNREACHABLE) from None
     if code == grpc.StatusCode.NOT_FOUND or "NOT_FOUND" in str(exc):
         raise typer.Exit(Exit.FAILED) from None
@@ -155,7 +167,7 @@ def _through(address: str) -> Iterator[Opened]:
         try:
             yield Opened(reader=client, writer=RemoteWriter(client), via=address, client=client)
         except RemoteError as exc:
-            remote_failure(exc)
+            remote_failure(exc, address, settings.ca_file)
 
 
 @contextmanager

@@ -27,6 +27,7 @@ _EXPORTS = {
     "RemoteError": "memstrata.client.errors",
     "RemoteSessionNotFound": "memstrata.client.errors",
     "Unauthenticated": "memstrata.client.errors",
+    "Unavailable": "memstrata.client.errors",
     "event": "memstrata.client.plan",
 }
 

@@ -10,9 +10,9 @@ import grpc
 
 from memstrata.client import plan
 from memstrata.client.errors import from_rpc_error
-from memstrata.client.settings import ClientSettings
-from memstrata.config import defaults
+from memstrata.client.settings import ClientSettings, from_environment
 from memstrata.contract import Answer
+from memstrata.lifecycle.records import ExportedSession
 from memstrata.model import KeyFacts, L0Unit, Scope, SessionHit, SessionMeta, TraceStep, Turn
 from memstrata.model import TurnNotes
 from memstrata.roles import DeleteReceipt, MemoryStats
@@ -20,6 +20,7 @@ from memstrata.rpc import memory_pb2 as pb
 from memstrata.rpc import memory_pb2_grpc as pb_grpc
 from memstrata.rpc.answers import answer_from_wire
 from memstrata.rpc.convert import step_from_wire
+from memstrata.rpc.export import sessions_from_chunks
 
 
 def aio_channel_for(address: str, settings: ClientSettings) -> grpc.aio.Channel:
@@ -30,12 +31,18 @@ def aio_channel_for(address: str, settings: ClientSettings) -> grpc.aio.Channel:
 
 
 class AsyncMemoryClient:
-    """Async client of ``memstrata.v1.MemoryService``; create it on the loop that uses it."""
+    """Async client of ``memstrata.v1.MemoryService``; create it on the loop that uses it.
+
+    The key as :class:`~memstrata.client.sync.MemoryClient` finds it: ``api_key``, else
+    ``settings``, else the environment's ``MEMSTRATA_API_KEY`` when no ``settings`` are given.
+    """
 
     def __init__(self, address: str | None = None, *, api_key: str | None = None,
                  timeout_s: float | None = None,
                  settings: ClientSettings | None = None) -> None:
-        self.config = settings or defaults(ClientSettings)  # never the environment
+        # No settings given: MEMSTRATA_API_* from the environment (the key, the address,
+        # the CA file, the timeout), as the README shows.
+        self.config = settings if settings is not None else from_environment()
         address = address or self.config.address
         if not address:
             raise ValueError("no service address: pass HOST:PORT (or settings with an address)")
@@ -97,8 +104,24 @@ class AsyncMemoryClient:
     async def key_tenant(self) -> str:
         """The tenant of this client's API key, as the service resolves it (asked once)."""
         if self._key_tenant is None:
-            self._key_tenant = (await self.stats()).tenant_id or ""
+            self._key_tenant = (await self.describe_key()).tenant_id
         return self._key_tenant
+
+    async def describe_key(self) -> plan.KeyInfo:
+        """The key's own tenant, the tenants it may act for, its scopes and bound user."""
+        return await self._call(plan.describe_key())  # type: ignore[no-any-return]
+
+    async def list_users(self, tenant_id: str | None = None, *, after: str | None = None,
+                         limit: int | None = None) -> plan.Page[str]:
+        """A page of a tenant's user ids (default: the key's tenant); ``page.next`` goes on."""
+        return await self._call(  # type: ignore[no-any-return]
+            plan.list_users(tenant_id, after, limit))
+
+    async def read_audit(self, tenant_id: str | None = None, *, after_seq: int = 0,
+                         limit: int | None = None) -> plan.Page[dict[str, Any]]:
+        """A page of the audit log's entries about a tenant (needs the admin scope)."""
+        return await self._call(  # type: ignore[no-any-return]
+            plan.read_audit(tenant_id, after_seq, limit))
 
     async def answer(self, scope: Scope, question: str, asked_on: datetime | None = None, *,
                      timeout_s: float | None = None, **options: Any) -> Answer:
@@ -123,10 +146,33 @@ class AsyncMemoryClient:
         finally:
             call.cancel()
 
-    async def ingest(self, events: Sequence[pb.TurnEvent]) -> pb.IngestReply:
-        """Send turn events in one batch; ``Durability.of(reply)`` says what the ack promises."""
-        return await self._call(  # type: ignore[no-any-return]
-            plan.Plan("IngestBatch", pb.IngestBatchRequest(events=list(events)), lambda r: r))
+    async def ingest(self, events: Sequence[pb.TurnEvent], *,
+                     tenant_id: str | None = None) -> pb.IngestReply:
+        """Send turn events in one batch; ``Durability.of(reply)`` says what the ack promises.
+        ``tenant_id``: the call's tenant, one a platform key may act for (default: its own)."""
+        return await self._call(plan.ingest(events, tenant_id))  # type: ignore[no-any-return]
 
     async def delete(self, scope: Scope, session_id: str | None = None) -> DeleteReceipt:
         return await self._call(plan.delete(scope, session_id))  # type: ignore[no-any-return]
+
+    async def export_user(self, tenant_id: str, user_id: str | None = None, *,
+                          layers: bool = False,
+                          timeout_s: float | None = None) -> AsyncIterator[ExportedSession]:
+        """As :meth:`MemoryClient.export_user <memstrata.client.sync.MemoryClient.export_user>`."""
+        req, scope = plan.export(tenant_id, user_id, layers=layers)
+        call = self._stub.ExportUser(req, metadata=plan.metadata(self._key, scope),
+                                     timeout=timeout_s)
+        pending: list[Any] = []
+        try:
+            async for chunk in call:
+                pending.append(chunk)
+                if chunk.last:
+                    for session in sessions_from_chunks(pending):
+                        yield session
+                    pending = []
+            for session in sessions_from_chunks(pending):  # raises on a session cut short
+                yield session
+        except grpc.RpcError as exc:
+            raise from_rpc_error(exc) from None
+        finally:
+            call.cancel()

@@ -29,6 +29,16 @@ class RateLimited(RemoteError):
         self.retry_after_s = retry_after_s
 
 
+class Unavailable(RemoteError):
+    """UNAVAILABLE: nothing was done and a retry may succeed (a store down, a full data
+    volume, the stream worker behind); ``retry_after_s`` when the server says."""
+
+    def __init__(self, code: grpc.StatusCode, details: str,
+                 retry_after_s: float | None) -> None:
+        super().__init__(code, details)
+        self.retry_after_s = retry_after_s
+
+
 class InvalidRequest(RemoteError, QueryError):
     """INVALID_ARGUMENT; the message names the field and the limit (also a QueryError)."""
 
@@ -43,13 +53,26 @@ def from_rpc_error(exc: grpc.RpcError) -> Exception:
     if code == grpc.StatusCode.UNAUTHENTICATED:
         return Unauthenticated(code, details)
     if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
-        retry = None
-        for k, v in exc.trailing_metadata() or ():  # type: ignore[attr-defined]
-            if k == "retry-after-ms":
-                retry = int(v) / 1000
-        return RateLimited(code, details, retry)
+        return RateLimited(code, details, _retry_after_s(exc))
+    if code == grpc.StatusCode.UNAVAILABLE:
+        return Unavailable(code, details, _retry_after_s(exc))
     if code == grpc.StatusCode.INVALID_ARGUMENT:
         return InvalidRequest(code, details)
     if code == grpc.StatusCode.NOT_FOUND:
         return RemoteSessionNotFound(details)
     return RemoteError(code, details)
+
+
+def _retry_after_s(exc: grpc.RpcError) -> float | None:
+    """The server's ``retry-after-ms`` hint (trailing metadata), in seconds."""
+    try:
+        trailing = exc.trailing_metadata() or ()  # type: ignore[attr-defined]
+    except Exception:  # noqa: BLE001 - an error raised before the call (no metadata)
+        return None
+    for k, v in trailing:
+        if k == "retry-after-ms":
+            try:
+                return int(v) / 1000
+            except ValueError:
+                return None
+    return None

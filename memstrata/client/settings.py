@@ -27,3 +27,15 @@ class ClientSettings(BaseSettings):
     ca_file: Path | None = None
     #: Default deadline of a call, in seconds.
     timeout_s: float = Field(30.0, gt=0, le=3600)
+
+
+def from_environment() -> ClientSettings:
+    """``MEMSTRATA_API_*`` from the environment (and ``MEMSTRATA_CONFIG_FILE``'s ``[api]``).
+
+    What a client built without ``settings`` uses, as the README shows: the key in
+    ``MEMSTRATA_API_KEY``. Read through the settings loader, so a bad value is an
+    error naming the variable.
+    """
+    from memstrata.config import load_namespace
+
+    return load_namespace(ClientSettings)

@@ -11,9 +11,9 @@ import grpc
 
 from memstrata.client import plan
 from memstrata.client.errors import from_rpc_error
-from memstrata.client.settings import ClientSettings
-from memstrata.config import defaults
+from memstrata.client.settings import ClientSettings, from_environment
 from memstrata.contract import Answer
+from memstrata.lifecycle.records import ExportedSession
 from memstrata.model import KeyFacts, L0Unit, Scope, SessionHit, SessionMeta, TraceStep, Turn
 from memstrata.model import TurnNotes
 from memstrata.roles import DeleteReceipt, MemoryStats
@@ -21,6 +21,7 @@ from memstrata.rpc import memory_pb2 as pb
 from memstrata.rpc import memory_pb2_grpc as pb_grpc
 from memstrata.rpc.answers import answer_from_wire
 from memstrata.rpc.convert import step_from_wire
+from memstrata.rpc.export import sessions_from_chunks
 
 
 def channel_for(address: str, settings: ClientSettings) -> grpc.Channel:
@@ -33,15 +34,18 @@ def channel_for(address: str, settings: ClientSettings) -> grpc.Channel:
 class MemoryClient:
     """Blocking client of ``memstrata.v1.MemoryService``.
 
-    The API key comes from ``api_key`` or ``settings`` (an entry point passes the
-    ``MEMSTRATA_API_*`` it loaded; the client never reads the environment); the tenant is the
-    key's, and a ``Scope`` naming another tenant is refused by the server.
+    The API key comes from ``api_key``, else from ``settings`` (an entry point passes the
+    ``MEMSTRATA_API_*`` it loaded), else from the environment's ``MEMSTRATA_API_KEY`` when no
+    ``settings`` are given; the tenant is the key's, and a ``Scope`` naming another tenant is
+    refused by the server.
     """
 
     def __init__(self, address: str | None = None, *, api_key: str | None = None,
                  timeout_s: float | None = None,
                  settings: ClientSettings | None = None) -> None:
-        self.config = settings or defaults(ClientSettings)  # never the environment
+        # No settings given: MEMSTRATA_API_* from the environment (the key, the address,
+        # the CA file, the timeout), as the README shows.
+        self.config = settings if settings is not None else from_environment()
         address = address or self.config.address
         if not address:
             raise ValueError("no service address: pass HOST:PORT (or settings with an address)")
@@ -110,8 +114,25 @@ class MemoryClient:
         command line uses it when ``--tenant`` is not given.
         """
         if self._key_tenant is None:
-            self._key_tenant = self.stats().tenant_id or ""
+            self._key_tenant = self.describe_key().tenant_id
         return self._key_tenant
+
+    def describe_key(self) -> plan.KeyInfo:
+        """The key's own tenant, the tenants it may act for, its scopes and bound user."""
+        return self._call(plan.describe_key())  # type: ignore[no-any-return]
+
+    def list_users(self, tenant_id: str | None = None, *, after: str | None = None,
+                   limit: int | None = None) -> plan.Page[str]:
+        """A page of a tenant's user ids (default: the key's tenant), in id order; pass
+        ``page.next`` as ``after`` for the next page (None: this was the last)."""
+        return self._call(plan.list_users(tenant_id, after, limit))  # type: ignore[no-any-return]
+
+    def read_audit(self, tenant_id: str | None = None, *, after_seq: int = 0,
+                   limit: int | None = None) -> plan.Page[dict[str, Any]]:
+        """A page of the audit log's entries about a tenant (needs the admin scope);
+        ``page.next`` is the ``after_seq`` of the next page (None: no more)."""
+        return self._call(  # type: ignore[no-any-return]
+            plan.read_audit(tenant_id, after_seq, limit))
 
     # -- answers ---------------------------------------------------------------
     def answer(self, scope: Scope, question: str, asked_on: datetime | None = None, *,
@@ -141,14 +162,15 @@ class MemoryClient:
             call.cancel()
 
     # -- writes and deletes -------------------------------------------------------
-    def ingest(self, events: Sequence[pb.TurnEvent]) -> pb.IngestReply:
+    def ingest(self, events: Sequence[pb.TurnEvent], *,
+               tenant_id: str | None = None) -> pb.IngestReply:
         """Send turn events (see :func:`memstrata.client.plan.event`) in one batch.
 
         The reply's ``durability`` (``Durability.of(reply)``) says what the
         acknowledgement promises: ``stored`` (in the stores) or ``broker`` (Kafka).
+        ``tenant_id``: the call's tenant, one a platform key may act for (default: its own).
         """
-        return self._call(plan.Plan("IngestBatch", pb.IngestBatchRequest(events=list(events)),
-                                    lambda r: r))
+        return self._call(plan.ingest(events, tenant_id))  # type: ignore[no-any-return]
 
     def close_session(self, scope: Scope, session_id: str) -> int:
         return self._call(plan.Plan(  # type: ignore[no-any-return]
@@ -157,3 +179,17 @@ class MemoryClient:
 
     def delete(self, scope: Scope, session_id: str | None = None) -> DeleteReceipt:
         return self._call(plan.delete(scope, session_id))  # type: ignore[no-any-return]
+
+    # -- export -----------------------------------------------------------------
+    def export_user(self, tenant_id: str, user_id: str | None = None, *, layers: bool = False,
+                    timeout_s: float | None = None) -> Iterator[ExportedSession]:
+        """A user's sessions, or every user's of the tenant (``user_id`` None), one at a time
+        (the tenant must be the key's); no deadline unless ``timeout_s`` is given."""
+        req, scope = plan.export(tenant_id, user_id, layers=layers)
+        call = self._stub.ExportUser(req, metadata=self._md(scope), timeout=timeout_s)
+        try:
+            yield from sessions_from_chunks(call)
+        except grpc.RpcError as exc:
+            raise from_rpc_error(exc) from None
+        finally:
+            call.cancel()

@@ -22,7 +22,7 @@ from typing import Any
 
 from memstrata.model import L0Unit, Message, Scope, SessionMeta, Turn
 from memstrata.store._errors import guard
-from memstrata.store.types import DocStore, SessionTally, StoreError
+from memstrata.store.types import CachedLayer, DocStore, SessionTally, StoreError
 
 BACKEND = "sqlite"
 _CHUNK = 500  # ids per IN (...) clause, well under SQLite's variable limit
@@ -90,6 +90,8 @@ class SqliteDocStore(DocStore):
         self._readers: list[sqlite3.Connection] = []
         self._conn: sqlite3.Connection | None = None
         self._closed = False
+        #: Inside :meth:`atomic` (on the thread holding ``_lock``): writes join its transaction.
+        self._batch = 0
         with guard(BACKEND, f"open {self.path}"):
             if read_only:
                 if not self.path.is_file():
@@ -131,13 +133,31 @@ class SqliteDocStore(DocStore):
             if self._conn is None:
                 raise StoreError(f"{BACKEND}: {self.path} is open read-only")
             conn = self._conn
+            if self._batch:  # the enclosing atomic() begins, commits or rolls back
+                yield conn
+                return
             conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn
+                conn.execute("COMMIT")  # may fail too (a full disk): then rolled back
             except BaseException:
-                conn.execute("ROLLBACK")
+                if conn.in_transaction:  # SQLite may have rolled back itself (a full disk)
+                    conn.execute("ROLLBACK")
                 raise
-            conn.execute("COMMIT")
+
+    @contextmanager
+    def atomic(self) -> Iterator[None]:
+        """Every write of this thread in the block in one transaction: all land, or none.
+
+        A rollback needs no free space, so a write refused by a full disk leaves
+        nothing of the block behind. Other threads' writes wait for the block.
+        """
+        with self._tx("write batch"):
+            self._batch += 1
+            try:
+                yield
+            finally:
+                self._batch -= 1
 
     def _rows(self, operation: str, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         with guard(BACKEND, operation):
@@ -353,6 +373,23 @@ class SqliteDocStore(DocStore):
             "FROM sessions s ORDER BY s.tenant_id, s.user_id, s.session_id", ())
         return [SessionTally(Scope.model_construct(tenant_id=t, user_id=u), sid, int(nt),
                              int(nu), digest) for t, u, sid, digest, nt, nu in rows]
+
+    def list_users(self, tenant_id: str, *, after: str | None = None,
+                   limit: int = 1000) -> list[str]:
+        rows = self._rows(
+            f"list users of {tenant_id}",
+            "SELECT DISTINCT user_id FROM sessions WHERE tenant_id=? AND user_id>? "
+            "ORDER BY user_id LIMIT ?", (tenant_id, after or "", max(0, int(limit))))
+        return [str(r[0]) for r in rows]
+
+    def session_layers(self, scope: Scope, session_id: str) -> list[CachedLayer]:
+        rows = self._rows(
+            f"list layers of {scope}/{session_id}",
+            "SELECT layer, builder, payload FROM layers WHERE tenant_id=? AND user_id=? "
+            "AND session_id=? ORDER BY layer, builder",
+            (scope.tenant_id, scope.user_id, session_id))
+        return [CachedLayer(str(layer), str(builder), json.loads(payload))
+                for layer, builder, payload in rows]
 
     def stats(self, tenant_id: str | None = None) -> dict[str, Any]:
         where, params = ("WHERE tenant_id=?", (tenant_id,)) if tenant_id is not None else ("", ())

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -72,6 +73,14 @@ class SessionTally(NamedTuple):
     turns: int
     units: int
     digest: str | None
+
+
+class CachedLayer(NamedTuple):
+    """One cached layer payload of a session, under the builder version that built it."""
+
+    layer: str
+    builder: str
+    payload: dict[str, Any]
 
 
 class _Closable(ABC):
@@ -226,10 +235,26 @@ class DocStore(_Closable):
     def count_turns(self, scope: Scope | None = None) -> int:
         """Number of stored raw turns in the scope (or in the whole store)."""
 
+    def atomic(self) -> AbstractContextManager[None]:
+        """Every write in the block lands, or none of them (one transaction where the
+        backend has them; this default: each write on its own)."""
+        return nullcontext()
+
     def session_tallies(self) -> list[SessionTally]:
         """Every stored session with its raw-turn and L0-unit counts (read-only;
         ``memstrata check`` walks them)."""
         raise NotImplementedError(f"{self.name}: session tallies")
+
+    def list_users(self, tenant_id: str, *, after: str | None = None,
+                   limit: int = 1000) -> list[str]:
+        """One page of the tenant's users (those holding a session), in id order: the
+        first ``limit`` ids greater than ``after``; the page's last id asks for the next."""
+        raise NotImplementedError(f"{self.name}: list users")
+
+    def session_layers(self, scope: Scope, session_id: str) -> list[CachedLayer]:
+        """Every cached layer payload of one session, whatever its layer and builder
+        version, ordered by layer then builder (``memstrata export --layers`` reads them)."""
+        raise NotImplementedError(f"{self.name}: session layers")
 
     def stats(self, tenant_id: str | None = None) -> dict[str, Any]:
         """Counts of one tenant (or of everything): ``users``, ``sessions``, ``turns``,

@@ -27,12 +27,22 @@ class FakeClient:
         self.batches: list[list[Any]] = []
         self.closed: list[str] = []
         self.seen: set[str] = set()
+        self.batch_tenants: list[str | None] = []
+
+    #: Tenants the test double's key may act for.
+    tenants = ("acme",)
 
     def key_tenant(self) -> str:
         return "acme"
 
-    def ingest(self, events: list[Any]) -> Any:
+    def describe_key(self) -> Any:
+        from memstrata.client.plan import KeyInfo
+
+        return KeyInfo("k1", "acme", self.tenants, ("read", "write", "delete"), None)
+
+    def ingest(self, events: list[Any], tenant_id: str | None = None) -> Any:
         self.batches.append(events)
+        self.batch_tenants.append(tenant_id)
         new = [e for e in events if e.message_id not in self.seen]
         self.seen.update(e.message_id for e in events)
 
@@ -58,7 +68,7 @@ def _session(scope: Scope, sid: str, n_turns: int) -> Session:
 
 def test_sessions_go_out_in_batches_with_stable_ids_and_a_close_each():
     client = FakeClient()
-    writer = RemoteWriter(client, batch_events=3)
+    writer = RemoteWriter(client, batch_events=3, parallel=1)  # one at a time: in order
     assert isinstance(writer, MemoryWriter)
     ticks: list[int] = []
     report = writer.ingest([_session(ACME, "s1", 2), _session(ACME, "s2", 1)],
@@ -79,10 +89,82 @@ def test_sessions_go_out_in_batches_with_stable_ids_and_a_close_each():
     assert (again.sessions, again.unchanged, again.committed) == (0, 1, 1)
 
 
-def test_a_session_of_another_tenant_than_the_keys_is_refused_before_sending():
+def test_a_session_of_another_tenant_than_the_keys_is_named_and_not_sent():
+    """Issue 36: one foreign session aborted the whole file; now it is named and skipped."""
     client = FakeClient()
-    with pytest.raises(RemoteError) as info:
-        RemoteWriter(client).ingest([_session(Scope(tenant_id="globex", user_id="maya"),
-                                              "s1", 1)])
+    report = RemoteWriter(client).ingest([_session(Scope(tenant_id="globex", user_id="maya"),
+                                                   "s1", 1)])
+    assert not client.batches and report.committed == 0
+    assert len(report.refused) == 1
+    assert "globex" in report.refused[0] and "'s1'" in report.refused[0]
+    with pytest.raises(RemoteError) as info:  # a single-session append still raises
+        RemoteWriter(client).append(_session(Scope(tenant_id="globex", user_id="maya"),
+                                             "s1", 1).meta, [])
     assert info.value.code == grpc.StatusCode.PERMISSION_DENIED
-    assert "globex" in str(info.value) and not client.batches
+
+
+def test_a_platform_key_writes_each_tenant_it_may_and_names_the_others():
+    """A mixed-tenant file: acme and globex sessions are sent as their own tenant's; the
+    initech sessions (more than one parallel window of them first) are named, not sent."""
+    client = FakeClient()
+    client.tenants = ("acme", "globex")
+    initech = Scope(tenant_id="initech", user_id="maya")
+    globex = Scope(tenant_id="globex", user_id="maya")
+    sessions = ([_session(initech, f"i{n}", 1) for n in range(5)]
+                + [_session(ACME, "a1", 1), _session(globex, "g1", 2)])
+    report = RemoteWriter(client, parallel=2).ingest(sessions)
+    assert sorted(client.closed) == ["a1", "g1"]
+    assert sorted(t for t in client.batch_tenants if t) == ["acme", "globex"]
+    assert report.committed == 2 and report.users == {ACME, globex}
+    assert len(report.refused) == 5
+    assert all("initech" in line for line in report.refused)
+    assert [line.split("session ")[1].split()[0] for line in report.refused] == [
+        f"'i{n}'" for n in range(5)]
+
+
+def test_deleting_what_the_service_does_not_hold_is_an_empty_receipt_not_an_error():
+    """Issue 31: a remote `forget` of an unknown user printed a 30-line traceback
+    (the service's NOT_FOUND); locally it is one line, from an empty receipt."""
+    from memstrata.client import RemoteSessionNotFound
+
+    class NothingThere(FakeClient):
+        """Test double: the service answers NOT_FOUND to every delete."""
+
+        def delete(self, scope: Scope, session_id: str | None = None) -> Any:
+            raise RemoteSessionNotFound(f"user_id: no memory for user {scope.user_id!r}")
+
+    receipt = RemoteWriter(NothingThere()).delete(ACME)  # type: ignore[arg-type]
+    assert receipt.complete and not any(receipt.removed.values()) and not receipt.errors
+    assert (receipt.scope, receipt.session_id) == (ACME, None)
+
+
+def test_sessions_are_sent_side_by_side_so_they_share_the_workers_batching_window():
+    """Issue 31: `ingest --remote` sent one session at a time, each call waiting for the
+    stream worker's window (1.2 turns/s). Here four sessions must be in flight at once:
+    each call waits at a barrier for the other three (a sequential sender times out)."""
+    import threading
+
+    class Together(FakeClient):
+        """Test double: an ingest returns only once four are in flight together."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.barrier = threading.Barrier(4, timeout=10)
+            self.lock = threading.Lock()
+
+        def ingest(self, events: list[Any], tenant_id: str | None = None) -> Any:
+            self.barrier.wait()
+            with self.lock:
+                return super().ingest(events, tenant_id)
+
+        def close_session(self, scope: Scope, session_id: str) -> int:
+            with self.lock:
+                return super().close_session(scope, session_id)
+
+    client = Together()
+    ticks: list[int] = []
+    report = RemoteWriter(client, parallel=4).ingest(
+        [_session(ACME, f"s{n}", 1) for n in range(8)], progress=ticks.append)
+    assert sorted(client.closed) == [f"s{n}" for n in range(8)]
+    assert (report.sessions, report.turns, report.committed) == (8, 8, 8)
+    assert ticks == [1] * 8

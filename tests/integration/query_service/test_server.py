@@ -192,4 +192,4 @@ def test_the_server_runs_as_a_task_on_another_loop_and_stops_when_cancelled(serv
         return n, after
 
     n, after = service.loop.run(scenario())
-    assert n == 4 and after == "RemoteError"
+    assert n == 4 and after == "Unavailable"  # a RemoteError for UNAVAILABLE

@@ -484,3 +484,21 @@ def test_a_held_window_that_grows_is_not_rewritten_to_the_session_table() -> Non
     built = AppendReport(scope=MAYA, session_id="a", units_written=[1, 2], unit_ids=["u1", "u2"])
     p._noted(built, "append", first["last"] + 2)  # noqa: SLF001
     assert p.sessions[key("a")]["held"] == []  # built: the table says so
+
+
+def test_freshness_counts_from_when_the_broker_got_the_event_not_from_its_own_time() -> None:
+    """Issue 31: a backfill through the API (events dated days ago) was observed as days
+    stale and tripped the stale-index alert; freshness now counts from the record's
+    timestamp (when the broker received it)."""
+    import time as clock
+
+    w = RecordingWriterDouble()
+    p = Processor(w, StreamSettings(), turns=TURNS)
+    old = TurnEvent(tenant_id="acme", user_id="maya", session_id="bf", message_id="bf#1",
+                    role="user", content="An old note.",
+                    ts=utcnow() - timedelta(days=3))  # type: ignore[arg-type]
+    rec = Record(topics.TURNS, 0, 0, old.key, old.to_bytes(), received=clock.time() - 1.0)
+    run(p.handle_turns([rec]))
+    total, count = (p.metrics.freshness_seconds._sum.get(),  # noqa: SLF001
+                    sum(b.get() for b in p.metrics.freshness_seconds._buckets))  # noqa: SLF001
+    assert count == 1 and 0.5 < total < 60, (total, count)
