@@ -53,6 +53,7 @@ from memstrata.model import (
     TurnNotes,
     turns_digest,
 )
+from memstrata.redact.redactor import Redactor
 from memstrata.retrieval import indexing
 from memstrata.retrieval.hybrid import HybridRetriever, RetrievalParams
 from memstrata.retrieval.sessions import session_document
@@ -162,8 +163,11 @@ class Memory:
         read_only: bool = False,
         session_lexical: LexicalStore | None = None,
         layer_executor: LayerExecutor | None = None,
+        redactor: Redactor | None = None,
     ) -> None:
         self.settings = settings
+        #: The redaction step every write passes (``MEMSTRATA_REDACT_*``; off unless given).
+        self.redactor = redactor if redactor is not None else Redactor.off()
         #: Opened for reading only: writes raise :class:`ReadOnlyMemory`.
         self.read_only = read_only
         self.builder = builder
@@ -196,7 +200,8 @@ class Memory:
         self.changed_settings: list[str] = []
 
     @classmethod
-    def open(cls, settings: Settings, *, read_only: bool = False) -> "Memory":
+    def open(cls, settings: Settings, *, read_only: bool = False,
+             redactor: Redactor | None = None) -> "Memory":
         """Open the stores and models that ``settings`` names.
 
         ``settings`` come from the caller (an entry point's
@@ -208,7 +213,8 @@ class Memory:
         and SQLite with ``mode=ro``, so reads work while another process writes;
         but Qdrant Edge locks its files even to read, so with it a read-only open
         needs the lock too (and gets ``DataDirLocked`` while a writer runs). A
-        failed open releases everything it took.
+        failed open releases everything it took. ``redactor`` None: the one
+        ``MEMSTRATA_REDACT_*`` describes (:func:`memstrata.redact.factory.open_redactor`).
         """
         from memstrata.embed.factory import open_embedder
         from memstrata.llm.factory import open_builder
@@ -218,8 +224,11 @@ class Memory:
             open_lexical_store,
             open_vector_store,
         )
+        from memstrata.redact.factory import open_redactor
         from memstrata.store.lock import DataDirLock
 
+        if redactor is None:  # a bad redaction setting stops the open before any store
+            redactor = open_redactor()
         embedded = embedded_backends(settings)
         lock: DataDirLock | None = None
         if embedded and (not read_only or "qdrant-edge" in embedded):
@@ -246,7 +255,7 @@ class Memory:
                 sessions = open_lexical_store(settings, read_only=read_only, sessions=True)
                 opened.append(sessions)
             memory = cls(settings, builder, embedder, vectors, lexical, docs, meter,
-                         read_only=read_only, session_lexical=sessions)
+                         read_only=read_only, session_lexical=sessions, redactor=redactor)
             memory.check_fingerprint(record=not read_only)
         except BaseException:
             for store in reversed(opened):
@@ -324,6 +333,7 @@ class Memory:
         reads it is rebuilt. Flushing follows ``MEMSTRATA_FLUSH_POLICY``.
         """
         self._writable()
+        turns = self.redactor.indexed_turns(meta.scope.tenant_id, turns)
         with self._write_lock:
             stored = self.docs.get_turns(meta.scope, meta.session_id)
             pending = self._prepare(meta, turns, stored, close=close)
@@ -341,7 +351,10 @@ class Memory:
         changes nothing.
         """
         self._writable()
+        messages, dropped = self.redactor.messages(meta.scope.tenant_id, messages)
         with self._write_lock:
+            if self._nothing_left(meta, messages, dropped):
+                return self._empty(meta)
             stored = self.docs.get_turns(meta.scope, meta.session_id)
             turns, duplicates = _merge_messages(stored, messages)
             pending = self._prepare(meta, turns, stored, close=close)
@@ -370,9 +383,14 @@ class Memory:
         if len(set(keys)) != len(keys):
             raise ValueError("append_batch: a session appears more than once in one call")
         held = set(hold)
+        redacted = [(meta, *self.redactor.messages(meta.scope.tenant_id, messages))
+                    for meta, messages in items]
         with self._write_lock:
-            prepared = []
-            for meta, messages in items:
+            prepared: list[tuple[SessionMeta, _Pending | None, int]] = []
+            for meta, messages, dropped in redacted:
+                if self._nothing_left(meta, messages, dropped):
+                    prepared.append((meta, None, 0))
+                    continue
                 stored = self.docs.get_turns(meta.scope, meta.session_id)
                 turns, duplicates = _merge_messages(stored, messages)
                 prepared.append((meta, self._prepare(
@@ -386,6 +404,13 @@ class Memory:
                 reports.append(report)
             self._maybe_flush()
         return reports
+
+    def _nothing_left(self, meta: SessionMeta, messages: Sequence[Message],
+                      dropped: int) -> bool:
+        """Redaction dropped every message of a session the stores do not hold: writing
+        it would list an empty session, so nothing is written."""
+        return (bool(dropped) and not messages
+                and self.docs.get_session(meta.scope, meta.session_id) is None)
 
     def close_session(self, scope: Scope, session_id: str) -> AppendReport:
         """The session is finished: its last window is final (nothing provisional)."""
@@ -425,6 +450,13 @@ class Memory:
         with self._write_lock:
             for session in sessions:
                 scope, sid = session.scope, session.session_id
+                turns = self.redactor.turns(scope.tenant_id, session.turns)
+                if not turns and session.turns:  # every message dropped: nothing to store
+                    if progress:
+                        progress(len(session.turns))
+                    continue
+                if turns != session.turns:
+                    session = session.model_copy(update={"turns": turns})
                 report.users.add(scope)
                 if self.docs.session_digest(scope, sid) == self._digest(session.turns):
                     report.unchanged += 1

@@ -86,6 +86,9 @@ class Message(BaseModel):
     speaker: str | None = None
     #: Id in the source system (LoCoMo ``dia_id`` such as ``D1:3``), kept for evidence scoring.
     source_id: str | None = None
+    #: The kinds of values the redaction step masked in ``content`` (``email``...), sorted;
+    #: empty when nothing was (and then left out of the stored JSON). See memstrata.redact.
+    redacted: tuple[str, ...] = Field(default=(), exclude_if=lambda v: not v)
 
     @property
     def who(self) -> str:
@@ -170,6 +173,10 @@ class TurnEvent(BaseModel):
     labels: dict[Annotated[str, StringConstraints(min_length=1, max_length=MAX_ID_LEN)],
                  Annotated[str, StringConstraints(max_length=MAX_LABEL_CHARS)]] | None = Field(
         default=None, max_length=MAX_LABELS)
+    #: The kinds a redaction step masked in ``content`` (an export writes them, so a
+    #: re-ingest keeps the marker); None: nothing was.
+    redacted: list[Annotated[str, StringConstraints(min_length=1, max_length=64)]] | None = (
+        Field(default=None, max_length=64))
 
     @property
     def scope(self) -> Scope:
@@ -177,7 +184,7 @@ class TurnEvent(BaseModel):
 
     def message(self) -> Message:
         return Message(role=self.role, content=self.content, speaker=self.speaker,
-                       source_id=self.message_id)
+                       source_id=self.message_id, redacted=tuple(self.redacted or ()))
 
 
 class Session(BaseModel):

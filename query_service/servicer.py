@@ -34,9 +34,10 @@ from memstrata.evidence.trace import MEMORY_ROLE
 from memstrata.limits import TurnLimits, TurnRefused, validate_turn
 from memstrata.llm.usage import PriceTable
 from memstrata.model import Scope, SessionMeta, TraceStep
+from memstrata.redact.redactor import Redactor
 from memstrata.lifecycle.export import USERS_PAGE, read_session
 from memstrata.lifecycle.records import ExportedSession
-from memstrata.roles import DeleteReceipt, MemoryReader, ServedMemory
+from memstrata.roles import DeleteReceipt, HostedMemory, MemoryReader
 from memstrata.rpc.export import chunks_of
 from memstrata.wire import TurnEvent
 from query_service import controls, writes
@@ -95,7 +96,7 @@ class Rollouts(Protocol):
 class MemoryServicer(pb_grpc.MemoryServiceServicer):
     """The service's methods; the tenant of each call comes from :func:`current_tenant`."""
 
-    def __init__(self, memory: ServedMemory, settings: ServiceSettings,
+    def __init__(self, memory: HostedMemory, settings: ServiceSettings,
                  controller_settings: ControllerSettings, chat: ChatClient | None, pools: Pools,
                  metrics: ServiceMetrics, gate: TenantGate, ledger: SpendLedger,
                  publisher: TurnPublisher | None = None,
@@ -104,6 +105,10 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         self.settings = settings
         #: Limits of a turn event (``MEMSTRATA_TURN_*``), shared with the stream worker.
         self.turn_limits = turn_limits
+        #: The memory's redaction step, applied again here before the replay check and the
+        #: publish (memstrata.redact): the topic never carries a masked value, and a replay
+        #: is compared with what the stores hold, both masked.
+        self.redactor: Redactor | None = getattr(memory, "redactor", None)
         self.controller_settings = controller_settings
         self.chat = chat
         self.prices = prices or controller_settings.prices()
@@ -348,6 +353,28 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         except TurnRefused as exc:
             raise InvalidArgument(str(exc)) from None
 
+    async def _ingest_redacted(self, records: Sequence[TurnEvent], fields: Sequence[str],
+                               context: Any) -> pb.IngestReply:
+        """:meth:`_ingest` of the records the tenant's redaction rule keeps, masked.
+
+        A message the rule drops is never published or stored, and counts as accepted
+        (the service took it; the policy decided), so a client's retry logic sees it done.
+        """
+        redactor = self.redactor
+        if redactor is None or not redactor.active:
+            return await self._ingest(records, fields, context)
+        limit = self.turn_limits.max_content_chars  # the worker checks the masked text again
+        kept: list[TurnEvent] = []
+        kept_fields: list[str] = []
+        for record, field in zip(records, fields):
+            out = redactor.event(record, max_chars=limit)
+            if out is not None:
+                kept.append(out)
+                kept_fields.append(field)
+        reply = await self._ingest(kept, kept_fields, context)
+        reply.accepted += len(records) - len(kept)
+        return reply
+
     async def _ingest(self, records: Sequence[TurnEvent], fields: Sequence[str],
                       context: Any) -> pb.IngestReply:
         """Publish or write ``records``; the reply says what the acknowledgement promises.
@@ -513,8 +540,8 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
     async def Ingest(self, request: pb.IngestRequest, context: Any) -> pb.IngestReply:
         if not request.HasField("event"):
             raise InvalidArgument("event: required")
-        return await self._ingest([self._record("event", request.event, current_tenant())],
-                                  ["event"], context)
+        return await self._ingest_redacted(
+            [self._record("event", request.event, current_tenant())], ["event"], context)
 
     @rpc_errors
     async def IngestBatch(self, request: pb.IngestBatchRequest, context: Any) -> pb.IngestReply:
@@ -526,7 +553,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         tenant = current_tenant()
         fields = [f"events[{i}]" for i in range(n)]
         records = [self._record(f, e, tenant) for f, e in zip(fields, request.events)]
-        return await self._ingest(records, fields, context)
+        return await self._ingest_redacted(records, fields, context)
 
     @rpc_errors
     async def CloseSession(self, request: pb.SessionRequest,
@@ -647,9 +674,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         """A user's sessions (or every user's of the key's tenant), read one session at a
         time from the doc store (``memstrata.lifecycle.export``), as chunks."""
         tenant = current_tenant()
-        docs = getattr(self.memory, "docs", None)
-        if docs is None:
-            raise NotImplementedError("ExportUser: this service's memory has no doc store")
+        docs = self.memory.docs
         if request.all_users and request.user_id:
             raise InvalidArgument("user_id: leave it empty with all_users (the whole tenant)")
         one = None if request.all_users else self._scope(request.user_id)
@@ -680,9 +705,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         limit = (check_range("limit", request.limit, 1, USERS_PAGE) if request.limit
                  else USERS_PAGE)
         after = check_id("after", request.after, required=False) or None
-        docs = getattr(self.memory, "docs", None)
-        if docs is None:
-            raise NotImplementedError("ListUsers: this service's memory has no doc store")
+        docs = self.memory.docs
         # One more than asked: a full page says whether another follows.
         users = await self._read(context, partial(_users_after, docs, tenant, after,
                                                   limit + 1))

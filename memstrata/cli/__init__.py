@@ -202,7 +202,7 @@ def ingest(
     report = IngestReport()
     construction: ConstructionMeter | None = None
     with open_writer(where) as memory:
-        meter = getattr(memory.writer, "meter", None)  # local: the builder's usage meter
+        meter = memory.host.meter if memory.host else None  # local: the builder's meter
         construction = ConstructionMeter(meter) if meter is not None else None
         if memory.via is not None:  # the tenant may be the key's: known once connected
             source = _read_source(file, fmt, memory.tenant(tenant), max_issues)
@@ -557,6 +557,7 @@ def _register_subcommands() -> None:
     from memstrata.cli import mcp_cmd; mcp_cmd.register()  # mcp
     from memstrata.cli import export_cmd  # noqa: F401 - `export`
     from memstrata.cli import backup_cmd  # noqa: F401 - `backup`, `restore`
+    from memstrata.cli import retention_cmd  # noqa: F401 - `retention show|dry-run|apply`
 
 
 def _quiet_native_libraries() -> None:

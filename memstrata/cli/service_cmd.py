@@ -54,42 +54,121 @@ def _keys_path(keys_file: Path | None, data_dir: Path | None) -> Path:
     return configured or _settings(data_dir).data_dir / DEFAULT_KEYS_FILE
 
 
+def _audit_keys(data_dir: Path | None, action: str, key_id: str, tenant: str,
+                detail: str) -> None:
+    """A key change, in the audit log (``memstrata audit show``)."""
+    import getpass
+
+    from memstrata.cli.audit_cmd import audit_log
+
+    try:
+        who = getpass.getuser()
+    except (KeyError, OSError):  # no name for this uid (a container)
+        who = f"uid {os.getuid()}"
+    audit_log(data_dir).append_quietly(action=action, via="cli", tenant=tenant,
+                                       detail=f"key {key_id}: {detail}; by {who}")
+
+
+def _scopes_arg(text: str | None, option: str) -> Any:
+    """``read,write`` as a scope list (None: the default); a bad name exits 2, naming it."""
+    from query_service.keys import parse_scopes
+
+    if text is None:
+        return None
+    try:
+        return parse_scopes(text, option)
+    except ValueError as exc:
+        err.print(f"[red]{escape(str(exc))}[/red]", soft_wrap=True)
+        raise typer.Exit(Exit.USAGE) from None
+
+
+def _ids(text: str | None) -> list[str] | None:
+    return [t.strip() for t in text.split(",") if t.strip()] if text else None
+
+
 @keys_app.command("add")
-def keys_add(tenant: Annotated[str, typer.Argument(help="Tenant the key gives access to.")],
-             keys_file: KeysFile = None, data_dir: DataDir = None) -> None:
+def keys_add(
+    tenant: Annotated[str, typer.Argument(help="Tenant the key gives access to.")],
+    scopes: Annotated[Optional[str], typer.Option(
+        "--scopes", help="What the key may do, among read,write,delete,admin (default: "
+                         "read,write,delete).")] = None,
+    user: Annotated[Optional[str], typer.Option(
+        "--user", help="Bind the key to this user: calls naming another user are "
+                       "refused.")] = None,
+    tenants: Annotated[Optional[str], typer.Option(
+        "--tenants", help="Other tenants the key may act for, comma-separated (a platform "
+                          "key, e.g. an ingest pipeline); calls pick one with the "
+                          "x-memstrata-tenant header.")] = None,
+    keys_file: KeysFile = None, data_dir: DataDir = None,
+) -> None:
     """Create an API key for TENANT: printed once, only its hash is stored."""
     from pydantic import ValidationError
 
     from query_service.keys import KeysFileError, add_key
 
+    chosen = _scopes_arg(scopes, "--scopes")
     path = _keys_path(keys_file, data_dir)
     try:
-        key_id, key = add_key(path, tenant)
+        key_id, key = add_key(path, tenant, scopes=chosen, user=user, tenants=_ids(tenants))
     except KeysFileError as exc:
         _bad_keys_file(exc)
-    except ValidationError:
-        err.print("[red]TENANT: letters, digits and . _ : @ / + - only, at most 128[/red]")
+    except ValidationError as exc:
+        where = {"tenant": "TENANT", "user": "--user"}.get(
+            str(exc.errors()[0]["loc"][0]), "--tenants")
+        err.print(f"[red]{where}: letters, digits and . _ : @ / + - only, at most 128[/red]")
         raise typer.Exit(2) from None
-    err.print(f"key {key_id} for tenant {tenant} stored (hashed) in {path}; "
+    from query_service.keys import read_keys_file
+
+    entry = read_keys_file(path).keys[key_id]
+    what = (f"scopes {','.join(entry.shown_scopes())}"
+            + (f", user {user}" if user else "")
+            + (f", also tenants {','.join(entry.tenants)}" if entry.tenants else ""))
+    _audit_keys(data_dir, "keys.add", key_id, tenant, what)
+    err.print(f"key {key_id} for tenant {tenant} ({what}) stored (hashed) in {path}; "
               "it is shown only now:", soft_wrap=True)
     sys.stdout.write(key + "\n")
 
 
 @keys_app.command("list")
 def keys_list(keys_file: KeysFile = None, data_dir: DataDir = None) -> None:
-    """Key ids, tenants and whether they are revoked (never the keys)."""
+    """Key ids, tenants, scopes, bound users and whether they are revoked (never the keys)."""
     from query_service.keys import KeysFileError, dump_for_display
 
+    cols = ("id", "tenant", "scopes", "user", "tenants", "created", "revoked")
     table = Table()
-    for col in ("id", "tenant", "created", "revoked"):
-        table.add_column(col)
+    for col in cols:  # ids whole: `keys scopes` and `keys revoke` take them
+        table.add_column("other tenants" if col == "tenants" else col,
+                         no_wrap=col in ("id", "scopes"), min_width=12 if col == "id" else None)
     try:
         rows = dump_for_display(_keys_path(keys_file, data_dir))
     except KeysFileError as exc:
         _bad_keys_file(exc)
     for row in rows:
-        table.add_row(*(str(row[c]) for c in ("id", "tenant", "created", "revoked")))
+        table.add_row(*(str(row[c]) for c in cols))
     console.print(table)
+
+
+@keys_app.command("scopes")
+def keys_scopes(
+    key_id: Annotated[str, typer.Argument(help="Key id (see `keys list`).")],
+    scopes: Annotated[str, typer.Argument(help="The key's new scopes, e.g. read,write "
+                                               "(among read,write,delete,admin).")],
+    keys_file: KeysFile = None, data_dir: DataDir = None,
+) -> None:
+    """Replace a key's scopes; a running service applies them from its next call."""
+    from query_service.keys import KeysFileError, set_scopes
+
+    chosen = _scopes_arg(scopes, "SCOPES")
+    try:
+        entry = set_scopes(_keys_path(keys_file, data_dir), key_id, chosen)
+    except KeysFileError as exc:
+        _bad_keys_file(exc)
+    except KeyError:
+        err.print(f"[red]no key {escape(key_id)!r}[/red]")
+        raise typer.Exit(1) from None
+    shown = ",".join(entry.shown_scopes())
+    _audit_keys(data_dir, "keys.scopes", key_id, entry.tenant, f"scopes {shown}")
+    console.print(f"key {key_id} of tenant {entry.tenant}: scopes {shown}")
 
 
 @keys_app.command("revoke")
@@ -105,6 +184,7 @@ def keys_revoke(key_id: Annotated[str, typer.Argument(help="Key id (see `keys li
     except KeyError:
         err.print(f"[red]no key {escape(key_id)!r}[/red]")
         raise typer.Exit(1) from None
+    _audit_keys(data_dir, "keys.revoke", key_id, tenant, "revoked")
     console.print(f"revoked key {key_id} of tenant {tenant}")
 
 
@@ -242,15 +322,22 @@ def _serve_alone(data_dir: Path | None, config: Any, svc: Any,
 
     from memstrata.controller.config import ControllerSettings
     from memstrata.kafka import KafkaSettings
+    from memstrata.lifecycle.pause import offered
     from memstrata.limits import TurnLimits
     from query_service.server import run_server
 
     turns = config.get(TurnLimits)
     memory = _open(data_dir)
     try:
-        asyncio.run(run_server(memory, svc, on_listening=listening, turn_limits=turns,
-                               controller_settings=config.get(ControllerSettings),
-                               kafka=config.get(KafkaSettings), config=config))
+        # The scheduled retention sweep; in Kafka mode it publishes control events.
+        from memstrata.lifecycle.retention_service import serve_retention
+
+        retention = serve_retention(memory, config, svc.keys_file, kafka=config.get(KafkaSettings))
+        with offered(memory):  # `memstrata backup` may pause the writes (lifecycle.pause)
+            asyncio.run(retention.alongside(run_server(
+                memory, svc, on_listening=listening, turn_limits=turns,
+                controller_settings=config.get(ControllerSettings),
+                kafka=config.get(KafkaSettings), config=config, extra_metrics=retention.metrics)))
     finally:
         memory.close()
 
@@ -288,12 +375,20 @@ def _serve_with_stream(config: Any, svc: Any, listening: Callable[[Any], None]) 
     async def grpc_service(memory: Any) -> None:
         # Ingest answers once this process's worker has stored the turns (the broker
         # keeps them in memory only): see query_service.publish.
+        from memstrata.lifecycle.pause import offered
+
+        from memstrata.lifecycle.retention_service import serve_retention
+
         try:
-            await run_server(memory, svc, handle_signals=False, on_listening=announce,
-                             kafka=runtime.kafka,  # the embedded broker's address and login
-                             controller_settings=config.get(ControllerSettings),
-                             config=config, stored=runtime.stored,
-                             extra_metrics=[stream_metrics.registry], turn_limits=turns)
+            # The retention sweep deletes through this process's memory (it owns the stores).
+            retention = serve_retention(memory, config, svc.keys_file)
+            with offered(memory):  # `memstrata backup` may pause the writes (lifecycle.pause)
+                await retention.alongside(run_server(
+                    memory, svc, handle_signals=False, on_listening=announce,
+                    kafka=runtime.kafka,  # the embedded broker's address, login
+                    controller_settings=config.get(ControllerSettings),
+                    config=config, stored=runtime.stored, turn_limits=turns,
+                    extra_metrics=[stream_metrics.registry, *retention.metrics]))
         except Exception as exc:  # noqa: BLE001 - e.g. the port taken after the check
             # Stop the worker too, and report it below as one line (an error in a Faust
             # task would end in "We experienced a crash!" and a traceback).
@@ -321,4 +416,7 @@ def _serve_with_stream(config: Any, svc: Any, listening: Callable[[Any], None]) 
 
 
 def register() -> None:
+    from memstrata.cli.audit_cmd import audit_app
+
     app.add_typer(keys_app, name="keys")
+    app.add_typer(audit_app, name="audit")

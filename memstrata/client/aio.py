@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import grpc
 
@@ -21,6 +21,8 @@ from memstrata.rpc import memory_pb2_grpc as pb_grpc
 from memstrata.rpc.answers import answer_from_wire
 from memstrata.rpc.convert import step_from_wire
 from memstrata.rpc.export import sessions_from_chunks
+
+T = TypeVar("T")
 
 
 def aio_channel_for(address: str, settings: ClientSettings) -> grpc.aio.Channel:
@@ -63,43 +65,44 @@ class AsyncMemoryClient:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    async def _call(self, p: plan.Plan[Any], timeout_s: float | None = None) -> Any:
+    async def _call(self, p: plan.Plan[T], timeout_s: float | None = None) -> T:
         try:
             reply = await getattr(self._stub, p.method)(
                 p.request, metadata=plan.metadata(self._key, p.scope),
                 timeout=timeout_s or self.timeout_s)
         except grpc.RpcError as exc:
-            if exc.code() == grpc.StatusCode.NOT_FOUND and p.tolerates_not_found:
+            if (exc.code() == grpc.StatusCode.NOT_FOUND
+                    and not isinstance(p.if_not_found, plan.NoValue)):
                 return p.if_not_found
             raise from_rpc_error(exc) from None
         return p.read(reply)
 
     async def search(self, scope: Scope, queries: str | Sequence[str],
                      top_k: int | None = None) -> list[SessionHit]:
-        return await self._call(plan.search(scope, queries, top_k))  # type: ignore[no-any-return]
+        return await self._call(plan.search(scope, queries, top_k))
 
     async def sessions(self, scope: Scope) -> list[SessionMeta]:
-        return await self._call(plan.sessions(scope))  # type: ignore[no-any-return]
+        return await self._call(plan.sessions(scope))
 
     async def session(self, scope: Scope, session_id: str) -> SessionMeta:
-        return await self._call(plan.session(scope, session_id))  # type: ignore[no-any-return]
+        return await self._call(plan.session(scope, session_id))
 
     async def l0(self, scope: Scope, session_id: str) -> list[L0Unit]:
-        return await self._call(plan.l0(scope, session_id))  # type: ignore[no-any-return]
+        return await self._call(plan.l0(scope, session_id))
 
     async def facts(self, scope: Scope, session_id: str) -> KeyFacts:
-        return await self._call(plan.facts(scope, session_id))  # type: ignore[no-any-return]
+        return await self._call(plan.facts(scope, session_id))
 
     async def notes(self, scope: Scope, session_id: str) -> TurnNotes:
-        return await self._call(plan.notes(scope, session_id))  # type: ignore[no-any-return]
+        return await self._call(plan.notes(scope, session_id))
 
     async def raw(self, scope: Scope, session_id: str,
                   turns: Iterable[int] | None = None) -> list[Turn]:
-        return await self._call(  # type: ignore[no-any-return]
+        return await self._call(
             plan.raw(scope, session_id, turns))
 
     async def stats(self, tenant_id: str | None = None) -> MemoryStats:
-        return await self._call(plan.stats(tenant_id))  # type: ignore[no-any-return]
+        return await self._call(plan.stats(tenant_id))
 
     async def key_tenant(self) -> str:
         """The tenant of this client's API key, as the service resolves it (asked once)."""
@@ -109,24 +112,24 @@ class AsyncMemoryClient:
 
     async def describe_key(self) -> plan.KeyInfo:
         """The key's own tenant, the tenants it may act for, its scopes and bound user."""
-        return await self._call(plan.describe_key())  # type: ignore[no-any-return]
+        return await self._call(plan.describe_key())
 
     async def list_users(self, tenant_id: str | None = None, *, after: str | None = None,
                          limit: int | None = None) -> plan.Page[str]:
         """A page of a tenant's user ids (default: the key's tenant); ``page.next`` goes on."""
-        return await self._call(  # type: ignore[no-any-return]
+        return await self._call(
             plan.list_users(tenant_id, after, limit))
 
     async def read_audit(self, tenant_id: str | None = None, *, after_seq: int = 0,
                          limit: int | None = None) -> plan.Page[dict[str, Any]]:
         """A page of the audit log's entries about a tenant (needs the admin scope)."""
-        return await self._call(  # type: ignore[no-any-return]
+        return await self._call(
             plan.read_audit(tenant_id, after_seq, limit))
 
     async def answer(self, scope: Scope, question: str, asked_on: datetime | None = None, *,
                      timeout_s: float | None = None, **options: Any) -> Answer:
         req = plan.answer(scope, question, asked_on, **options)
-        return await self._call(  # type: ignore[no-any-return]
+        return await self._call(
             plan.Plan("Answer", req, answer_from_wire, scope=scope), timeout_s)
 
     async def answer_stream(self, scope: Scope, question: str,
@@ -150,10 +153,10 @@ class AsyncMemoryClient:
                      tenant_id: str | None = None) -> pb.IngestReply:
         """Send turn events in one batch; ``Durability.of(reply)`` says what the ack promises.
         ``tenant_id``: the call's tenant, one a platform key may act for (default: its own)."""
-        return await self._call(plan.ingest(events, tenant_id))  # type: ignore[no-any-return]
+        return await self._call(plan.ingest(events, tenant_id))
 
     async def delete(self, scope: Scope, session_id: str | None = None) -> DeleteReceipt:
-        return await self._call(plan.delete(scope, session_id))  # type: ignore[no-any-return]
+        return await self._call(plan.delete(scope, session_id))
 
     async def export_user(self, tenant_id: str, user_id: str | None = None, *,
                           layers: bool = False,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import grpc
 
@@ -22,6 +22,8 @@ from memstrata.rpc import memory_pb2_grpc as pb_grpc
 from memstrata.rpc.answers import answer_from_wire
 from memstrata.rpc.convert import step_from_wire
 from memstrata.rpc.export import sessions_from_chunks
+
+T = TypeVar("T")
 
 
 def channel_for(address: str, settings: ClientSettings) -> grpc.Channel:
@@ -70,12 +72,13 @@ class MemoryClient:
     def _md(self, scope: Scope | None) -> list[tuple[str, str]]:
         return plan.metadata(self._key, scope)
 
-    def _call(self, p: plan.Plan[Any], timeout_s: float | None = None) -> Any:
+    def _call(self, p: plan.Plan[T], timeout_s: float | None = None) -> T:
         try:
             reply = getattr(self._stub, p.method)(p.request, metadata=self._md(p.scope),
                                                   timeout=timeout_s or self.timeout_s)
         except grpc.RpcError as exc:
-            if exc.code() == grpc.StatusCode.NOT_FOUND and p.tolerates_not_found:
+            if (exc.code() == grpc.StatusCode.NOT_FOUND
+                    and not isinstance(p.if_not_found, plan.NoValue)):
                 return p.if_not_found
             raise from_rpc_error(exc) from None
         return p.read(reply)
@@ -83,29 +86,29 @@ class MemoryClient:
     # -- MemoryReader --------------------------------------------------------
     def search(self, scope: Scope, queries: str | Sequence[str],
                top_k: int | None = None) -> list[SessionHit]:
-        return self._call(plan.search(scope, queries, top_k))  # type: ignore[no-any-return]
+        return self._call(plan.search(scope, queries, top_k))
 
     def sessions(self, scope: Scope) -> list[SessionMeta]:
-        return self._call(plan.sessions(scope))  # type: ignore[no-any-return]
+        return self._call(plan.sessions(scope))
 
     def session(self, scope: Scope, session_id: str) -> SessionMeta:
-        return self._call(plan.session(scope, session_id))  # type: ignore[no-any-return]
+        return self._call(plan.session(scope, session_id))
 
     def l0(self, scope: Scope, session_id: str) -> list[L0Unit]:
-        return self._call(plan.l0(scope, session_id))  # type: ignore[no-any-return]
+        return self._call(plan.l0(scope, session_id))
 
     def facts(self, scope: Scope, session_id: str) -> KeyFacts:
-        return self._call(plan.facts(scope, session_id))  # type: ignore[no-any-return]
+        return self._call(plan.facts(scope, session_id))
 
     def notes(self, scope: Scope, session_id: str) -> TurnNotes:
-        return self._call(plan.notes(scope, session_id))  # type: ignore[no-any-return]
+        return self._call(plan.notes(scope, session_id))
 
     def raw(self, scope: Scope, session_id: str,
             turns: Iterable[int] | None = None) -> list[Turn]:
-        return self._call(plan.raw(scope, session_id, turns))  # type: ignore[no-any-return]
+        return self._call(plan.raw(scope, session_id, turns))
 
     def stats(self, tenant_id: str | None = None) -> MemoryStats:
-        return self._call(plan.stats(tenant_id))  # type: ignore[no-any-return]
+        return self._call(plan.stats(tenant_id))
 
     def key_tenant(self) -> str:
         """The tenant of this client's API key, as the service resolves it.
@@ -119,19 +122,19 @@ class MemoryClient:
 
     def describe_key(self) -> plan.KeyInfo:
         """The key's own tenant, the tenants it may act for, its scopes and bound user."""
-        return self._call(plan.describe_key())  # type: ignore[no-any-return]
+        return self._call(plan.describe_key())
 
     def list_users(self, tenant_id: str | None = None, *, after: str | None = None,
                    limit: int | None = None) -> plan.Page[str]:
         """A page of a tenant's user ids (default: the key's tenant), in id order; pass
         ``page.next`` as ``after`` for the next page (None: this was the last)."""
-        return self._call(plan.list_users(tenant_id, after, limit))  # type: ignore[no-any-return]
+        return self._call(plan.list_users(tenant_id, after, limit))
 
     def read_audit(self, tenant_id: str | None = None, *, after_seq: int = 0,
                    limit: int | None = None) -> plan.Page[dict[str, Any]]:
         """A page of the audit log's entries about a tenant (needs the admin scope);
         ``page.next`` is the ``after_seq`` of the next page (None: no more)."""
-        return self._call(  # type: ignore[no-any-return]
+        return self._call(
             plan.read_audit(tenant_id, after_seq, limit))
 
     # -- answers ---------------------------------------------------------------
@@ -141,7 +144,7 @@ class MemoryClient:
         max_depth, without)."""
         req = plan.answer(scope, question, asked_on, **options)
         return self._call(plan.Plan("Answer", req, answer_from_wire, scope=scope),
-                          timeout_s)  # type: ignore[no-any-return]
+                          timeout_s)
 
     def answer_stream(self, scope: Scope, question: str, asked_on: datetime | None = None, *,
                       timeout_s: float | None = None,
@@ -170,15 +173,15 @@ class MemoryClient:
         acknowledgement promises: ``stored`` (in the stores) or ``broker`` (Kafka).
         ``tenant_id``: the call's tenant, one a platform key may act for (default: its own).
         """
-        return self._call(plan.ingest(events, tenant_id))  # type: ignore[no-any-return]
+        return self._call(plan.ingest(events, tenant_id))
 
     def close_session(self, scope: Scope, session_id: str) -> int:
-        return self._call(plan.Plan(  # type: ignore[no-any-return]
+        return self._call(plan.Plan(
             "CloseSession", pb.SessionRequest(user_id=scope.user_id, session_id=session_id),
             lambda r: r.units_written, scope=scope))
 
     def delete(self, scope: Scope, session_id: str | None = None) -> DeleteReceipt:
-        return self._call(plan.delete(scope, session_id))  # type: ignore[no-any-return]
+        return self._call(plan.delete(scope, session_id))
 
     # -- export -----------------------------------------------------------------
     def export_user(self, tenant_id: str, user_id: str | None = None, *, layers: bool = False,

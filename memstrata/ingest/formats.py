@@ -5,7 +5,9 @@
   assistant role, and each message keeps its ``dia_id``.
 * LongMemEval JSON: a list of questions; one user per question
   (``question_id``) holding its dated haystack sessions.
-* JSONL: one :class:`~memstrata.model.TurnEvent` per line.
+* JSONL: one :class:`~memstrata.model.TurnEvent` per line; a session takes the
+  labels of its first line when that line has them, and the header line that
+  ``memstrata export`` writes first (``{"memstrata_export": {...}}``) is skipped.
 
 Bad records never stop a file: each becomes an :class:`IngestIssue` naming the
 line (or record) and field, and the rest is read. A user message that has to
@@ -33,6 +35,7 @@ from pydantic import ValidationError
 
 from memstrata.layers.windowing import group_turns
 from memstrata.model import (
+    EXPORT_HEADER_KEY,
     ID_PATTERN,
     MAX_CONTENT_CHARS,
     Message,
@@ -412,7 +415,7 @@ class _JsonlIndex:
                     ev = line.event
                     entry = self.index[key] = _JsonlSession(meta=SessionMeta(
                         scope=ev.scope, session_id=ev.session_id, session_date=ev.session_date,
-                        labels={"source": "jsonl"}))
+                        labels=ev.labels if ev.labels is not None else {"source": "jsonl"}))
                 if entry is not None:
                     if entry.runs and entry.runs[-1][1] == start:
                         entry.runs[-1][1] = offset  # unattributable lines keep a run whole
@@ -473,6 +476,8 @@ def _jsonl_line(raw_line: bytes, lineno: int) -> _Line:
         return _Line(issues=[IngestIssue(where, None, f"invalid JSON: {msg}")])
     if not isinstance(raw, dict):
         return _Line(issues=[IngestIssue(where, None, "not a JSON object")])
+    if len(raw) == 1 and EXPORT_HEADER_KEY in raw:  # what `memstrata export` wrote first
+        return _Line()
     parts = tuple(raw.get(k) for k in ("tenant_id", "user_id", "session_id"))
     key = parts if all(isinstance(k, str) for k in parts) else None
     try:

@@ -360,7 +360,7 @@ class RawReply(_message.Message):
     def __init__(self, turns: _Optional[_Iterable[_Union[Turn, _Mapping]]] = ...) -> None: ...
 
 class TurnEvent(_message.Message):
-    __slots__ = ("user_id", "session_id", "message_id", "role", "content", "ts", "session_date", "speaker", "labels")
+    __slots__ = ("user_id", "session_id", "message_id", "role", "content", "ts", "session_date", "speaker", "labels", "tenant_id")
     class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -377,6 +377,7 @@ class TurnEvent(_message.Message):
     SESSION_DATE_FIELD_NUMBER: _ClassVar[int]
     SPEAKER_FIELD_NUMBER: _ClassVar[int]
     LABELS_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
     user_id: str
     session_id: str
     message_id: str
@@ -386,7 +387,8 @@ class TurnEvent(_message.Message):
     session_date: str
     speaker: str
     labels: _containers.ScalarMap[str, str]
-    def __init__(self, user_id: _Optional[str] = ..., session_id: _Optional[str] = ..., message_id: _Optional[str] = ..., role: _Optional[str] = ..., content: _Optional[str] = ..., ts: _Optional[str] = ..., session_date: _Optional[str] = ..., speaker: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    tenant_id: str
+    def __init__(self, user_id: _Optional[str] = ..., session_id: _Optional[str] = ..., message_id: _Optional[str] = ..., role: _Optional[str] = ..., content: _Optional[str] = ..., ts: _Optional[str] = ..., session_date: _Optional[str] = ..., speaker: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., tenant_id: _Optional[str] = ...) -> None: ...
 
 class IngestRequest(_message.Message):
     __slots__ = ("event",)
@@ -460,3 +462,101 @@ class StatsReply(_message.Message):
     units: int
     cached_layers: _containers.ScalarMap[str, int]
     def __init__(self, tenant_id: _Optional[str] = ..., users: _Optional[int] = ..., sessions: _Optional[int] = ..., turns: _Optional[int] = ..., units: _Optional[int] = ..., cached_layers: _Optional[_Mapping[str, int]] = ...) -> None: ...
+
+class ExportRequest(_message.Message):
+    __slots__ = ("user_id", "all_users", "layers")
+    USER_ID_FIELD_NUMBER: _ClassVar[int]
+    ALL_USERS_FIELD_NUMBER: _ClassVar[int]
+    LAYERS_FIELD_NUMBER: _ClassVar[int]
+    user_id: str
+    all_users: bool
+    layers: bool
+    def __init__(self, user_id: _Optional[str] = ..., all_users: _Optional[bool] = ..., layers: _Optional[bool] = ...) -> None: ...
+
+class ExportChunk(_message.Message):
+    __slots__ = ("session", "turns", "layers_json", "last")
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    TURNS_FIELD_NUMBER: _ClassVar[int]
+    LAYERS_JSON_FIELD_NUMBER: _ClassVar[int]
+    LAST_FIELD_NUMBER: _ClassVar[int]
+    session: SessionInfo
+    turns: _containers.RepeatedCompositeFieldContainer[Turn]
+    layers_json: _containers.RepeatedScalarFieldContainer[str]
+    last: bool
+    def __init__(self, session: _Optional[_Union[SessionInfo, _Mapping]] = ..., turns: _Optional[_Iterable[_Union[Turn, _Mapping]]] = ..., layers_json: _Optional[_Iterable[str]] = ..., last: _Optional[bool] = ...) -> None: ...
+
+class DescribeKeyRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class KeyInfo(_message.Message):
+    __slots__ = ("key_id", "tenant_id", "tenants", "scopes", "user_id")
+    KEY_ID_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    TENANTS_FIELD_NUMBER: _ClassVar[int]
+    SCOPES_FIELD_NUMBER: _ClassVar[int]
+    USER_ID_FIELD_NUMBER: _ClassVar[int]
+    key_id: str
+    tenant_id: str
+    tenants: _containers.RepeatedScalarFieldContainer[str]
+    scopes: _containers.RepeatedScalarFieldContainer[str]
+    user_id: str
+    def __init__(self, key_id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., tenants: _Optional[_Iterable[str]] = ..., scopes: _Optional[_Iterable[str]] = ..., user_id: _Optional[str] = ...) -> None: ...
+
+class ListUsersRequest(_message.Message):
+    __slots__ = ("after", "limit")
+    AFTER_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    after: str
+    limit: int
+    def __init__(self, after: _Optional[str] = ..., limit: _Optional[int] = ...) -> None: ...
+
+class ListUsersReply(_message.Message):
+    __slots__ = ("user_ids", "next_after")
+    USER_IDS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_AFTER_FIELD_NUMBER: _ClassVar[int]
+    user_ids: _containers.RepeatedScalarFieldContainer[str]
+    next_after: str
+    def __init__(self, user_ids: _Optional[_Iterable[str]] = ..., next_after: _Optional[str] = ...) -> None: ...
+
+class ReadAuditRequest(_message.Message):
+    __slots__ = ("after_seq", "limit")
+    AFTER_SEQ_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    after_seq: int
+    limit: int
+    def __init__(self, after_seq: _Optional[int] = ..., limit: _Optional[int] = ...) -> None: ...
+
+class AuditEntry(_message.Message):
+    __slots__ = ("seq", "ts", "key_id", "via", "action", "tenant_id", "user_id", "session_id", "records", "outcome", "detail")
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    TS_FIELD_NUMBER: _ClassVar[int]
+    KEY_ID_FIELD_NUMBER: _ClassVar[int]
+    VIA_FIELD_NUMBER: _ClassVar[int]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    USER_ID_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    RECORDS_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    seq: int
+    ts: str
+    key_id: str
+    via: str
+    action: str
+    tenant_id: str
+    user_id: str
+    session_id: str
+    records: int
+    outcome: str
+    detail: str
+    def __init__(self, seq: _Optional[int] = ..., ts: _Optional[str] = ..., key_id: _Optional[str] = ..., via: _Optional[str] = ..., action: _Optional[str] = ..., tenant_id: _Optional[str] = ..., user_id: _Optional[str] = ..., session_id: _Optional[str] = ..., records: _Optional[int] = ..., outcome: _Optional[str] = ..., detail: _Optional[str] = ...) -> None: ...
+
+class ReadAuditReply(_message.Message):
+    __slots__ = ("entries", "next_after_seq")
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_AFTER_SEQ_FIELD_NUMBER: _ClassVar[int]
+    entries: _containers.RepeatedCompositeFieldContainer[AuditEntry]
+    next_after_seq: int
+    def __init__(self, entries: _Optional[_Iterable[_Union[AuditEntry, _Mapping]]] = ..., next_after_seq: _Optional[int] = ...) -> None: ...

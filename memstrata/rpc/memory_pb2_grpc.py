@@ -110,6 +110,26 @@ class MemoryServiceStub:
                 request_serializer=memstrata_dot_v1_dot_memory__pb2.GetStatsRequest.SerializeToString,
                 response_deserializer=memstrata_dot_v1_dot_memory__pb2.StatsReply.FromString,
                 _registered_method=True)
+        self.ExportUser = channel.unary_stream(
+                '/memstrata.v1.MemoryService/ExportUser',
+                request_serializer=memstrata_dot_v1_dot_memory__pb2.ExportRequest.SerializeToString,
+                response_deserializer=memstrata_dot_v1_dot_memory__pb2.ExportChunk.FromString,
+                _registered_method=True)
+        self.DescribeKey = channel.unary_unary(
+                '/memstrata.v1.MemoryService/DescribeKey',
+                request_serializer=memstrata_dot_v1_dot_memory__pb2.DescribeKeyRequest.SerializeToString,
+                response_deserializer=memstrata_dot_v1_dot_memory__pb2.KeyInfo.FromString,
+                _registered_method=True)
+        self.ListUsers = channel.unary_unary(
+                '/memstrata.v1.MemoryService/ListUsers',
+                request_serializer=memstrata_dot_v1_dot_memory__pb2.ListUsersRequest.SerializeToString,
+                response_deserializer=memstrata_dot_v1_dot_memory__pb2.ListUsersReply.FromString,
+                _registered_method=True)
+        self.ReadAudit = channel.unary_unary(
+                '/memstrata.v1.MemoryService/ReadAudit',
+                request_serializer=memstrata_dot_v1_dot_memory__pb2.ReadAuditRequest.SerializeToString,
+                response_deserializer=memstrata_dot_v1_dot_memory__pb2.ReadAuditReply.FromString,
+                _registered_method=True)
 
 
 class MemoryServiceServicer:
@@ -214,6 +234,38 @@ class MemoryServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ExportUser(self, request, context):
+        """Export (read-only): a user's sessions, or every user's of the key's tenant, one
+        session after another, as `memstrata export` writes them.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DescribeKey(self, request, context):
+        """The call's API key as the service sees it: its tenants, scopes and bound user
+        (any valid key may ask; nothing secret comes back).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListUsers(self, request, context):
+        """A page of the call tenant's users, in id order (read scope; admin as well for a
+        tenant other than the key's own, with a platform key).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ReadAudit(self, request, context):
+        """A page of the audit log's entries about the call's tenant (admin scope). The log is
+        append-only: no RPC changes or removes an entry.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MemoryServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -291,6 +343,26 @@ def add_MemoryServiceServicer_to_server(servicer, server):
                     servicer.GetStats,
                     request_deserializer=memstrata_dot_v1_dot_memory__pb2.GetStatsRequest.FromString,
                     response_serializer=memstrata_dot_v1_dot_memory__pb2.StatsReply.SerializeToString,
+            ),
+            'ExportUser': grpc.unary_stream_rpc_method_handler(
+                    servicer.ExportUser,
+                    request_deserializer=memstrata_dot_v1_dot_memory__pb2.ExportRequest.FromString,
+                    response_serializer=memstrata_dot_v1_dot_memory__pb2.ExportChunk.SerializeToString,
+            ),
+            'DescribeKey': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeKey,
+                    request_deserializer=memstrata_dot_v1_dot_memory__pb2.DescribeKeyRequest.FromString,
+                    response_serializer=memstrata_dot_v1_dot_memory__pb2.KeyInfo.SerializeToString,
+            ),
+            'ListUsers': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListUsers,
+                    request_deserializer=memstrata_dot_v1_dot_memory__pb2.ListUsersRequest.FromString,
+                    response_serializer=memstrata_dot_v1_dot_memory__pb2.ListUsersReply.SerializeToString,
+            ),
+            'ReadAudit': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReadAudit,
+                    request_deserializer=memstrata_dot_v1_dot_memory__pb2.ReadAuditRequest.FromString,
+                    response_serializer=memstrata_dot_v1_dot_memory__pb2.ReadAuditReply.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -698,6 +770,114 @@ class MemoryService:
             '/memstrata.v1.MemoryService/GetStats',
             memstrata_dot_v1_dot_memory__pb2.GetStatsRequest.SerializeToString,
             memstrata_dot_v1_dot_memory__pb2.StatsReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ExportUser(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/memstrata.v1.MemoryService/ExportUser',
+            memstrata_dot_v1_dot_memory__pb2.ExportRequest.SerializeToString,
+            memstrata_dot_v1_dot_memory__pb2.ExportChunk.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeKey(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/memstrata.v1.MemoryService/DescribeKey',
+            memstrata_dot_v1_dot_memory__pb2.DescribeKeyRequest.SerializeToString,
+            memstrata_dot_v1_dot_memory__pb2.KeyInfo.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListUsers(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/memstrata.v1.MemoryService/ListUsers',
+            memstrata_dot_v1_dot_memory__pb2.ListUsersRequest.SerializeToString,
+            memstrata_dot_v1_dot_memory__pb2.ListUsersReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReadAudit(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/memstrata.v1.MemoryService/ReadAudit',
+            memstrata_dot_v1_dot_memory__pb2.ReadAuditRequest.SerializeToString,
+            memstrata_dot_v1_dot_memory__pb2.ReadAuditReply.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,4 +1,5 @@
-"""Document store on OpenSearch: ``<prefix>-sessions``, ``-turns``, ``-units``, ``-layers``.
+"""Document store on OpenSearch: ``<prefix>-sessions``, ``-turns``, ``-units``, ``-layers``,
+``-profiles``.
 
 Each record is one document with a deterministic ``_id`` (a re-put overwrites),
 keyword fields for the scope, and the record itself under ``data``, an object
@@ -11,7 +12,7 @@ is not on the hot search path.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -28,7 +29,7 @@ from memstrata.store._opensearch import (
     search_all,
 )
 from memstrata.store.sqlite_docs import date_key
-from memstrata.store.types import DocStore, StoreError
+from memstrata.store.types import CachedLayer, DocStore, StoreError
 
 BACKEND = "opensearch"
 
@@ -40,6 +41,9 @@ _MAPPINGS: dict[str, dict[str, Any]] = {
     "turns": {"turn_index": {"type": "integer"}, "doc_id": _KEYWORD},
     "units": {"turn_index": {"type": "integer"}, "doc_id": _KEYWORD},
     "layers": {"layer": _KEYWORD, "builder": _KEYWORD},
+    # One record per (user, entity): no session_id, so a session's delete never matches one
+    # and a user's delete (by scope) removes them all.
+    "profiles": {"entity_id": _KEYWORD},
 }
 _MGET_CHUNK = 500
 
@@ -55,6 +59,12 @@ def _turn_id(scope: Scope, session_id: str, index: int) -> str:
 
 def _session_id(scope: Scope, session_id: str) -> str:
     return record_id(scope.tenant_id, scope.user_id, session_id, "session")
+
+
+def _profile_id(scope: Scope, entity_id: str) -> str:
+    # '#' is in no session id, so these ids never meet a session record's.
+    return record_id(scope.tenant_id, scope.user_id, "#profiles",
+                     json.dumps(["profile", entity_id]))
 
 
 def _layer_id(scope: Scope, session_id: str, layer: str, builder: str) -> str:
@@ -310,6 +320,51 @@ class OpenSearchDocStore(DocStore):
                     request_timeout=self.timeout,
                 )
 
+    # -- entity profiles ----------------------------------------------------
+    def get_profiles(self, scope: Scope, ids: Collection[str] | None = None
+                     ) -> dict[str, dict[str, Any]]:
+        out: dict[str, dict[str, Any]] = {}
+        with guard(BACKEND, f"get profiles of {scope}"):
+            if ids is None:
+                for src in self._all("profiles", scope_filter(scope), [{"entity_id": "asc"}]):
+                    out[src["entity_id"]] = src["data"]
+                return out
+            wanted = sorted(set(ids))
+            for start in range(0, len(wanted), _MGET_CHUNK):
+                chunk = wanted[start : start + _MGET_CHUNK]
+                res = self._client.mget(index=self.indices["profiles"],
+                                        body={"ids": [_profile_id(scope, e) for e in chunk]},
+                                        request_timeout=self.timeout)
+                for doc in res["docs"]:
+                    src = doc.get("_source") if doc.get("found") else None
+                    if src and src["tenant_id"] == scope.tenant_id \
+                            and src["user_id"] == scope.user_id:
+                        out[src["entity_id"]] = src["data"]
+        return out
+
+    def put_profiles(self, scope: Scope, records: Mapping[str, dict[str, Any]], *,
+                     drop: Collection[str] = ()) -> None:
+        with guard(BACKEND, f"put {len(records)} profiles of {scope}"):
+            if drop:
+                flt = [*scope_filter(scope), {"terms": {"entity_id": sorted(set(drop))}}]
+                self._client.delete_by_query(
+                    index=self.indices["profiles"], body={"query": {"bool": {"filter": flt}}},
+                    refresh=True, conflicts="proceed", request_timeout=self.timeout)
+            if records:
+                # Round-trip through JSON so what is stored is exactly what a read returns.
+                self._bulk("profiles", [
+                    (_profile_id(scope, eid), {"tenant_id": scope.tenant_id,
+                                               "user_id": scope.user_id, "entity_id": eid,
+                                               "data": json.loads(json.dumps(data))})
+                    for eid, data in records.items()])
+
+    def count_profiles(self, scope: Scope | None = None) -> int:
+        body = None if scope is None else {"query": {"bool": {"filter": scope_filter(scope)}}}
+        with guard(BACKEND, f"count profiles {scope or 'all'}"):
+            res = self._client.count(index=self.indices["profiles"], body=body,
+                                     request_timeout=self.timeout)
+        return int(res["count"])
+
     def count_turns(self, scope: Scope | None = None) -> int:
         body = None if scope is None else {"query": {"bool": {"filter": scope_filter(scope)}}}
         with guard(BACKEND, f"count turns {scope or 'all'}"):
@@ -317,6 +372,29 @@ class OpenSearchDocStore(DocStore):
                 index=self.indices["turns"], body=body, request_timeout=self.timeout
             )
         return int(res["count"])
+
+    def list_users(self, tenant_id: str, *, after: str | None = None,
+                   limit: int = 1000) -> list[str]:
+        limit = max(0, int(limit))
+        if limit == 0:
+            return []
+        composite: dict[str, Any] = {"size": limit, "sources": [
+            {"u": {"terms": {"field": "user_id", "order": "asc"}}}]}
+        if after is not None:
+            composite["after"] = {"u": after}
+        body = {"size": 0, "query": {"bool": {"filter": [{"term": {"tenant_id": tenant_id}}]}},
+                "aggs": {"users": {"composite": composite}}}
+        with guard(BACKEND, f"list users of {tenant_id}"):
+            buckets = self._client.search(index=self.indices["sessions"], body=body,
+                                          request_timeout=self.timeout)[
+                "aggregations"]["users"]["buckets"]
+        return [str(b["key"]["u"]) for b in buckets]
+
+    def session_layers(self, scope: Scope, session_id: str) -> list[CachedLayer]:
+        sort = [{"layer": "asc"}, {"builder": "asc"}]
+        with guard(BACKEND, f"list layers of {scope}/{session_id}"):
+            sources = self._all("layers", self._session_filter(scope, session_id), sort)
+        return [CachedLayer(s["layer"], s["builder"], s["data"]) for s in sources]
 
     def stats(self, tenant_id: str | None = None) -> dict[str, Any]:
         flt = [] if tenant_id is None else [{"term": {"tenant_id": tenant_id}}]

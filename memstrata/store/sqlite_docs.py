@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -48,6 +48,10 @@ CREATE TABLE IF NOT EXISTS layers (
     tenant_id TEXT NOT NULL, user_id TEXT NOT NULL, session_id TEXT NOT NULL,
     layer TEXT NOT NULL, builder TEXT NOT NULL, payload TEXT NOT NULL,
     PRIMARY KEY (tenant_id, user_id, session_id, layer, builder)
+);
+CREATE TABLE IF NOT EXISTS profiles (
+    tenant_id TEXT NOT NULL, user_id TEXT NOT NULL, entity_id TEXT NOT NULL, data TEXT NOT NULL,
+    PRIMARY KEY (tenant_id, user_id, entity_id)
 );
 """
 
@@ -350,6 +354,58 @@ class SqliteDocStore(DocStore):
         with self._tx(f"delete {scope}/{session_id or '*'}") as c:
             for table in _SESSION_TABLES:
                 c.execute(f"DELETE FROM {table} WHERE {where}", params)
+            if session_id is None:  # a user's profiles go with the user
+                c.execute(f"DELETE FROM profiles WHERE {where}", params)
+
+    # -- entity profiles ----------------------------------------------------
+    def get_profiles(self, scope: Scope, ids: Collection[str] | None = None
+                     ) -> dict[str, dict[str, Any]]:
+        base = "SELECT entity_id, data FROM profiles WHERE tenant_id=? AND user_id=?"
+        params: list[Any] = [scope.tenant_id, scope.user_id]
+        op = f"get profiles of {scope}"
+        if not self._has_profiles():
+            return {}
+        if ids is None:
+            rows = self._rows(op, base + " ORDER BY entity_id", params)
+        else:
+            rows = []
+            for chunk in _chunks(sorted(set(ids))):
+                marks = ",".join("?" * len(chunk))
+                rows += self._rows(op, f"{base} AND entity_id IN ({marks})", params + chunk)
+        return {str(eid): json.loads(data) for eid, data in rows}
+
+    def put_profiles(self, scope: Scope, records: Mapping[str, dict[str, Any]], *,
+                     drop: Collection[str] = ()) -> None:
+        if not records and not drop:
+            return
+        with guard(BACKEND, f"encode profiles of {scope}"):
+            rows = [(scope.tenant_id, scope.user_id, eid, json.dumps(data, ensure_ascii=False))
+                    for eid, data in records.items()]
+        with self._tx(f"put {len(rows)} profiles of {scope}") as c:
+            for chunk in _chunks(sorted(set(drop))):
+                marks = ",".join("?" * len(chunk))
+                c.execute(f"DELETE FROM profiles WHERE tenant_id=? AND user_id=? "
+                          f"AND entity_id IN ({marks})", [scope.tenant_id, scope.user_id, *chunk])
+            c.executemany("INSERT OR REPLACE INTO profiles VALUES (?,?,?,?)", rows)
+
+    def count_profiles(self, scope: Scope | None = None) -> int:
+        if not self._has_profiles():
+            return 0
+        if scope is None:
+            rows = self._rows("count profiles", "SELECT COUNT(*) FROM profiles", ())
+        else:
+            rows = self._rows(f"count profiles {scope}",
+                              "SELECT COUNT(*) FROM profiles WHERE tenant_id=? AND user_id=?",
+                              (scope.tenant_id, scope.user_id))
+        return int(rows[0][0])
+
+    def _has_profiles(self) -> bool:
+        """A file written before profiles existed and opened read-only has no such table."""
+        if self._conn is not None:
+            return True
+        rows = self._rows("find the profiles table", "SELECT 1 FROM sqlite_master WHERE "
+                          "type='table' AND name='profiles'", ())
+        return bool(rows)
 
     def count_turns(self, scope: Scope | None = None) -> int:
         if scope is None:

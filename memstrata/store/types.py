@@ -14,7 +14,7 @@ tenant's and that user's records. The shared contract tests in
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -260,3 +260,22 @@ class DocStore(_Closable):
         """Counts of one tenant (or of everything): ``users``, ``sessions``, ``turns``,
         ``units`` and ``layers`` (cached payloads by layer name)."""
         raise NotImplementedError(f"{self.name}: stats")
+
+    # -- entity profiles (memstrata.profiles) -----------------------------
+    def get_profiles(self, scope: Scope, ids: Collection[str] | None = None
+                     ) -> dict[str, dict[str, Any]]:
+        """The scope's profile records by id: all of them, or those of ``ids`` (unknown ids
+        skipped). A record is an opaque JSON object; a user's records are few and small."""
+        raise NotImplementedError(f"{self.name}: profiles")
+
+    def put_profiles(self, scope: Scope, records: Mapping[str, dict[str, Any]], *,
+                     drop: Collection[str] = ()) -> None:
+        """Insert or replace profile records by id and remove the ids in ``drop``, in one
+        write (inside :meth:`atomic`, in the caller's transaction). ``delete`` of a whole
+        scope removes its profile records too; ``delete`` of one session leaves them to
+        the caller, who rewrites the profiles the session touched."""
+        raise NotImplementedError(f"{self.name}: profiles")
+
+    def count_profiles(self, scope: Scope | None = None) -> int:
+        """Profile records of the scope (or of the whole store)."""
+        raise NotImplementedError(f"{self.name}: profiles")
