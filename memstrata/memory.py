@@ -53,6 +53,7 @@ from memstrata.model import (
     TurnNotes,
     turns_digest,
 )
+from memstrata.profiles.book import ProfileBook
 from memstrata.redact.redactor import Redactor
 from memstrata.retrieval import indexing
 from memstrata.retrieval.hybrid import HybridRetriever, RetrievalParams
@@ -175,6 +176,8 @@ class Memory:
         self.vectors = vectors
         self.lexical = lexical
         self.docs = docs
+        #: Entity and persona profiles kept in the doc store (``MEMSTRATA_PROFILES``).
+        self.profiles = ProfileBook(docs)
         #: BM25 over whole sessions (:mod:`memstrata.retrieval.sessions`); None: not kept.
         self.session_lexical = session_lexical
         self.meter = meter or UsageMeter()
@@ -575,6 +578,10 @@ class Memory:
             self._index(units, vectors)
             if self.session_lexical is not None and documents:
                 self.session_lexical.upsert(documents)
+            # Entity and persona profiles: the batch's sessions re-read, the entities they
+            # touch re-routed, written in the same transaction (memstrata.profiles).
+            profiles = (self.profiles.plan_sessions([(p.meta, p.all_turns) for p in batch])
+                        if self.settings.profiles else [])
             with self.docs.atomic():
                 for p in batch:
                     if p.changed:
@@ -583,6 +590,8 @@ class Memory:
                     self.docs.put_units(units)
                 for p in batch:
                     self._mark_done(p)
+                for write in profiles:
+                    write.apply(self.docs)
         except BaseException:
             self._forget_new(batch)
             raise
@@ -720,7 +729,7 @@ class Memory:
                                lambda: whole.delete(scope, session_id)))
             stores += [
                 ("docs", lambda: self.docs.count_turns(scope),
-                 lambda: self.docs.delete(scope, session_id)),
+                 lambda: self._delete_docs(scope, session_id)),
             ]
             # The doc store goes last: until it is done the sessions stay listed
             # (digest cleared), so the user can see them and delete again.
@@ -738,6 +747,15 @@ class Memory:
             if session_id is None:  # nothing of a forgotten user stays, its queries included
                 self.retriever.query_vectors.forget(scope)
         return receipt
+
+    def _delete_docs(self, scope: Scope, session_id: str | None) -> None:
+        """The doc store's part of a delete: a session's share of the profiles is removed
+        (the profiles it touched rewritten) in the same transaction as its records; a
+        user's profiles go with the user."""
+        with self.docs.atomic():
+            if session_id is not None:
+                self.profiles.forget_session(scope, session_id).apply(self.docs)
+            self.docs.delete(scope, session_id)
 
     def _delete(self, scope: Scope, session_id: str | None) -> None:
         self.vectors.delete(scope, session_id)

@@ -109,6 +109,10 @@ class TurnEvent(WireEvent):
     #: (:class:`memstrata.limits.TurnLimits`), checked with the content's.
     labels: dict[Annotated[str, StringConstraints(min_length=1)], str] = Field(
         default_factory=dict)
+    #: The kinds the query service's redaction step masked in ``content`` (memstrata.redact);
+    #: None (left out of the record) when nothing was.
+    redacted: list[Annotated[str, StringConstraints(min_length=1, max_length=64)]] | None = (
+        Field(default=None, max_length=64))
 
     @field_validator("ts", "session_date")
     @classmethod
@@ -129,7 +133,7 @@ class TurnEvent(WireEvent):
 
     def message(self) -> Message:
         return Message(role=self.role, content=self.content, speaker=self.speaker,
-                       source_id=self.message_id)
+                       source_id=self.message_id, redacted=tuple(self.redacted or ()))
 
 
 ControlType = Literal["close_session", "delete_session", "delete_user"]

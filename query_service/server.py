@@ -17,7 +17,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -26,10 +26,13 @@ from grpc_reflection.v1alpha import reflection
 from prometheus_client import CollectorRegistry
 
 from memstrata.controller.config import ControllerSettings
+from memstrata.executor import Closable
 from memstrata.limits import TurnLimits
 from memstrata.llm.metrics import register_llm_metrics
+from memstrata.redact.metrics import register_redaction_metrics
 from memstrata.llm.usage import PriceTable
-from memstrata.roles import ServedMemory
+from memstrata.model import Scope
+from memstrata.roles import HostedMemory
 from memstrata.rpc import memory_pb2 as pb
 from memstrata.rpc import memory_pb2_grpc as pb_grpc
 from query_service.controls import TopicControls
@@ -41,6 +44,7 @@ from query_service.limits import SpendLedger, TenantGate
 from query_service.metrics import ServiceMetrics
 from memstrata.config import Config, defaults
 from memstrata.kafka import KafkaSettings
+from memstrata.telemetry.grpc import server_interceptors
 from query_service.publish import (
     KafkaPublisher,
     StoredOffsets,
@@ -51,6 +55,9 @@ from query_service.servicer import MemoryServicer
 from query_service.settings import ServiceSettings
 from query_service.transport import channel_options
 from query_service.work import Pools, build_pools
+
+if TYPE_CHECKING:
+    from memstrata.llm.openai_compat import ChatClient
 
 log = logging.getLogger(__name__)
 
@@ -101,11 +108,12 @@ class ServiceHandle:
     health: HealthServicer
     pools: Pools
     publisher: TurnPublisher | None
+    #: The /metrics HTTP server (``shutdown()`` stops it); None: not served.
     metrics_http: Any = None
     #: The Ray workers (``MEMSTRATA_WORKERS_BACKEND=ray``); None: everything in-process.
-    workers: Any = None
+    workers: Closable | None = None
     #: Kafka mode's route for closes and deletes (``query_service.controls``).
-    controls: Any = None
+    controls: TopicControls | None = None
 
     @property
     def address(self) -> str:
@@ -127,8 +135,8 @@ class ServiceHandle:
             await asyncio.get_running_loop().run_in_executor(None, self.workers.close)
 
 
-def _start_workers(memory: Any, servicer: MemoryServicer, keys: KeyRing,
-                   metrics: ServiceMetrics, config: Config | None) -> Any:
+def _start_workers(memory: HostedMemory, servicer: MemoryServicer, keys: KeyRing,
+                   metrics: ServiceMetrics, config: Config | None) -> Closable | None:
     """The Ray workers when the ``workers`` package is installed (it decides by its settings)."""
     from memstrata.executor import find_backend
 
@@ -139,7 +147,7 @@ def _start_workers(memory: Any, servicer: MemoryServicer, keys: KeyRing,
     return start(memory, servicer, keys.tenants, registry=metrics.registry, config=config)
 
 
-def _warm_up(memory: ServedMemory) -> None:
+def _warm_up(memory: HostedMemory) -> None:
     """One search, so the encoder and the stores' readers are loaded before serving.
 
     A read only (of the health probe's scope, which holds nothing); its result is dropped.
@@ -150,26 +158,24 @@ def _warm_up(memory: ServedMemory) -> None:
         log.warning("warm-up search failed (the first Search will load the encoder): %s", exc)
 
 
-def _open_chat(memory: Any, controller_settings: ControllerSettings) -> Any:
+def _open_chat(memory: HostedMemory,
+               controller_settings: ControllerSettings) -> ChatClient | None:
     """The answer LLM the memory's settings name; None with the rules policy or offline."""
     if controller_settings.policy == "rules":
         return None
     from memstrata.controller.run import open_chat_client
 
-    settings = getattr(memory, "settings", None)
-    if settings is None:  # a reader without settings of its own: answers offline
-        return None
-    return open_chat_client(settings, getattr(memory, "meter", None))
+    return open_chat_client(memory.settings, memory.meter)
 
 
-def audit_path(memory: Any, settings: ServiceSettings) -> Path:
+def audit_path(memory: HostedMemory, settings: ServiceSettings) -> Path:
     """The audit log: the setting, else in the data dir of the memory the service serves."""
     if settings.audit_file is not None:
         return settings.audit_file
     return Path(memory.settings.data_dir) / AUDIT_FILE
 
 
-def spend_path(memory: Any, settings: ServiceSettings) -> Path:
+def spend_path(memory: HostedMemory, settings: ServiceSettings) -> Path:
     """The spend file: the setting, else beside the data the service serves."""
     if settings.spend_file is not None:
         return settings.spend_file
@@ -177,14 +183,14 @@ def spend_path(memory: Any, settings: ServiceSettings) -> Path:
 
 
 async def build_server(
-    memory: ServedMemory,
+    memory: HostedMemory,
     settings: ServiceSettings,
     *,
     controller_settings: ControllerSettings | None = None,
     publisher: TurnPublisher | None = None,
     kafka: KafkaSettings | None = None,
     stored: StoredOffsets | None = None,
-    chat: Any = None,
+    chat: ChatClient | None = None,
     prices: PriceTable | None = None,
     extra_metrics: Sequence[CollectorRegistry] = (),
     start_workers: bool = True,
@@ -192,6 +198,10 @@ async def build_server(
     config: Config | None = None,
 ) -> ServiceHandle:
     """Start a server over ``memory`` (a :class:`~memstrata.memory.Memory`) and return it.
+
+    ``memory`` is seen through :class:`~memstrata.roles.HostedMemory`: the roles,
+    its settings (the answer models, the spend file), its meter and its stores
+    (the start-up check), and the seams the workers hook plugs into.
 
     Settings come from the caller (the entry point's :func:`memstrata.config.load_config`);
     a missing ``controller_settings`` means the defaults, never the environment.
@@ -204,10 +214,9 @@ async def build_server(
     ``MEMSTRATA_TURN_*`` limits Ingest applies (the stream worker's, when serve hosts it).
     """
     controller_settings = controller_settings or defaults(ControllerSettings)
-    app = getattr(memory, "settings", None)  # the answer models' cost series start at 0
+    app = memory.settings  # the answer models' cost series start at 0
     metrics = ServiceMetrics(tenant_label=settings.metrics_tenant_label, models=[
-        getattr(app, f"llm_model_{r}") for r in ("controller", "synthesizer", "generator")
-    ] if app is not None else ())
+        app.llm_model_controller, app.llm_model_synthesizer, app.llm_model_generator])
     for registry in extra_metrics:  # e.g. the stream worker's, when serve hosts it
         metrics.include(registry)
     keys = KeyRing(settings.keys_file)
@@ -221,15 +230,19 @@ async def build_server(
     if chat is None:
         chat = _open_chat(memory, controller_settings)
     # memstrata_llm_fallbacks_total: builds and answers the LLM failed to do.
-    register_llm_metrics(metrics.registry, getattr(memory, "meter", None),
-                         getattr(chat, "meter", None))
+    register_llm_metrics(metrics.registry, memory.meter,
+                         getattr(chat, "meter", None))  # a scripted chat may have none
+    # memstrata_redactions_total{tenant,kind}: once, if serve's stream worker has not already.
+    register_redaction_metrics(metrics.registry, memory, included=extra_metrics)
     servicer = MemoryServicer(memory, settings, controller_settings, chat, pools, metrics,
                               gate, SpendLedger(spend_path(memory, settings)), publisher,
                               prices, turn_limits=turn_limits)
     pacer = RefusalPacer(settings.refusal_hold_max_s, settings.refusals_held_max,
                          settings.refusal_rate_per_s)
     servicer.audit = audit = AuditLog(audit_path(memory, settings))
-    server = grpc.aio.server(interceptors=[CallInterceptor(metrics, keys, gate,
+    # The trace span interceptor first (tracing on only), so its span covers the others.
+    server = grpc.aio.server(interceptors=[*server_interceptors(),
+                                           CallInterceptor(metrics, keys, gate,
                                                            settings.max_message_bytes,
                                                            pacer, audit)],
                              options=[("grpc.so_reuseport", 0),
@@ -287,7 +300,7 @@ async def build_server(
     return handle
 
 
-def _startup_totals(memory: Any) -> None:
+def _startup_totals(memory: HostedMemory) -> None:
     """The cheap part of ``memstrata check``: every L0 unit has a vector and a BM25 document.
 
     A mismatch is logged (with the command that names and repairs the sessions),
@@ -296,12 +309,9 @@ def _startup_totals(memory: Any) -> None:
     """
     from memstrata.check import CheckReport, check_totals
 
-    docs, vectors, lexical = (getattr(memory, n, None) for n in ("docs", "vectors", "lexical"))
-    if docs is None or vectors is None or lexical is None:
-        return  # not a local Memory (a test double or a remote reader)
     report = CheckReport()
     try:
-        check_totals(docs, vectors, lexical, report)
+        check_totals(memory.docs, memory.vectors, memory.lexical, report)
     except NotImplementedError:
         return
     for f in report.findings:  # (a stream worker already writing can cause a passing one)
@@ -311,9 +321,7 @@ def _startup_totals(memory: Any) -> None:
             f"{k} {v}" for k, v in report.totals.items()))
 
 
-def _probe_scope() -> Any:
-    from memstrata.model import Scope
-
+def _probe_scope() -> Scope:
     return Scope(tenant_id="_health", user_id="_probe")
 
 
@@ -330,7 +338,7 @@ def stop_summary(handle: ServiceHandle, uptime_s: float) -> str:
     return f"query service stopped: ran {took}; {int(calls)} calls served, {int(failed)} failed"
 
 
-async def run_server(memory: ServedMemory, settings: ServiceSettings, *,
+async def run_server(memory: HostedMemory, settings: ServiceSettings, *,
                      stop: asyncio.Event | None = None, handle_signals: bool = True,
                      on_listening: Callable[[ServiceHandle], None] | None = None,
                      **kwargs: Any) -> None:
@@ -366,7 +374,7 @@ async def run_server(memory: ServedMemory, settings: ServiceSettings, *,
 
 
 def as_loop_service(settings: ServiceSettings,
-                    **kwargs: Any) -> Callable[[Any], Awaitable[None]]:
+                    **kwargs: Any) -> Callable[[HostedMemory], Awaitable[None]]:
     """The service as a coroutine factory for another component's loop.
 
     ``memstrata up`` runs extra services on the stream worker's loop over the
@@ -375,7 +383,7 @@ def as_loop_service(settings: ServiceSettings,
     process and memory. Cancelling the task stops the server gracefully.
     """
 
-    async def service(memory: ServedMemory) -> None:
+    async def service(memory: HostedMemory) -> None:
         await run_server(memory, settings, handle_signals=False, **kwargs)
 
     return service

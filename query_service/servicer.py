@@ -39,6 +39,7 @@ from memstrata.lifecycle.export import USERS_PAGE, read_session
 from memstrata.lifecycle.records import ExportedSession
 from memstrata.roles import DeleteReceipt, HostedMemory, MemoryReader
 from memstrata.rpc.export import chunks_of
+from memstrata.telemetry.genai import search_span
 from memstrata.wire import TurnEvent
 from query_service import controls, writes
 from query_service.audit import AuditLog
@@ -275,7 +276,10 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
                  if request.top_k else None)
 
         def work(token: WorkToken) -> pb.SearchReply:
-            hits = self.memory.search(scope, queries, top_k=top_k)
+            with search_span(scope.tenant_id, queries, top_k) as span:  # tracing on only
+                hits = self.memory.search(scope, queries, top_k=top_k)
+                if span is not None:
+                    span.set_attribute("memstrata.hits", len(hits))
             if not hits:
                 self._user_exists(self.memory, scope)
             # Built here, not on the event loop: the loop thread carries every

@@ -27,7 +27,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from memstrata.model import Message, Scope, SessionMeta
+from memstrata.model import Scope, SessionMeta
 from memstrata.roles import (
     DeleteReceipt,
     MemoryReader,
@@ -389,8 +389,7 @@ def append_direct(memory: ServedMemory, records: Sequence[TurnEvent],
         meta = group[0].meta()
         for r in group[1:]:
             meta = meta.filled_from(r.meta())
-        messages = [Message(role=r.role, content=r.content, speaker=r.speaker,
-                            source_id=r.message_id) for r in group]
+        messages = [r.message() for r in group]  # with its redaction marker
         items.append((meta, messages))
     if items:
         reports = memory.append_batch(items)  # one write: no delete falls between its sessions

@@ -45,7 +45,8 @@ def session_events(session: Session) -> list[TurnEvent]:
                 tenant_id=meta.scope.tenant_id, user_id=meta.scope.user_id,
                 session_id=meta.session_id, message_id=m.source_id or f"{meta.session_id}:{n}",
                 role=m.role, content=m.content, speaker=m.speaker, ts=utcnow(),
-                session_date=meta.session_date, labels=dict(meta.labels)))
+                session_date=meta.session_date, labels=dict(meta.labels),
+                redacted=list(m.redacted) or None))
             n += 1
     return out
 

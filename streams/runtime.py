@@ -22,6 +22,8 @@ from memstrata.config import Settings
 from memstrata.kafka import write_broker_file as _record_broker
 from memstrata.limits import TurnLimits
 from memstrata.llm.metrics import register_llm_metrics
+from memstrata.roles import HostedMemory
+from memstrata.redact.metrics import register_redaction_metrics
 from streams import topics
 from streams.app import ExtraService, StreamApp, build_app
 from streams.broker import GuardedBroker, ensure_topics
@@ -102,7 +104,8 @@ class StreamRuntime:
     services: Sequence[ExtraService] = ()
     #: Called with the broker address once it is known (``up`` prints it).
     on_ready: Callable[[str], None] | None = None
-    open_memory: Callable[[Settings], Any] | None = None
+    #: Opens the worker's memory (``Memory.open`` when None).
+    open_memory: Callable[[Settings], HostedMemory] | None = None
     #: The running app, once built.
     stream_app: StreamApp | None = field(default=None, init=False)
     #: What the worker has stored, for services on its loop (the embedded Ingest
@@ -119,7 +122,7 @@ class StreamRuntime:
         data_dir.mkdir(parents=True, exist_ok=True)
         broker: GuardedBroker | None = None
         broker_file: Path | None = None
-        memory = None
+        memory: HostedMemory | None = None
         try:
             settings = self.settings
             if "tantivy_commit" not in settings.model_fields_set:  # set by no variable or file
@@ -144,7 +147,9 @@ class StreamRuntime:
                 kafka=self.kafka))
             metrics = self.metrics or StreamMetrics.create()
             # memstrata_llm_fallbacks_total: L0 windows the LLM failed to build.
-            register_llm_metrics(metrics.registry, getattr(memory, "meter", None))
+            register_llm_metrics(metrics.registry, memory.meter)
+            # memstrata_redactions_total{tenant,kind}: what the write path masked or dropped.
+            register_redaction_metrics(metrics.registry, memory)
             if broker is not None:
                 broker.register_metrics(metrics.registry)
             if self.stream.metrics_port:
@@ -177,7 +182,7 @@ class StreamRuntime:
                 broker.stop()
 
 
-def _open_memory(settings: Settings) -> Any:
+def _open_memory(settings: Settings) -> HostedMemory:
     from memstrata.memory import Memory
 
     return Memory.open(settings)

@@ -66,6 +66,8 @@ def turn_events(session: ExportedSession) -> list[dict[str, Any]]:
                 line["speaker"] = m.speaker
             if m.source_id is not None:
                 line["message_id"] = m.source_id
+            if m.redacted:  # masked before storage (memstrata.redact): the kinds masked
+                line["redacted"] = list(m.redacted)
             line["labels"] = dict(meta.labels)
             lines.append(line)
     return lines

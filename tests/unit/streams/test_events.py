@@ -95,7 +95,7 @@ def test_control_events() -> None:
 def test_turn_event_fields_are_the_documented_contract() -> None:
     assert set(TurnEvent.model_fields) == {
         "v", "tenant_id", "user_id", "session_id", "message_id", "role", "content", "ts",
-        "session_date", "speaker", "labels"}
+        "session_date", "speaker", "labels", "redacted"}
 
 
 def test_kafka_settings_check_heartbeat_against_session_timeout() -> None:
