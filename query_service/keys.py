@@ -19,7 +19,8 @@ sees the old file or the new one, never half of one.
 File layout::
 
     {"keys": {"<id>": {"tenant": "acme", "sha256": "...", "created": "...",
-                       "revoked": false}},
+                       "revoked": false, "scopes": ["read", "write"],
+                       "user": "maya", "tenants": ["globex"]}},
      "tenants": {"acme": {"rate_per_s": 50, "burst": 100, "max_concurrent": 8,
                           "daily_tokens": 200000, "daily_usd": 2.5,
                           "on_budget_exhausted": "offline", "weight": 2}}}
@@ -29,6 +30,14 @@ compete (weighted fair queuing, ``query_service.scheduler``; default 1): a
 tenant of weight 2 gets about twice the pool time of a tenant of weight 1
 while both have calls waiting. It belongs to the tenant, not to one of its
 keys, so minting more keys never buys a larger share.
+
+``scopes`` says what a key may do (:data:`SCOPES`; which RPC needs which:
+``query_service.scopes``); a key without the field (every key written before
+scopes existed) has :data:`DEFAULT_SCOPES`, so old files keep working as they
+did. ``user``, when set, binds the key to that one user. ``tenants`` names the
+other tenants a platform key may act for (an ingest pipeline serving several):
+a call picks one with its ``x-memstrata-tenant`` header; any other tenant is
+refused.
 """
 
 from __future__ import annotations
@@ -44,12 +53,14 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from memstrata.lifecycle.retention import RetentionPolicy
 from memstrata.model import Identifier
 
 PREFIX = "msk"
@@ -57,6 +68,29 @@ PREFIX = "msk"
 LOCK_WAIT_S = 30.0
 
 log = logging.getLogger(__name__)
+
+ScopeName = Literal["read", "write", "delete", "admin"]
+#: Every scope, in the order they are shown.
+SCOPES: tuple[ScopeName, ...] = ("read", "write", "delete", "admin")
+#: A key's scopes when it names none: what every key could do before scopes existed.
+DEFAULT_SCOPES: tuple[ScopeName, ...] = ("read", "write", "delete")
+
+
+@dataclass(frozen=True)
+class Grant:
+    """What one valid key may do: the tenants it acts for, its scopes, its bound user."""
+
+    key_id: str
+    #: The key's own tenant: the call's tenant when the call names none.
+    tenant: str
+    #: Every tenant the key may act for, its own included.
+    tenants: frozenset[str]
+    scopes: frozenset[str]
+    #: Set: the key acts for this user only.
+    user: str | None = None
+
+    def shown_scopes(self) -> list[str]:
+        return [s for s in SCOPES if s in self.scopes]
 
 
 class KeyEntry(BaseModel):
@@ -66,6 +100,40 @@ class KeyEntry(BaseModel):
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
     created: str | None = None
     revoked: bool = False
+    #: None (a key written before scopes existed): :data:`DEFAULT_SCOPES`.
+    scopes: list[ScopeName] | None = Field(None, min_length=1)
+    #: Set: the key acts for this one user only.
+    user: Identifier | None = None
+    #: Other tenants a platform key may act for (picked per call by the tenant header).
+    tenants: list[Identifier] | None = None
+
+    @field_validator("scopes", "tenants")
+    @classmethod
+    def _no_repeats(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None and len(set(value)) != len(value):
+            raise ValueError("names a value twice")
+        return value
+
+    def grant(self, key_id: str) -> Grant:
+        scopes = self.scopes if self.scopes is not None else DEFAULT_SCOPES
+        return Grant(key_id=key_id, tenant=self.tenant,
+                     tenants=frozenset({self.tenant, *(self.tenants or ())}),
+                     scopes=frozenset(scopes), user=self.user)
+
+    def shown_scopes(self) -> list[str]:
+        return self.grant("").shown_scopes()
+
+
+def parse_scopes(text: str, field: str = "scopes") -> list[ScopeName]:
+    """``read,write`` -> ["read", "write"]; a clear error naming ``field`` otherwise."""
+    names = [s.strip().lower() for s in text.split(",") if s.strip()]
+    if not names:
+        raise ValueError(f"{field}: name at least one of {', '.join(SCOPES)}")
+    unknown = [n for n in names if n not in SCOPES]
+    if unknown:
+        raise ValueError(f"{field}: unknown scope {unknown[0]!r}; the scopes are "
+                         f"{', '.join(SCOPES)}")
+    return [s for s in SCOPES if s in names]
 
 
 class TenantPolicy(BaseModel):
@@ -83,6 +151,8 @@ class TenantPolicy(BaseModel):
     on_budget_exhausted: Literal["offline", "refuse"] | None = None
     #: Share of the pools under contention (weighted fair queuing); None: 1.
     weight: float | None = Field(None, gt=0, le=1000)
+    #: How long the tenant's data is kept (``memstrata.lifecycle.retention``); None: forever.
+    retention: RetentionPolicy | None = None
 
 
 class KeysFile(BaseModel):
@@ -176,20 +246,37 @@ def _write(path: Path, data: KeysFile) -> None:
         raise
 
 
-def add_key(path: Path, tenant: str) -> tuple[str, str]:
-    """Create a key for ``tenant``; store its hash; return (key id, key). The key is shown once."""
-    KeyEntry(tenant=tenant, sha256="0" * 64)  # validates the tenant id
+def add_key(path: Path, tenant: str, *, scopes: list[ScopeName] | None = None,
+            user: str | None = None, tenants: list[str] | None = None) -> tuple[str, str]:
+    """Create a key for ``tenant``; store its hash; return (key id, key). The key is shown once.
+
+    ``scopes`` None: :data:`DEFAULT_SCOPES`; ``user``: bind the key to that user;
+    ``tenants``: other tenants it may act for. Raises ValidationError naming the field.
+    """
+    extra = sorted(set(tenants or ()) - {tenant}) or None
+    entry = KeyEntry(tenant=tenant, sha256="0" * 64, scopes=scopes, user=user, tenants=extra)
     with _locked(path):
         data = read_keys_file(path)
         key_id = secrets.token_hex(6)
         while key_id in data.keys:
             key_id = secrets.token_hex(6)
         key = f"{PREFIX}_{key_id}_{secrets.token_urlsafe(32)}"
-        data.keys[key_id] = KeyEntry(
-            tenant=tenant, sha256=hash_key(key),
-            created=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+        data.keys[key_id] = entry.model_copy(update={
+            "sha256": hash_key(key),
+            "created": datetime.now(timezone.utc).isoformat(timespec="seconds")})
         _write(path, data)
     return key_id, key
+
+
+def set_scopes(path: Path, key_id: str, scopes: list[ScopeName]) -> KeyEntry:
+    """Replace a key's scopes; return its entry. Raises KeyError for an unknown id."""
+    KeyEntry(tenant="x", sha256="0" * 64, scopes=scopes)  # validates them
+    with _locked(path):
+        data = read_keys_file(path)
+        entry = data.keys[key_id]
+        entry.scopes = list(scopes)
+        _write(path, data)
+    return entry
 
 
 def revoke_key(path: Path, key_id: str) -> str:
@@ -263,29 +350,40 @@ class KeyRing:
                 self.problem = None
                 log.warning("keys file %s is readable again (%d keys)", path, len(data.keys))
 
-    def tenant_for(self, key: str) -> str | None:
-        """The tenant of a valid, unrevoked key; None otherwise."""
+    def grant_for(self, key: str) -> Grant | None:
+        """What a valid, unrevoked key may do; None for any other key."""
         self._refresh()
         key_id = _split(key)
         entry = self._data.keys.get(key_id) if key_id else None
-        if entry is None or entry.revoked:
+        if entry is None or entry.revoked or key_id is None:
             return None
-        return entry.tenant if hmac.compare_digest(entry.sha256, hash_key(key)) else None
+        if not hmac.compare_digest(entry.sha256, hash_key(key)):
+            return None
+        return entry.grant(key_id)
+
+    def tenant_for(self, key: str) -> str | None:
+        """The own tenant of a valid, unrevoked key; None otherwise."""
+        grant = self.grant_for(key)
+        return grant.tenant if grant is not None else None
 
     def policy(self, tenant: str) -> TenantPolicy:
         return self._data.tenants.get(tenant) or TenantPolicy()
 
     @property
     def tenants(self) -> set[str]:
-        return {e.tenant for e in self._data.keys.values()}
+        """Every tenant some key may act for (platform keys' other tenants included)."""
+        return {t for e in self._data.keys.values() for t in (e.tenant, *(e.tenants or ()))}
 
 
 def dump_for_display(path: Path) -> list[dict[str, object]]:
-    """Key ids, tenants and states (no hashes) for ``memstrata keys list``."""
+    """Key ids, tenants, scopes, bound users and states (no hashes) for ``memstrata keys list``."""
     data = read_keys_file(path)
-    return [{"id": k, "tenant": e.tenant, "created": e.created, "revoked": e.revoked}
+    return [{"id": k, "tenant": e.tenant, "created": e.created, "revoked": e.revoked,
+             "scopes": ",".join(e.shown_scopes()), "user": e.user or "",
+             "tenants": ",".join(e.tenants or ())}
             for k, e in sorted(data.keys.items())]
 
 
-__all__ = ["KeyRing", "KeysFile", "KeysFileError", "TenantPolicy", "add_key", "hash_key",
-           "read_keys_file", "revoke_key", "set_tenant_policy", "dump_for_display"]
+__all__ = ["DEFAULT_SCOPES", "Grant", "KeyRing", "KeysFile", "KeysFileError", "SCOPES",
+           "TenantPolicy", "add_key", "hash_key", "parse_scopes", "read_keys_file",
+           "revoke_key", "set_scopes", "set_tenant_policy", "dump_for_display"]

@@ -99,17 +99,21 @@ def setup_logging(level: int | str = logging.WARNING, *,
     level apart from the root's (a service's start/stop lines at INFO while its
     libraries stay at WARNING).
     """
+    from memstrata.telemetry.logs import TRACE_FIELD, TraceContextFilter
+
     handler: logging.Handler
     if err.is_terminal:
         from rich.logging import RichHandler
 
         handler = RichHandler(console=err, show_path=False, markup=False,
                               rich_tracebacks=False, log_time_format="%H:%M:%S")
-        handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+        handler.setFormatter(logging.Formatter("%(name)s: %(message)s" + TRACE_FIELD))
     else:
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter(
-            "%(asctime)s %(levelname)s %(name)s: %(message)s"))
+            "%(asctime)s %(levelname)s %(name)s: %(message)s" + TRACE_FIELD))
+    # " trace_id=... span_id=..." at the end of a line logged inside a span (tracing on).
+    handler.addFilter(TraceContextFilter())
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)
@@ -163,12 +167,25 @@ def _print_version(value: bool) -> None:
 
 @app.callback()
 def _main_options(
+    ctx: typer.Context,
     version: Annotated[bool, typer.Option(
         "--version", callback=_print_version, is_eager=True,
         help="Print the version and exit.")] = False,
 ) -> None:
     """Long-term memory for LLM assistants: ingest conversations, search and read them."""
     _loaded.clear()  # settings are loaded once per command, even when a process runs several
+    _start_tracing(ctx.invoked_subcommand)
+
+
+def _start_tracing(command: str | None) -> None:
+    """Traces when the standard OTEL_* variables ask for them (docs/tracing.md); else nothing."""
+    from memstrata.telemetry.setup import TelemetryConfigError, setup_from_env
+
+    try:
+        setup_from_env(f"memstrata-{command}" if command else "memstrata")
+    except TelemetryConfigError as exc:
+        err.print(f"[red]{escape(str(exc))}[/red]", soft_wrap=True)
+        raise typer.Exit(2) from None
 
 
 @app.command()
@@ -558,6 +575,7 @@ def _register_subcommands() -> None:
     from memstrata.cli import export_cmd  # noqa: F401 - `export`
     from memstrata.cli import backup_cmd  # noqa: F401 - `backup`, `restore`
     from memstrata.cli import retention_cmd  # noqa: F401 - `retention show|dry-run|apply`
+    from memstrata.cli import profile_cmd  # noqa: F401 - `profile`
 
 
 def _quiet_native_libraries() -> None:
