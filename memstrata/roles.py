@@ -6,15 +6,21 @@ batch ingester need to record conversations. :class:`~memstrata.memory.Memory`
 implements both over local stores; the gRPC client implements the reader over
 the network, so a controller cannot tell a local memory from a remote one.
 :class:`ServedMemory` is both over one set of stores, what the query service
-runs on. What the roles return and raise beyond the domain model (answers,
-``SessionNotFound``, ``QueryError``) is in :mod:`memstrata.contract`.
+runs on. :class:`HostedMemory` adds what a host process (the query service,
+the stream worker, the Ray workers' hooks, ``memstrata check``) may use of a
+local memory beyond the roles: its settings and usage meter, its stores for
+checking, and the seams plugins hook into (the layer executor and a read
+hook), so no host reaches into a memory's attributes. What the roles return and
+raise beyond the domain model (answers, ``SessionNotFound``, ``QueryError``) is
+in :mod:`memstrata.contract`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from memstrata.contract import QueryError, SessionNotFound
 from memstrata.model import (
@@ -29,10 +35,20 @@ from memstrata.model import (
     TurnNotes,
 )
 
+if TYPE_CHECKING:  # annotations only: the client imports this module and no engine
+    from memstrata.config import Settings
+    from memstrata.embed.types import Embedder
+    from memstrata.executor import LayerExecutor
+    from memstrata.llm.types import LayerBuilder
+    from memstrata.llm.usage import UsageMeter
+    from memstrata.redact.redactor import Redactor
+    from memstrata.store.types import DocStore, LexicalStore, VectorStore
+
 __all__ = [
     "AppendReport",
     "DataDirLocked",
     "DeleteReceipt",
+    "HostedMemory",
     "IngestReport",
     "MemoryReader",
     "MemoryStats",
@@ -40,6 +56,7 @@ __all__ = [
     "QueryError",
     "ServedMemory",
     "SessionNotFound",
+    "WarmsUp",
 ]
 
 
@@ -128,6 +145,9 @@ class IngestReport:
     fallbacks: int = 0
     seconds: float = 0.0
     users: set[Scope] = field(default_factory=set)
+    #: Records written nowhere because the service refused them, each named with why
+    #: (through a service: sessions of a tenant the API key may not act for).
+    refused: list[str] = field(default_factory=list)
 
     @property
     def turns_per_second(self) -> float:
@@ -241,4 +261,92 @@ class ServedMemory(MemoryReader, MemoryWriter, Protocol):
     @property
     def max_query_chars(self) -> int:
         """The longest search query :meth:`search` takes (longer ones raise ``QueryError``)."""
+        ...
+
+
+@runtime_checkable
+class WarmsUp(Protocol):
+    """A reader that can load its query encoder before the first search needs it.
+
+    A local memory can; a remote reader has nothing to load. The controller
+    warms such a reader while its LLM path waits on the model.
+    """
+
+    def warm_up(self) -> None:
+        """Load the query encoder (the first search would otherwise pay for it)."""
+        ...
+
+
+class HostedMemory(ServedMemory, WarmsUp, Protocol):
+    """A local memory as a host process sees it: the roles, plus what a host may use.
+
+    Implemented by :class:`~memstrata.memory.Memory`. Hosts read its settings
+    and usage meter, check its stores, and plug an executor or a read hook into
+    its L1/L2 layers through the two registration methods, never by replacing
+    its attributes.
+    """
+
+    @property
+    def settings(self) -> Settings:
+        """The settings it was opened with (the entry point's loaded ones)."""
+        ...
+
+    @property
+    def meter(self) -> UsageMeter:
+        """LLM usage of its builder (and of answers that share it)."""
+        ...
+
+    @property
+    def builder(self) -> LayerBuilder:
+        """Builds its L0 windows and L1/L2 layers (its version is in every cache key)."""
+        ...
+
+    @property
+    def embedder(self) -> Embedder:
+        """Encodes its units and queries."""
+        ...
+
+    @property
+    def redactor(self) -> Redactor:
+        """Its redaction step (a service applies it again before publishing a turn)."""
+        ...
+
+    @property
+    def docs(self) -> DocStore:
+        """Raw turns, units, sessions and cached layers (for checks and exports)."""
+        ...
+
+    @property
+    def vectors(self) -> VectorStore:
+        """Dense vectors of the L0 units (for checks)."""
+        ...
+
+    @property
+    def lexical(self) -> LexicalStore:
+        """BM25 over the L0 units (for checks)."""
+        ...
+
+    @property
+    def session_lexical(self) -> LexicalStore | None:
+        """BM25 over whole sessions; None when not kept (for checks)."""
+        ...
+
+    def use_layer_executor(self, executor: LayerExecutor) -> LayerExecutor:
+        """Run later L1/L2 builds on ``executor`` (same builder); returns the one replaced."""
+        ...
+
+    def on_layer_read(self, hook: Callable[[str, bool], None]) -> Callable[[], None]:
+        """Call ``hook(layer, from_cache)`` after every L1/L2 read; the result removes it."""
+        ...
+
+    def warm_facts(self, scope: Scope, session_id: str) -> bool:
+        """Read L1 through the cache as a read does; True when this call built it."""
+        ...
+
+    def writes_paused(self) -> AbstractContextManager[None]:
+        """Every write waits while the block runs, the stores flushed first (backups)."""
+        ...
+
+    def close(self) -> None:
+        """Release the stores and the data dir's lock."""
         ...

@@ -310,12 +310,18 @@ class KeyRing:
         self._lock = threading.Lock()
         self._stamp: tuple[int, ...] | None = None
         self._data = KeysFile()
+        #: Each unrevoked key's hash and grant, built once per version of the file.
+        self._grants: dict[str, tuple[str, Grant]] = {}
         #: The problem with the file on disk, while it is bad; None when it is good.
         self.problem: str | None = None
         if path is not None:
             stamp = self._stat(path)  # before the read: a change during it is read next time
-            self._data = read_keys_file(path)
+            self._use(read_keys_file(path))
             self._stamp = stamp
+
+    def _use(self, data: KeysFile) -> None:
+        self._grants = {k: (e.sha256, e.grant(k)) for k, e in data.keys.items() if not e.revoked}
+        self._data = data
 
     @staticmethod
     def _stat(path: Path) -> tuple[int, ...]:
@@ -345,7 +351,8 @@ class KeyRing:
                 log.error("%s; still using the last good keys (%d keys) until the file is "
                           "fixed", exc, len(self._data.keys))
                 return
-            self._data, self._stamp = data, stamp
+            self._use(data)
+            self._stamp = stamp
             if self.problem is not None:
                 self.problem = None
                 log.warning("keys file %s is readable again (%d keys)", path, len(data.keys))
@@ -354,12 +361,11 @@ class KeyRing:
         """What a valid, unrevoked key may do; None for any other key."""
         self._refresh()
         key_id = _split(key)
-        entry = self._data.keys.get(key_id) if key_id else None
-        if entry is None or entry.revoked or key_id is None:
+        found = self._grants.get(key_id) if key_id else None
+        if found is None:
             return None
-        if not hmac.compare_digest(entry.sha256, hash_key(key)):
-            return None
-        return entry.grant(key_id)
+        sha256, grant = found
+        return grant if hmac.compare_digest(sha256, hash_key(key)) else None
 
     def tenant_for(self, key: str) -> str | None:
         """The own tenant of a valid, unrevoked key; None otherwise."""

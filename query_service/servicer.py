@@ -109,7 +109,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         #: The memory's redaction step, applied again here before the replay check and the
         #: publish (memstrata.redact): the topic never carries a masked value, and a replay
         #: is compared with what the stores hold, both masked.
-        self.redactor: Redactor | None = getattr(memory, "redactor", None)
+        self.redactor: Redactor | None = memory.redactor
         self.controller_settings = controller_settings
         self.chat = chat
         self.prices = prices or controller_settings.prices()

@@ -132,7 +132,20 @@ class RemoteWriter:
                         future.cancel()
         finally:
             report.seconds += time.monotonic() - start
+        if report.refused and not report.committed and not report.unchanged:
+            self._refused_all(report)
         return report
+
+    def _refused_all(self, report: IngestReport) -> None:
+        """Nothing could be written (e.g. ``--tenant`` names a tenant the key may not act
+        for): a refusal, as before, rather than a run that did nothing."""
+        import grpc
+
+        from memstrata.client import RemoteError
+
+        raise RemoteError(grpc.StatusCode.PERMISSION_DENIED,
+                          f"none of the {len(report.refused)} sessions may be written with "
+                          f"this API key; the first: {report.refused[0]}")
 
     def _refuse(self, session: Session, report: IngestReport) -> None:
         """Name the session's records in the report; they are not sent."""

@@ -21,6 +21,7 @@ from memstrata.rpc import memory_pb2_grpc as pb_grpc
 from memstrata.rpc.answers import answer_from_wire
 from memstrata.rpc.convert import step_from_wire
 from memstrata.rpc.export import sessions_from_chunks
+from memstrata.telemetry.grpc import aio_client_interceptors
 
 T = TypeVar("T")
 
@@ -28,8 +29,9 @@ T = TypeVar("T")
 def aio_channel_for(address: str, settings: ClientSettings) -> grpc.aio.Channel:
     if settings.ca_file is not None:
         creds = grpc.ssl_channel_credentials(settings.ca_file.read_bytes())
-        return grpc.aio.secure_channel(address, creds)
-    return grpc.aio.insecure_channel(address)
+        return grpc.aio.secure_channel(address, creds, interceptors=aio_client_interceptors())
+    # The trace context travels in the call's metadata when tracing is on.
+    return grpc.aio.insecure_channel(address, interceptors=aio_client_interceptors())
 
 
 class AsyncMemoryClient:

@@ -22,6 +22,7 @@ from memstrata.rpc import memory_pb2_grpc as pb_grpc
 from memstrata.rpc.answers import answer_from_wire
 from memstrata.rpc.convert import step_from_wire
 from memstrata.rpc.export import sessions_from_chunks
+from memstrata.telemetry.grpc import intercept_channel
 
 T = TypeVar("T")
 
@@ -29,8 +30,8 @@ T = TypeVar("T")
 def channel_for(address: str, settings: ClientSettings) -> grpc.Channel:
     if settings.ca_file is not None:
         creds = grpc.ssl_channel_credentials(settings.ca_file.read_bytes())
-        return grpc.secure_channel(address, creds)
-    return grpc.insecure_channel(address)
+        return intercept_channel(grpc.secure_channel(address, creds))
+    return intercept_channel(grpc.insecure_channel(address))  # traceparent when tracing
 
 
 class MemoryClient:

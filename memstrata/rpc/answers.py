@@ -36,7 +36,8 @@ def summary_to_wire(s: TraceSummary) -> pb.TraceSummary:
                               tokens_out=t.tokens_out, estimated=t.estimated)
                 for role, t in s.tokens.items()],
         cost_usd=s.cost_usd, unpriced_models=s.unpriced_models, ms_total=s.ms_total,
-        ms_llm=s.ms_llm, ms_memory=s.ms_memory, reflections=s.reflections, nudges=s.nudges)
+        ms_llm=s.ms_llm, ms_memory=s.ms_memory, reflections=s.reflections, nudges=s.nudges,
+        trace_id=s.trace_id or "")
     if s.deepest_layer is not None:
         msg.deepest_layer = int(s.deepest_layer)
     return msg
@@ -56,7 +57,8 @@ def summary_from_wire(msg: pb.TraceSummary) -> TraceSummary:
                                    tokens_out=t.tokens_out, estimated=t.estimated)
                 for t in msg.tokens},
         cost_usd=msg.cost_usd, unpriced_models=list(msg.unpriced_models),
-        ms_total=msg.ms_total, ms_llm=msg.ms_llm, ms_memory=msg.ms_memory)
+        ms_total=msg.ms_total, ms_llm=msg.ms_llm, ms_memory=msg.ms_memory,
+        trace_id=msg.trace_id or None)
 
 
 def answer_to_wire(a: Answer, *, budget_fallback: bool = False) -> pb.AnswerReply:

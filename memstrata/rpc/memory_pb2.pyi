@@ -153,7 +153,7 @@ class TraceStep(_message.Message):
     def __init__(self, step: _Optional[int] = ..., tool: _Optional[str] = ..., arguments_json: _Optional[str] = ..., sessions: _Optional[_Iterable[str]] = ..., layer: _Optional[int] = ..., tokens_in: _Optional[int] = ..., tokens_out: _Optional[int] = ..., ms: _Optional[float] = ..., note: _Optional[str] = ...) -> None: ...
 
 class TraceSummary(_message.Message):
-    __slots__ = ("policy", "ablations", "deepest_layer", "drill_depths", "sessions_drilled", "haystack_sessions", "drilled_share", "steps", "llm_calls", "tool_calls", "tool_errors", "evidence_items", "stop_reason", "tokens", "cost_usd", "unpriced_models", "ms_total", "ms_llm", "ms_memory", "reflections", "nudges")
+    __slots__ = ("policy", "ablations", "deepest_layer", "drill_depths", "sessions_drilled", "haystack_sessions", "drilled_share", "steps", "llm_calls", "tool_calls", "tool_errors", "evidence_items", "stop_reason", "tokens", "cost_usd", "unpriced_models", "ms_total", "ms_llm", "ms_memory", "reflections", "nudges", "trace_id")
     class DrillDepthsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -182,6 +182,7 @@ class TraceSummary(_message.Message):
     MS_MEMORY_FIELD_NUMBER: _ClassVar[int]
     REFLECTIONS_FIELD_NUMBER: _ClassVar[int]
     NUDGES_FIELD_NUMBER: _ClassVar[int]
+    TRACE_ID_FIELD_NUMBER: _ClassVar[int]
     policy: str
     ablations: _containers.RepeatedScalarFieldContainer[str]
     deepest_layer: int
@@ -203,7 +204,8 @@ class TraceSummary(_message.Message):
     ms_memory: float
     reflections: int
     nudges: int
-    def __init__(self, policy: _Optional[str] = ..., ablations: _Optional[_Iterable[str]] = ..., deepest_layer: _Optional[int] = ..., drill_depths: _Optional[_Mapping[str, int]] = ..., sessions_drilled: _Optional[int] = ..., haystack_sessions: _Optional[int] = ..., drilled_share: _Optional[float] = ..., steps: _Optional[int] = ..., llm_calls: _Optional[int] = ..., tool_calls: _Optional[int] = ..., tool_errors: _Optional[int] = ..., evidence_items: _Optional[int] = ..., stop_reason: _Optional[str] = ..., tokens: _Optional[_Iterable[_Union[RoleTokens, _Mapping]]] = ..., cost_usd: _Optional[float] = ..., unpriced_models: _Optional[_Iterable[str]] = ..., ms_total: _Optional[float] = ..., ms_llm: _Optional[float] = ..., ms_memory: _Optional[float] = ..., reflections: _Optional[int] = ..., nudges: _Optional[int] = ...) -> None: ...
+    trace_id: str
+    def __init__(self, policy: _Optional[str] = ..., ablations: _Optional[_Iterable[str]] = ..., deepest_layer: _Optional[int] = ..., drill_depths: _Optional[_Mapping[str, int]] = ..., sessions_drilled: _Optional[int] = ..., haystack_sessions: _Optional[int] = ..., drilled_share: _Optional[float] = ..., steps: _Optional[int] = ..., llm_calls: _Optional[int] = ..., tool_calls: _Optional[int] = ..., tool_errors: _Optional[int] = ..., evidence_items: _Optional[int] = ..., stop_reason: _Optional[str] = ..., tokens: _Optional[_Iterable[_Union[RoleTokens, _Mapping]]] = ..., cost_usd: _Optional[float] = ..., unpriced_models: _Optional[_Iterable[str]] = ..., ms_total: _Optional[float] = ..., ms_llm: _Optional[float] = ..., ms_memory: _Optional[float] = ..., reflections: _Optional[int] = ..., nudges: _Optional[int] = ..., trace_id: _Optional[str] = ...) -> None: ...
 
 class AnswerReply(_message.Message):
     __slots__ = ("question", "asked_on", "answer", "abstained", "mode", "sources", "draft", "notes", "steps", "summary", "budget_fallback")

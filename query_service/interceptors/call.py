@@ -12,8 +12,10 @@ four, in their order:
    status code, for refused calls too; the metric children are looked up once
    per label set;
 2. **auth** (:mod:`query_service.interceptors.auth`): the API key names the
-   call's tenant, or the call is answered UNAUTHENTICATED / PERMISSION_DENIED
-   without running (nothing below runs then);
+   call's tenant (its own, or the one its ``x-memstrata-tenant`` header picks
+   among a platform key's tenants) and holds the scope the call needs
+   (:mod:`query_service.scopes`), or the call is answered UNAUTHENTICATED /
+   PERMISSION_DENIED without running (nothing below runs then);
 3. **limits**: the tenant's rate and concurrency limits
    (:class:`~query_service.limits.TenantGate`), RESOURCE_EXHAUSTED with a
    ``retry-after-ms`` hint, a slot held for the whole call. A call the limits
@@ -22,13 +24,20 @@ four, in their order:
    so a caller that retries at once cannot spend the server's CPU on refusals;
    held refusals are not counted in flight and their hold is not latency;
 4. **size** (:mod:`query_service.transport`): INVALID_ARGUMENT naming the
-   request's largest field when it is over the service's limit.
+   request's largest field when it is over the service's limit;
+5. **reach** (:func:`query_service.scopes.refused_request`): PERMISSION_DENIED
+   naming the field when the request names a user a bound key may not reach, or
+   a turn event's tenant the key may not act for.
+
+Deletes, exports, admin calls and refused calls of admin keys are written to the
+audit log (:mod:`query_service.audit`) once they end, with their outcome.
 
 Health checks and reflection (``/grpc.*``) pass untouched.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -36,6 +45,8 @@ from typing import Any
 
 import grpc
 
+from query_service import scopes
+from query_service.audit import AuditLog
 from query_service.calls import CALL, CallInfo, method_name
 from query_service.interceptors.auth import (
     BAD_KEY,
@@ -47,7 +58,7 @@ from query_service.interceptors.auth import (
 from query_service.interceptors.metrics import code_of
 from query_service.interceptors.refusals import RefusalPacer
 from query_service.interceptors.wrap import denying_handler
-from query_service.keys import KeyRing
+from query_service.keys import Grant, KeyRing
 from query_service.limits import TenantGate
 from query_service.metrics import ServiceMetrics
 from query_service.transport import too_large
@@ -61,10 +72,13 @@ class CallInterceptor(grpc.aio.ServerInterceptor):
     """Metrics, auth, limits and size of every non-``/grpc.*`` call (see the module)."""
 
     def __init__(self, metrics: ServiceMetrics, keys: KeyRing, gate: TenantGate,
-                 max_message_bytes: int, pacer: RefusalPacer | None = None) -> None:
-        """``pacer``: how refusals are answered (None: at once, none held)."""
+                 max_message_bytes: int, pacer: RefusalPacer | None = None,
+                 audit: AuditLog | None = None) -> None:
+        """``pacer``: how refusals are answered (None: at once, none held); ``audit``:
+        where audited calls are recorded (None: nowhere)."""
         self.metrics = metrics
         self.keys = keys
+        self.audit = audit
         self.gate = gate
         self.limit = max_message_bytes
         self.pacer = pacer if pacer is not None else RefusalPacer(0.0, 0)
@@ -108,42 +122,92 @@ class CallInterceptor(grpc.aio.ServerInterceptor):
             self._denials[key] = denying_handler(handler, code, details)
         return self._denials[key]
 
-    def _tenant_for(self, key: str) -> str | None | Exception:
-        """The key's tenant (None: refused), or the error that kept the ring from answering.
+    def _grant_for(self, key: str) -> Grant | None | Exception:
+        """The key's grant (None: refused), or the error that kept the ring from answering.
 
         The ring keeps its last good keys when the file goes bad, so an error here
         is a bug; it is logged once per run of failures (with its traceback) and
         never reaches the caller, whose status would otherwise quote it.
         """
         try:
-            tenant = self.keys.tenant_for(key)
+            grant = self.keys.grant_for(key)
         except Exception as exc:  # noqa: BLE001 - answered UNAVAILABLE, logged once
             if not self._keys_failing:
                 self._keys_failing = True
                 log.exception("cannot check API keys; calls are refused until this clears")
             return exc
         self._keys_failing = False
-        return tenant
+        return grant
 
-    def _authenticate(self, handler: grpc.RpcMethodHandler, method: str, metadata: Any
-                      ) -> tuple[str | None, grpc.RpcMethodHandler]:
-        """(the call's tenant, handler), or (None, a handler that refuses the call)."""
+    def _authenticate(self, handler: grpc.RpcMethodHandler, full: str, metadata: Any
+                      ) -> tuple[Grant | None, str | None, grpc.RpcMethodHandler, str | None]:
+        """(grant, the call's tenant, handler, None) for a call that may run; for one that
+        may not, (grant or None, None, a handler that refuses it, why: for the audit log)."""
         key = key_from_metadata(metadata)
         if key is None:
-            return None, self._deny(handler, grpc.StatusCode.UNAUTHENTICATED, NO_KEY)
-        tenant = self._tenant_for(key)
-        if isinstance(tenant, Exception):
-            return None, self._deny(handler, grpc.StatusCode.UNAVAILABLE, KEYS_UNAVAILABLE)
-        if tenant is None:
-            log.info("refused a call to %s: invalid or revoked key", method)
-            return None, self._deny(handler, grpc.StatusCode.UNAUTHENTICATED, BAD_KEY)
+            return None, None, self._deny(handler, grpc.StatusCode.UNAUTHENTICATED,
+                                          NO_KEY), NO_KEY
+        grant = self._grant_for(key)
+        if isinstance(grant, Exception):
+            return None, None, self._deny(handler, grpc.StatusCode.UNAVAILABLE,
+                                          KEYS_UNAVAILABLE), KEYS_UNAVAILABLE
+        if grant is None:
+            log.info("refused a call to %s: invalid or revoked key", full)
+            return None, None, self._deny(handler, grpc.StatusCode.UNAUTHENTICATED,
+                                          BAD_KEY), BAD_KEY
         # An empty claim states nothing: the key's tenant applies, as with no header.
         claimed = next((str(v) for k, v in metadata or () if k == TENANT_HEADER), None)
-        if claimed and claimed != tenant:
-            return None, self._deny(handler, grpc.StatusCode.PERMISSION_DENIED,
-                                    f"{TENANT_HEADER}: this API key does not belong to "
-                                    f"tenant {claimed!r}")
-        return tenant, handler
+        if claimed and claimed not in grant.tenants:
+            why = f"{TENANT_HEADER}: this API key does not belong to tenant {claimed!r}"
+            return grant, None, self._deny(handler, grpc.StatusCode.PERMISSION_DENIED,
+                                           why), why
+        tenant = claimed or grant.tenant
+        why_not = scopes.missing_scope(method_name(full), grant, tenant)
+        if why_not is not None:
+            return grant, None, self._deny(handler, grpc.StatusCode.PERMISSION_DENIED,
+                                           why_not), why_not
+        return grant, tenant, handler, None
+
+    # -- audit ------------------------------------------------------------------------
+    async def _record(self, method: str, grant: Grant | None, tenant: str | None,
+                      request: Any, outcome: str, records: int | None = None,
+                      detail: str = "") -> None:
+        """One audit entry (ids and counts only), written off the event loop thread."""
+        if self.audit is None:
+            return
+        fields = {"action": method, "via": "rpc",
+                  "key_id": grant.key_id if grant is not None else "",
+                  "tenant": tenant or (grant.tenant if grant is not None else ""),
+                  "user": str(getattr(request, "user_id", "") or ""),
+                  "session": str(getattr(request, "session_id", "") or ""),
+                  "records": records, "outcome": outcome, "detail": detail}
+        await asyncio.get_running_loop().run_in_executor(
+            None, lambda: self.audit.append_quietly(**fields) if self.audit else None)
+
+    async def _reach(self, info: CallInfo, request: Any, context: Any,
+                     trail: _Trail | None) -> None:
+        """Refuse a request naming a user or tenant the key may not reach (audited when due)."""
+        grant = info.grant
+        why = scopes.refused_request(info.method, request, grant) if grant else None
+        if why is None:
+            return
+        denied = grpc.StatusCode.PERMISSION_DENIED
+        if trail is not None:
+            await trail.write(denied.name, why)
+        elif scopes.audited(info.method, grant, info.tenant, refused=True):
+            await self._record(info.method, grant, info.tenant, request, denied.name,
+                               detail=why)
+        await context.abort(denied, why)
+
+    def _trail(self, info: CallInfo, request: Any, context: Any
+               ) -> tuple[_Trail | None, Any]:
+        """An audited call's trail, and the context its handler gets (one whose abort
+        writes the entry before the status leaves); else (None, the context)."""
+        if self.audit is None or not scopes.recorded(info.method, info.grant, info.tenant,
+                                                     request):
+            return None, context
+        trail = _Trail(self, info, request)
+        return trail, _AuditedContext(context, trail)
 
     # -- limits and size ------------------------------------------------------------
     async def _admit(self, info: CallInfo, tenant: str, context: Any) -> None:
@@ -237,12 +301,16 @@ class CallInterceptor(grpc.aio.ServerInterceptor):
         if handler is None or full.startswith("/grpc."):
             return handler
         method = method_name(full)
-        tenant, run = self._authenticate(handler, full,
-                                         handler_call_details.invocation_metadata)
+        grant, tenant, run, why = self._authenticate(handler, full,
+                                                     handler_call_details.invocation_metadata)
         if tenant is not None and (refused := self.gate.peek(tenant)) is not None:
             return self._refusing(run, method, tenant, *refused)
         info = CallInfo(method=method)
         gate = self.gate
+        # A refusal by auth that the audit log keeps (an admin key's, or of an audited call).
+        # (Calls without a valid key are not recorded: they would let anyone fill the log.)
+        audit_refusal = (tenant is None and grant is not None
+                         and scopes.audited(method, grant, None, refused=True))
 
         if run.unary_unary is not None:
             inner_uu: Callable[[Any, Any], Awaitable[Any]] = run.unary_unary
@@ -250,14 +318,22 @@ class CallInterceptor(grpc.aio.ServerInterceptor):
             async def unary(request: Any, context: Any) -> Any:
                 self._begin(info)
                 exc: BaseException | None = None
+                trail: _Trail | None = None
                 try:
                     if tenant is None:  # refused by auth: nothing else runs
+                        if audit_refusal:
+                            await self._record(method, grant, None, request,
+                                               grpc.StatusCode.PERMISSION_DENIED.name,
+                                               detail=why or "")
                         return await inner_uu(request, context)
-                    info.tenant = tenant
-                    await self._admit(info, tenant, context)
+                    info.tenant, info.grant = tenant, grant
+                    info.key_id = grant.key_id if grant else None
+                    trail, ctx = self._trail(info, request, context)
+                    await self._admit(info, tenant, ctx)
                     try:
-                        await self._check_size(request, context)
-                        return await inner_uu(request, context)
+                        await self._check_size(request, ctx)
+                        await self._reach(info, request, context, trail)
+                        return await inner_uu(request, ctx)
                     finally:
                         gate.release(tenant)
                 except BaseException as e:  # noqa: BLE001 - recorded, then re-raised
@@ -265,6 +341,8 @@ class CallInterceptor(grpc.aio.ServerInterceptor):
                     raise
                 finally:
                     self._end(info, context, exc)
+                    if trail is not None:  # before the reply leaves
+                        await trail.write(code_of(context, exc).name)
 
             return grpc.unary_unary_rpc_method_handler(
                 unary, request_deserializer=run.request_deserializer,
@@ -275,16 +353,24 @@ class CallInterceptor(grpc.aio.ServerInterceptor):
             async def stream(request: Any, context: Any) -> AsyncIterator[Any]:
                 self._begin(info)
                 exc: BaseException | None = None
+                trail: _Trail | None = None
                 try:
                     if tenant is None:
+                        if audit_refusal:
+                            await self._record(method, grant, None, request,
+                                               grpc.StatusCode.PERMISSION_DENIED.name,
+                                               detail=why or "")
                         async for item in inner_us(request, context):
                             yield item
                         return
-                    info.tenant = tenant
-                    await self._admit(info, tenant, context)
+                    info.tenant, info.grant = tenant, grant
+                    info.key_id = grant.key_id if grant else None
+                    trail, ctx = self._trail(info, request, context)
+                    await self._admit(info, tenant, ctx)
                     try:
-                        await self._check_size(request, context)
-                        async for item in inner_us(request, context):
+                        await self._check_size(request, ctx)
+                        await self._reach(info, request, context, trail)
+                        async for item in inner_us(request, ctx):
                             yield item
                     finally:
                         gate.release(tenant)
@@ -293,8 +379,44 @@ class CallInterceptor(grpc.aio.ServerInterceptor):
                     raise
                 finally:
                     self._end(info, context, exc)
+                    if trail is not None:  # before the final status leaves
+                        await trail.write(code_of(context, exc).name)
 
             return grpc.unary_stream_rpc_method_handler(
                 stream, request_deserializer=run.request_deserializer,
                 response_serializer=run.response_serializer)
         return handler  # client-streaming kinds: none in this service
+
+
+class _Trail:
+    """One audited call's entry, written once: when the call aborts (before its status
+    leaves) or when it ends (before its reply leaves)."""
+
+    def __init__(self, owner: CallInterceptor, info: CallInfo, request: Any) -> None:
+        self.owner, self.info, self.request = owner, info, request
+        self.written = False
+
+    async def write(self, outcome: str, detail: str = "") -> None:
+        if self.written:
+            return
+        self.written = True
+        info = self.info
+        await self.owner._record(info.method, info.grant, info.tenant, self.request, outcome,
+                                 records=info.records, detail=detail)
+
+
+class _AuditedContext:
+    """The call's context for an audited handler: an abort first writes the audit entry
+    (gRPC sends the status at once, so the caller would otherwise see it before the log)."""
+
+    def __init__(self, context: Any, trail: _Trail) -> None:
+        self._context = context
+        self._trail = trail
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._context, name)
+
+    async def abort(self, code: grpc.StatusCode, details: str = "",
+                    trailing_metadata: Any = ()) -> None:
+        await self._trail.write(code.name)
+        await self._context.abort(code, details, trailing_metadata)

@@ -92,11 +92,16 @@ def test_sessions_go_out_in_batches_with_stable_ids_and_a_close_each():
 def test_a_session_of_another_tenant_than_the_keys_is_named_and_not_sent():
     """Issue 36: one foreign session aborted the whole file; now it is named and skipped."""
     client = FakeClient()
-    report = RemoteWriter(client).ingest([_session(Scope(tenant_id="globex", user_id="maya"),
-                                                   "s1", 1)])
-    assert not client.batches and report.committed == 0
+    globex = Scope(tenant_id="globex", user_id="maya")
+    report = RemoteWriter(client).ingest([_session(globex, "s1", 1), _session(ACME, "a1", 1)])
+    assert [len(b) for b in client.batches] == [2] and report.committed == 1
     assert len(report.refused) == 1
     assert "globex" in report.refused[0] and "'s1'" in report.refused[0]
+    # Nothing writable at all (`--tenant globex` with an acme key): refused, as before.
+    with pytest.raises(RemoteError) as every:
+        RemoteWriter(client).ingest([_session(globex, "s1", 1), _session(globex, "s2", 1)])
+    assert every.value.code == grpc.StatusCode.PERMISSION_DENIED
+    assert "none of the 2 sessions" in str(every.value) and "globex" in str(every.value)
     with pytest.raises(RemoteError) as info:  # a single-session append still raises
         RemoteWriter(client).append(_session(Scope(tenant_id="globex", user_id="maya"),
                                              "s1", 1).meta, [])

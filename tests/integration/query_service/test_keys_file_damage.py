@@ -95,12 +95,12 @@ def test_a_failing_key_check_is_unavailable_without_internals(own_server, caplog
     address, keys_path, good = own_server
     caplog.set_level(logging.INFO)
 
-    def broken_ring(self: KeyRing, key: str) -> str | None:  # test double: a bug in the ring
+    def broken_ring(self: KeyRing, key: str) -> None:  # test double: a bug in the ring
         raise KeysFileError(f"keys file {keys_path}: {MARKER}")
 
     with grpc.insecure_channel(address) as channel:
         stub = pb_grpc.MemoryServiceStub(channel)
-        monkeypatch.setattr(KeyRing, "tenant_for", broken_ring)
+        monkeypatch.setattr(KeyRing, "grant_for", broken_ring)
         for _ in range(3):
             with pytest.raises(grpc.RpcError) as info:
                 _search(stub, good)
