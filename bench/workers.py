@@ -63,7 +63,7 @@ def first_reads(memory: Any, sessions: list[Any]) -> list[list[object]]:
             ("extractive", LocalLayerExecutor(memory.builder), groups[:2]),
             (f"FixedLatencyBuilder ({LATENCY_S * 1000:.0f} ms, test double)",
              LocalLayerExecutor(FixedLatencyBuilder(LATENCY_S)), groups[2:])):
-        memory.layers.executor = executor
+        memory.use_layer_executor(executor)
 
         def read_ms(group: list[Any]) -> list[float]:
             out = []
@@ -84,7 +84,7 @@ def first_reads(memory: Any, sessions: list[Any]) -> list[list[object]]:
         warm_ms = read_ms(warm)
         rows.append([name, len(cold), statistics.median(cold_ms), max(cold_ms),
                      statistics.median(warm_ms), max(warm_ms), f"{built} in {warm_s:.1f} s"])
-    memory.layers.executor = LocalLayerExecutor(memory.builder)
+    memory.use_layer_executor(LocalLayerExecutor(memory.builder))
     return rows
 
 
@@ -173,7 +173,8 @@ def rollouts_slow_llm(memory: Any, data: Any, n: int) -> list[list[object]]:
                 pool = RayRolloutExecutor(
                     WorkersSettings(backend="ray", rollout_num_cpus=0.25, placement="spread"),
                     reader, controller_settings=cs, app_settings=memory.settings,
-                    actors=actors, chat_factory=lambda: FixedLatencyChat(LATENCY_S))
+                    actors=actors,
+                    chat_factory=lambda: cast(ChatClient, FixedLatencyChat(LATENCY_S)))
                 placed = pool.ready()
                 pool.answer_many(reqs[:actors])  # warm each actor (imports, first reads)
                 rate, err = _throughput(pool, batch)

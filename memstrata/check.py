@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from memstrata.model import Scope, Session, turns_digest
+from memstrata.roles import HostedMemory
 from memstrata.store.types import DocStore, LexicalStore, StoreError, VectorStore
 
 __all__ = ["CheckReport", "Finding", "check_index_files", "check_memory", "check_stores",
@@ -205,7 +206,7 @@ def check_vector_store(vectors: VectorStore, report: CheckReport, *,
                                               problems))
 
 
-def compare_vector_sample(memory: Any, report: CheckReport, *,
+def compare_vector_sample(memory: HostedMemory, report: CheckReport, *,
                           sample: int = COMPARE_SAMPLE) -> None:
     """A sample of stored vectors against a fresh encoding of their L0 unit.
 
@@ -386,10 +387,11 @@ def _sqlite_path(docs: DocStore) -> Path | None:
     return Path(path) if path is not None and getattr(docs, "name", "") == "sqlite" else None
 
 
-def check_memory(memory: Any, *, deep: bool = True,
+def check_memory(memory: HostedMemory, *, deep: bool = True,
                  progress: Callable[[int, int], None] | None = None,
                  report: CheckReport | None = None) -> CheckReport:
-    """Check an open :class:`~memstrata.memory.Memory`.
+    """Check an open :class:`~memstrata.memory.Memory` (its stores, through
+    :class:`~memstrata.roles.HostedMemory`).
 
     ``deep=False`` is the cheap part: SQLite's ``quick_check``, the BM25 segment
     footers and checksums, the vector store's readability with a small sample
@@ -426,7 +428,7 @@ def check_sqlite_file(path: Path, *, deep: bool = True) -> CheckReport:
 
 # -- repair -------------------------------------------------------------------------
 
-def repair_sessions(memory: Any, sessions: Sequence[tuple[Scope, str]],
+def repair_sessions(memory: HostedMemory, sessions: Sequence[tuple[Scope, str]],
                     progress: Callable[[Scope, str], None] | None = None) -> int:
     """Rebuild each session from its raw turns (L3, the truth): delete, then ingest them.
 

@@ -9,22 +9,31 @@ core never imports :mod:`workers`: a service hands its executor in.
 A build request carries everything a builder needs (session meta and turns),
 so an executor needs no store access; the process that owns the memory writes
 the cache (:class:`~memstrata.layers.lazy.LazyLayers`).
+
+The hooks a service registers in :data:`EXECUTOR_GROUP` are typed here too
+(:class:`ServiceWorkersHook`, :class:`EvalRolloutsHook`): what they are handed
+and what they hand back, so neither side passes ``Any`` across the seam.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast, overload, runtime_checkable
 
 from memstrata.model import Scope, SessionMeta, Turn
 
 if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
+
+    from memstrata.config import Config
     from memstrata.contract import Answer
     from memstrata.controller.config import ControllerSettings
     from memstrata.llm.types import Built, LayerBuilder
+    from memstrata.roles import HostedMemory
 
 LAYERS = ("L1", "L2")
 
@@ -120,10 +129,22 @@ class RolloutExecutor(Protocol):
         ...
 
 
+class Answerer(Protocol):
+    """What answers one question (:class:`~memstrata.controller.run.Controller`)."""
+
+    def with_settings(self, settings: "ControllerSettings | None") -> "Answerer":
+        """This answerer, or one like it with a request's own controller settings."""
+        ...
+
+    def answer(self, scope: Scope, question: str,
+               asked_on: datetime | None = None) -> "Answer":
+        ...
+
+
 class LocalRolloutExecutor:
     """Runs ``controller.answer`` on local threads (one by default: the old sequential path)."""
 
-    def __init__(self, controller: Any, threads: int = 1) -> None:
+    def __init__(self, controller: Answerer, threads: int = 1) -> None:
         if threads < 1:
             raise ValueError(f"threads: must be at least 1, got {threads}")
         self.controller = controller
@@ -131,7 +152,7 @@ class LocalRolloutExecutor:
 
     def _one(self, r: RolloutRequest) -> "Answer | BaseException":
         try:
-            return self.controller.with_settings(r.settings).answer(  # type: ignore[no-any-return]
+            return self.controller.with_settings(r.settings).answer(
                 r.scope, r.question, r.asked_on)
         except Exception as exc:  # one failed question must not end a batch
             return exc
@@ -158,8 +179,57 @@ class LocalRolloutExecutor:
 EXECUTOR_GROUP = "memstrata.executors"
 
 
-def find_backend(name: str) -> Any:
-    """The callable a service registered as ``name`` in :data:`EXECUTOR_GROUP`.
+class OneAnswer(Protocol):
+    """Answers one service call on a worker pool (``workers.rollout.RayRolloutExecutor``)."""
+
+    def answer_one(self, request: RolloutRequest) -> "Answer":
+        ...
+
+
+class RolloutHost(Protocol):
+    """What the ``service_workers`` hook may set on the query service's servicer."""
+
+    #: The service's controller settings (the actors answer with them).
+    controller_settings: "ControllerSettings"
+    #: The pool Answer and AnswerStream go to; None: answered in-process.
+    rollouts: OneAnswer | None
+    #: The tenants the pool's actors can read.
+    rollout_tenants: set[str]
+
+
+class Closable(Protocol):
+    """What a hook started; the service closes it when it stops."""
+
+    def close(self) -> None:
+        ...
+
+
+class ServiceWorkersHook(Protocol):
+    """``service_workers``: called once the query service listens (``workers.service``)."""
+
+    def __call__(self, memory: "HostedMemory", servicer: RolloutHost, tenants: set[str],
+                 registry: "CollectorRegistry | None" = None,
+                 config: "Config | None" = None) -> Closable | None:
+        ...
+
+
+class EvalRolloutsHook(Protocol):
+    """``eval_rollouts``: a rollout pool over ``memory`` for ``eval qa --workers``."""
+
+    def __call__(self, memory: "HostedMemory", tenant: str, actors: int,
+                 controller_settings: "ControllerSettings",
+                 config: "Config | None" = None) -> AbstractContextManager[RolloutExecutor]:
+        ...
+
+
+@overload
+def find_backend(name: Literal["service_workers"]) -> ServiceWorkersHook: ...
+@overload
+def find_backend(name: Literal["eval_rollouts"]) -> EvalRolloutsHook: ...
+
+
+def find_backend(name: str) -> ServiceWorkersHook | EvalRolloutsHook:
+    """The hook a service registered as ``name`` in :data:`EXECUTOR_GROUP`.
 
     Raises :class:`LookupError` saying what to install when none is.
     """
@@ -167,6 +237,8 @@ def find_backend(name: str) -> Any:
 
     for ep in entry_points(group=EXECUTOR_GROUP):
         if ep.name == name:
-            return ep.load()
+            # The entry point names one of the hooks below: workers checks its own
+            # against these protocols (a typed assignment mypy verifies).
+            return cast("ServiceWorkersHook | EvalRolloutsHook", ep.load())
     raise LookupError(f"no executor backend {name!r} is installed: install the Ray workers "
                       f"with pip install 'memstrata[ray]'")

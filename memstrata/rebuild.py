@@ -17,9 +17,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memstrata.model import L0Unit
+from memstrata.roles import HostedMemory
+
+if TYPE_CHECKING:
+    from memstrata.store.types import SessionTally
 
 __all__ = ["move_aside", "probe_stores", "rebuild_stores", "reindex", "store_paths"]
 
@@ -117,11 +121,12 @@ def rebuild_stores(settings: Any, stores: Collection[str],
     return memory
 
 
-def _sessions(memory: Any) -> list[Any]:
+def _sessions(memory: HostedMemory) -> list[SessionTally]:
     return [t for t in memory.docs.session_tallies() if not t.scope.tenant_id.startswith("#")]
 
 
-def _unit_batches(memory: Any, tallies: list[Any]) -> Iterator[list[L0Unit]]:
+def _unit_batches(memory: HostedMemory,
+                  tallies: list[SessionTally]) -> Iterator[list[L0Unit]]:
     batch: list[L0Unit] = []
     for t in tallies:
         if not t.units:
@@ -134,7 +139,7 @@ def _unit_batches(memory: Any, tallies: list[Any]) -> Iterator[list[L0Unit]]:
         yield batch
 
 
-def reindex(memory: Any, stores: Collection[str],
+def reindex(memory: HostedMemory, stores: Collection[str],
             progress: Callable[[str, int, int], None] | None = None) -> dict[str, int]:
     """Write every L0 unit (and session document) of the doc store into ``stores`` again.
 

@@ -14,12 +14,12 @@ import functools
 import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from typing import Any
 
 from memstrata.config import Config, defaults
 from memstrata.controller.config import ControllerSettings
-from memstrata.executor import LocalLayerExecutor, RolloutExecutor
+from memstrata.executor import EvalRolloutsHook, LocalLayerExecutor, RolloutExecutor
 from memstrata.llm.factory import open_builder
+from memstrata.roles import HostedMemory
 from workers.materialize import RayLayerExecutor, attach
 from workers.readers import ReaderSpec, StoreReaderSpec, serve_memory
 from workers.rollout import RayRolloutExecutor
@@ -27,7 +27,7 @@ from workers.settings import WorkersSettings
 
 
 @contextmanager
-def open_eval_rollouts(memory: Any, tenant: str, actors: int,
+def open_eval_rollouts(memory: HostedMemory, tenant: str, actors: int,
                        controller_settings: ControllerSettings,
                        config: Config | None = None) -> Iterator[RolloutExecutor]:
     """A Ray rollout pool of ``actors`` over ``memory``, torn down on exit.
@@ -42,7 +42,6 @@ def open_eval_rollouts(memory: Any, tenant: str, actors: int,
     loaded = config.get(WorkersSettings) if config else defaults(WorkersSettings)
     settings = loaded.model_copy(update={"backend": "ray"})
     started = not ray.is_initialized()
-    previous = memory.layers.executor
     with ExitStack() as stack:
         if started and not settings.ray_address:
             stack.callback(ray.shutdown)  # last: after the actors are gone
@@ -53,8 +52,8 @@ def open_eval_rollouts(memory: Any, tenant: str, actors: int,
                                   fallback=LocalLayerExecutor(memory.builder),
                                   name_prefix=f"memstrata-eval-{uuid.uuid4().hex[:10]}")
         stack.callback(layers.close)
-        attach(memory, layers)
-        stack.callback(setattr, memory.layers, "executor", previous)
+        previous = attach(memory, layers)
+        stack.callback(memory.use_layer_executor, previous)
         reader: ReaderSpec
         if embedded_backends(memory.settings):
             reader = stack.enter_context(serve_memory(memory, tenant))
@@ -67,3 +66,7 @@ def open_eval_rollouts(memory: Any, tenant: str, actors: int,
             yield pool
         finally:
             pool.close()
+
+
+#: The entry point's hook, checked by mypy against the protocol ``eval qa`` calls it by.
+_HOOK: EvalRolloutsHook = open_eval_rollouts

@@ -34,6 +34,7 @@ from memstrata.executor import (
     build_items,
 )
 from memstrata.llm.types import Built, LayerBuilder
+from memstrata.roles import HostedMemory
 from workers.cluster import connect, is_ray_lost
 from workers.metrics import WorkersMetrics
 from workers.settings import WorkersSettings
@@ -262,18 +263,17 @@ class RayLayerExecutor(LayerExecutor):
                 self.ray.kill(a, no_restart=True)
 
 
-def attach(memory: Any, executor: LayerExecutor, metrics: WorkersMetrics | None = None) -> None:
-    """Route ``memory``'s L1/L2 builds through ``executor`` and count its cache reads."""
-    layers = memory.layers
-    layers.executor = executor
-    if metrics is None:
-        return
-    for name in ("facts", "notes"):
-        read = getattr(layers, name)
+def attach(memory: HostedMemory, executor: LayerExecutor,
+           metrics: WorkersMetrics | None = None) -> LayerExecutor:
+    """Route ``memory``'s L1/L2 builds through ``executor`` and count its cache reads.
 
-        def counted(scope: Any, session_id: str, _read: Any = read) -> Any:
-            result = _read(scope, session_id)
-            metrics.cache_read(bool(result[1]))
-            return result
+    Through the memory's two seams (``use_layer_executor``, ``on_layer_read``);
+    returns the executor replaced, so a caller can put it back.
+    """
+    previous = memory.use_layer_executor(executor)
+    if metrics is not None:
+        def counted(layer: str, from_cache: bool) -> None:
+            metrics.cache_read(from_cache)
 
-        setattr(layers, name, counted)
+        memory.on_layer_read(counted)
+    return previous

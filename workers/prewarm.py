@@ -21,7 +21,11 @@ from collections.abc import Callable
 from typing import Any
 
 from memstrata.kafka import KafkaSettings
+from memstrata.llm.usage import PriceTable
 from memstrata.model import Scope
+from memstrata.roles import HostedMemory
+from memstrata.telemetry.genai import LAYER, TENANT
+from memstrata.telemetry.kafka import child_span, record_span, span_context
 from workers.metrics import WorkersMetrics
 from workers.settings import WorkersSettings
 
@@ -49,7 +53,8 @@ class Prewarmer:
         self.spend = spend
         self.metrics = metrics or WorkersMetrics()
         self.clock = clock
-        self._pending: OrderedDict[tuple[Scope, str], None] = OrderedDict()
+        #: Sessions to warm, each with the trace context to warm it under (None: off).
+        self._pending: OrderedDict[tuple[Scope, str], Any] = OrderedDict()
         self._events: dict[tuple[Scope, str], deque[float]] = {}
         self._tokens = float(self._capacity)
         self._refilled = clock()
@@ -62,7 +67,7 @@ class Prewarmer:
         return max(1.0, self.settings.prewarm_sessions_per_min)
 
     # -- deciding ------------------------------------------------------------
-    def offer(self, tenant_id: str, user_id: str, session_id: str) -> bool:
+    def offer(self, tenant_id: str, user_id: str, session_id: str, trace: Any = None) -> bool:
         """One L0 report for a session; True when the session is now queued to warm."""
         if self.policy == "off":
             return False
@@ -77,16 +82,16 @@ class Prewarmer:
                 if len(seen) < self.settings.prewarm_hot_events:
                     return False
                 seen.clear()
-            self._pending[key] = None
+            self._pending[key] = trace
             self._pending.move_to_end(key)
         return True
 
-    def offer_record(self, value: bytes | str) -> bool:
+    def offer_record(self, value: bytes | str, trace: Any = None) -> bool:
         """A raw ``memstrata.l0.v1`` record (JSON); a malformed one is logged and ignored."""
         try:
             data = json.loads(value)
             return self.offer(str(data["tenant_id"]), str(data["user_id"]),
-                              str(data["session_id"]))
+                              str(data["session_id"]), trace)
         except (ValueError, KeyError, TypeError) as exc:
             log.warning("pre-warm: ignored a malformed %s record: %s", L0_TOPIC, exc)
             return False
@@ -114,7 +119,7 @@ class Prewarmer:
             with self._lock:
                 if not self._pending:
                     return built
-                key, _ = self._pending.popitem(last=False)
+                key, parent = self._pending.popitem(last=False)
             now = self.clock()
             if self.spend is not None and \
                     self._spent_last_hour(now) >= self.settings.prewarm_usd_per_hour:
@@ -125,7 +130,9 @@ class Prewarmer:
                 continue
             before = self.spend() if self.spend is not None else 0.0
             try:
-                made = self.warm(*key)
+                with child_span("memstrata.prewarm", parent, {  # tracing on only
+                        TENANT: key[0].tenant_id, LAYER: 1}):
+                    made = self.warm(*key)
             except Exception as exc:  # a failed warm-up is the first read's problem
                 log.warning("pre-warm of %s %s failed: %s", key[0], key[1], exc)
                 self.metrics.prewarm_sessions.labels(outcome="failed").inc()
@@ -139,26 +146,23 @@ class Prewarmer:
             built += int(made)
 
 
-def memory_warmer(memory: Any) -> Warm:
+def memory_warmer(memory: HostedMemory) -> Warm:
     """Warm L1 through ``memory``'s lazy layers (the cache is written as on a read)."""
 
     def warm(scope: Scope, session_id: str) -> bool:
-        _, hit = memory.layers.facts(scope, session_id)
-        return not hit
+        return memory.warm_facts(scope, session_id)
 
     return warm
 
 
-def memory_spend(memory: Any, prices: Any = None) -> Spend | None:
+def memory_spend(memory: HostedMemory, prices: PriceTable | None = None) -> Spend | None:
     """The builder's USD so far from the memory's usage meter (None for the offline builder).
 
     Shared meter: answers and pre-warming count together, so in a busy process the
     estimate errs on the side of stopping early.
     """
-    if getattr(memory.builder, "name", "") == "extractive":
+    if memory.builder.name == "extractive":
         return None
-    from memstrata.llm.usage import PriceTable
-
     table = prices or PriceTable.example()
     meter = memory.meter
 
@@ -169,7 +173,7 @@ def memory_spend(memory: Any, prices: Any = None) -> Spend | None:
 
 
 async def consume_l0(brokers: str, prewarmer: Prewarmer, *,
-                     group: str | None = "memstrata-prewarm", stop: Any = None,
+                     group: str | None = "memstrata-prewarm", stop: threading.Event | None = None,
                      topic: str = L0_TOPIC, offset_reset: str = "latest",
                      kafka: KafkaSettings | None = None) -> None:
     """Read ``memstrata.l0.v1`` and warm what the policy picks until ``stop`` is set.
@@ -192,9 +196,15 @@ async def consume_l0(brokers: str, prewarmer: Prewarmer, *,
     try:
         while stop is None or not stop.is_set():
             batch = await consumer.getmany(timeout_ms=500)
-            queued = sum(prewarmer.offer_record(rec.value) for recs in batch.values()
+            queued = sum(_offer(prewarmer, rec, topic, group) for recs in batch.values()
                          for rec in recs)
             if queued:
                 await asyncio.to_thread(prewarmer.drain)
     finally:
         await consumer.stop()
+
+
+def _offer(prewarmer: Prewarmer, rec: Any, topic: str, group: str | None) -> bool:
+    """One L0 record; with tracing on, under a span that continues the stream worker's trace."""
+    with record_span(topic, rec.headers, group=group) as span:
+        return prewarmer.offer_record(rec.value, trace=span_context(span))

@@ -16,7 +16,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memstrata.config import Settings, defaults
 from memstrata.controller.config import ControllerSettings
@@ -33,10 +33,14 @@ from workers.metrics import WorkersMetrics
 from workers.readers import ReaderSpec
 from workers.settings import WorkersSettings
 
+if TYPE_CHECKING:
+    from memstrata.controller.run import Controller
+    from memstrata.llm.openai_compat import ChatClient
+
 log = logging.getLogger(__name__)
 
 #: Makes the controller's chat client inside the actor (None: as the settings say).
-ChatFactory = Callable[[], Any]
+ChatFactory = Callable[[], "ChatClient | None"]
 
 
 class RolloutWorker:
@@ -57,9 +61,9 @@ class RolloutWorker:
         self.incarnation = uuid.uuid4().hex
         self.answered = 0
         #: Controllers for requests with settings of their own (a service call's options).
-        self.variants: dict[str, Any] = {}
+        self.variants: dict[str, Controller] = {}
 
-    def _controller(self, request: RolloutRequest) -> Any:
+    def _controller(self, request: RolloutRequest) -> Controller:
         if request.settings is None:
             return self.controller
         key = request.settings.model_dump_json()

@@ -17,11 +17,13 @@ import hashlib
 import logging
 import threading
 from contextlib import ExitStack
-from typing import Any
+
+from prometheus_client import CollectorRegistry
 
 from memstrata.config import Config, defaults
-from memstrata.executor import LocalLayerExecutor
+from memstrata.executor import LocalLayerExecutor, RolloutHost, ServiceWorkersHook
 from memstrata.kafka import KafkaSettings
+from memstrata.roles import HostedMemory
 from workers.materialize import RayLayerExecutor, SettingsBuilder, attach
 from workers.metrics import WorkersMetrics
 from workers.readers import ReaderSpec, StoreReaderSpec, serve_memory
@@ -65,8 +67,8 @@ class ServiceWorkers:
             ray.shutdown()
 
 
-def start_service_workers(memory: Any, servicer: Any, tenants: set[str],
-                          registry: Any = None,
+def start_service_workers(memory: HostedMemory, servicer: RolloutHost, tenants: set[str],
+                          registry: CollectorRegistry | None = None,
                           config: Config | None = None) -> ServiceWorkers | None:
     """Hook the Ray workers into a running service (None with the ``local`` backend).
 
@@ -113,8 +115,9 @@ def start_service_workers(memory: Any, servicer: Any, tenants: set[str],
     return out
 
 
-def start_prewarm(out: ServiceWorkers, memory: Any, settings: WorkersSettings,
-                  registry: Any, kafka: KafkaSettings) -> ServiceWorkers | None:
+def start_prewarm(out: ServiceWorkers, memory: HostedMemory, settings: WorkersSettings,
+                  registry: CollectorRegistry | None,
+                  kafka: KafkaSettings) -> ServiceWorkers | None:
     """Consume ``memstrata.l0.v1`` on a thread of its own when pre-warming is on.
 
     Needs the broker (``MEMSTRATA_KAFKA_BROKERS``); without one pre-warming is off,
@@ -147,3 +150,7 @@ def start_prewarm(out: ServiceWorkers, memory: Any, settings: WorkersSettings,
     log.info("pre-warming L1 (%s, %g sessions/min) from memstrata.l0.v1",
              settings.prewarm, settings.prewarm_sessions_per_min)
     return out
+
+
+#: The entry point's hook, checked by mypy against the protocol the service calls it by.
+_HOOK: ServiceWorkersHook = start_service_workers

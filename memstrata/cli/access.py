@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from memstrata.client.sync import MemoryClient
     from memstrata.controller.result import Answer
     from memstrata.model import Scope
-    from memstrata.roles import MemoryReader, MemoryWriter
+    from memstrata.roles import HostedMemory, MemoryReader, MemoryWriter
 
 __all__ = ["DEFAULT_TENANT", "Opened", "Remote", "SERVE_FILE", "TenantOrKey", "Where",
            "open_reader", "open_writer", "serving_address"]
@@ -98,6 +98,8 @@ class Opened:
     #: The service's HOST:PORT when remote.
     via: str | None = None
     client: MemoryClient | None = None
+    #: The local memory (``via`` None): its settings and usage meter.
+    host: HostedMemory | None = None
 
     def tenant(self, given: str | None) -> str:
         """``--tenant`` as given, else the API key's tenant (remote) or 'default' (local)."""
@@ -117,7 +119,10 @@ class Opened:
             return self.client.answer(scope, question, asked_on, without=without or ())
         from memstrata.controller.run import Controller
 
-        return Controller.open(self.reader, controller_settings).answer(scope, question, asked_on)
+        if self.host is None:
+            raise RuntimeError("no memory to answer from: opened neither locally nor remotely")
+        return Controller.for_memory(self.host, controller_settings).answer(
+            scope, question, asked_on)
 
 
 def remote_failure(exc: Exception, address: str | None = None,
@@ -175,7 +180,7 @@ def _local(data_dir: Path | None, *, read_only: bool) -> Iterator[Opened]:
     from memstrata.cli import _open
 
     with _open(data_dir, read_only=read_only) as memory:
-        yield Opened(reader=memory, writer=memory)
+        yield Opened(reader=memory, writer=memory, host=memory)
 
 
 def open_reader(where: Where) -> AbstractContextManager[Opened]:

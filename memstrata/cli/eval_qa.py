@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import sys
 import tempfile
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 from rich import box
@@ -21,9 +23,16 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from memstrata.cli.eval_cmd import eval_app, load_eval_dataset
+from memstrata.cli.eval_cmd import eval_app, load_eval_dataset, write_plot
 
-console = Console()
+if TYPE_CHECKING:  # annotations only: the command loads these when it runs
+    from memstrata.controller.config import ControllerSettings
+    from memstrata.eval.datasets import Dataset
+    from memstrata.executor import RolloutExecutor
+    from memstrata.roles import HostedMemory
+
+# Wide enough for the side-by-side table even when stdout is a pipe or a CI log.
+console = Console(width=None if sys.stdout.isatty() else 150)
 err = Console(stderr=True)
 
 Without = Annotated[
@@ -36,6 +45,19 @@ PolicyOpt = Annotated[
     Optional[str],
     typer.Option("--policy", help="auto (LLM when configured), rules (offline) or llm."),
 ]
+BaselinesOpt = Annotated[
+    Optional[str],
+    typer.Option("--baselines", help="Also answer with these baselines, same questions and "
+                                     "generator, comma-separated: full-context (the user's "
+                                     "whole haystack, cut to --context-tokens), rag-l3 (the "
+                                     "--rag-turns best raw turns).")]
+ContextTokensOpt = Annotated[
+    int, typer.Option("--context-tokens", min=256, max=2_000_000,
+                      help="full-context baseline: estimated tokens of haystack kept "
+                           "(oldest turns dropped first).")]
+RagTurnsOpt = Annotated[
+    int, typer.Option("--rag-turns", min=1, max=200,
+                      help="rag-l3 baseline: raw turns given to the generator.")]
 
 
 def controller_settings(without: list[str] | None, policy: str | None) -> Any:
@@ -60,15 +82,15 @@ def _fmt(x: float | None, pct: bool = False) -> str:
 
 def print_report(report: dict[str, Any], title: str) -> None:
     table = Table(title=title)
-    for col, just in (("category", "left"), ("n", "right"), ("F1", "right"), ("EM", "right"),
-                      ("judge acc.", "right")):
+    for col, just in (("category", "left"), ("n", "right"), ("F1", "right"),
+                      ("BLEU-1", "right"), ("EM", "right"), ("judge acc.", "right")):
         table.add_column(col, justify=just)  # type: ignore[arg-type]
     rows = [*report["by_category"].items(), ("overall (no adversarial)", report["overall"]),
             ("overall (all)", report["overall_with_adversarial"])]
     for name, row in rows:
         label = f"[bold]{name}[/bold]" if name.startswith("overall") else name
-        table.add_row(label, str(row["n"]), _fmt(row["f1"]), _fmt(row["em"]),
-                      _fmt(row["judge_accuracy"]))
+        table.add_row(label, str(row["n"]), _fmt(row["f1"]), _fmt(row.get("bleu1")),
+                      _fmt(row["em"]), _fmt(row["judge_accuracy"]))
     console.print(table)
     rates = Table(title="answered precision and coverage", box=box.SIMPLE_HEAD,
                   caption="precision: right (F1 >= 0.5, or the judge) / answered; coverage: "
@@ -101,9 +123,54 @@ def print_report(report: dict[str, Any], title: str) -> None:
                   f"({_fmt(report['overhead_cpu_ms']['p50'])} ms CPU); "
                   f"ingest {report['ingest_seconds']} s, answering {report['answer_seconds']} s; "
                   f"{report['errors']} errors")
+    print_protocol(report)
 
 
-def _rollouts(memory: Any, data: Any, workers: int, csettings: Any) -> Any:
+def print_protocol(report: dict[str, Any]) -> None:
+    """Controller iterations and the retrieval/generation error split of one report."""
+    it = report.get("iterations")
+    if it:
+        console.print(f"controller iterations per question: median {_fmt(it['p50'])}, "
+                      f"p95 {_fmt(it['p95'])}, p99 {_fmt(it['p99'])}, max {_fmt(it['max'])}")
+    split = report.get("error_split")
+    if split:
+        console.print(
+            f"wrong answers (answerable): {split['retrieval']} retrieval errors (gold session "
+            f"not read; {split['retrieval_partial']} read in part), {split['generation']} "
+            f"generation errors (read, still wrong), {split['unknown']} without gold "
+            f"evidence; {split['right']} of {split['questions']} right")
+
+
+def print_comparison(rows: list[dict[str, Any]], title: str) -> None:
+    """The system and the baselines side by side (answerable questions)."""
+    table = Table(title=title, box=box.SIMPLE_HEAD,
+                  caption="tokens and $ are means per question: LLM = answering (no judge), "
+                          "read = memory or context text (estimated), build = construction; "
+                          "err r/g: retrieval / generation errors; fallb.: answers given "
+                          "offline because the LLM failed")
+    cols = ("system", "n", "judge acc.", "F1", "BLEU-1", "precision", "coverage",
+            "LLM tok", "read tok", "build tok", "$/q", "iter p50", "err r/g", "fallb.")
+    for col in cols:
+        table.add_column(col, justify="left" if col == "system" else "right")
+
+    def num(x: float | None) -> str:
+        return "-" if x is None else f"{x:,.0f}"
+
+    for r in rows:
+        usd = r["usd_per_question"]
+        table.add_row(r["system"], str(r["questions"]), _fmt(r["judge_accuracy"]),
+                      _fmt(r["f1"]), _fmt(r["bleu1"]), _fmt(r["precision"]),
+                      _fmt(r["coverage"]), num(r["llm_tokens_per_question"]),
+                      num(r["read_tokens_per_question"]),
+                      num(r["construction_tokens_per_question"]),
+                      "-" if usd is None else f"{usd:.5f}", _fmt(r["iterations_p50"]),
+                      f"{r['retrieval_errors'] or 0}/{r['generation_errors'] or 0}",
+                      str(r["fallbacks"] or 0))
+    console.print(table)
+
+
+def _rollouts(memory: HostedMemory, data: Dataset, workers: int,
+              csettings: ControllerSettings) -> AbstractContextManager[RolloutExecutor]:
     """The Ray rollout pool of ``--workers`` (exit 2 when Ray or its settings are missing)."""
     from memstrata.config import ConfigError
     from memstrata.executor import ExecutorUnavailable, find_backend
@@ -148,18 +215,30 @@ def qa(
         "--workers", min=0, max=4096,
         help="Answer on N Ray rollout actors (MEMSTRATA_WORKERS_* says which cluster; "
              "needs the ray extra); 0: in this process.")] = 0,
+    baselines: BaselinesOpt = None,
+    context_tokens: ContextTokensOpt = 32_000,
+    rag_turns: RagTurnsOpt = 10,
 ) -> None:
     """Answer every question, report F1/EM (and LLM-judge accuracy) with depth and selectivity.
 
     Offline (the default) the rule policy and extractive answers run; with
     MEMSTRATA_LLM_BACKEND=openai the LLM controller, notes and generator run,
-    and the judge model grades the answers.
+    and the judge model grades the answers. ``--baselines`` answers the same
+    questions again from the full haystack and from the best raw turns, with the
+    same generator, and prints them beside the system.
     """
     from memstrata.cli import _open
     from memstrata.controller.run import Controller
+    from memstrata.eval.baselines import BaselineSettings, parse_baselines
+    from memstrata.eval.protocol import annotate, extend_report, side_by_side
     from memstrata.eval.qa import plot_depth
     from memstrata.eval.qa_run import evaluate_qa
 
+    try:
+        names = parse_baselines(baselines)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--baselines") from None
+    bsettings = BaselineSettings(context_tokens=context_tokens, rag_turns=rag_turns)
     prior = _read_previous(previous) if previous is not None else None
     data = load_eval_dataset(dataset, fmt, limit)
     csettings = controller_settings(without, policy)
@@ -167,7 +246,7 @@ def qa(
         root = data_dir or Path(tmp)
         memory = _open(root)  # a held --data-dir is reported as ingest reports it
         try:
-            controller = Controller.open(memory, csettings)
+            controller = Controller.for_memory(memory, csettings)
             chat = controller.chat
             judge_client = chat if use_judge else None
             with Progress(TextColumn("{task.description:<8}"), BarColumn(),
@@ -187,6 +266,8 @@ def qa(
                 else:
                     run = evaluate_qa(data, memory, controller, judge_client=judge_client,
                                       progress=tick)
+                others = _baselines(data, memory, controller, names, bsettings,
+                                    judge_client, csettings, tick) if names else {}
         finally:
             memory.close()
     config = {"dataset": str(dataset), "format": fmt, "mode": controller.mode,
@@ -195,7 +276,13 @@ def qa(
               "models": ({r: chat.model_for(r) for r in  # type: ignore[union-attr]
                           ("controller", "synthesizer", "generator", "judge")}
                          if chat is not None else None)}
-    results = [r.model_dump(mode="json") for r in run.results]
+    extend_report(run.report, run.results)
+    for b in others.values():
+        extend_report(b.report, b.results)
+    results = annotate([r.model_dump(mode="json") for r in run.results])
+    comparison = side_by_side(run.report, {n: b.report for n, b in others.items()})
+    if names:
+        config["baselines"] = {"names": names, **bsettings.model_dump()}
     versus = rates = None
     if prior is not None:
         from memstrata.eval.qa import compare_rates, compare_runs  # noqa: PLC0415
@@ -210,10 +297,15 @@ def qa(
         {"config": config, "report": run.report,
          **({"vs_previous": {"file": str(previous), "f1": versus,
                              "precision_coverage": rates}} if versus else {}),
+         **({"comparison": comparison,
+             "baselines": {n: {"report": b.report,
+                               "results": annotate([r.model_dump(mode="json")
+                                                    for r in b.results])}
+                           for n, b in others.items()}} if others else {}),
          "results": results}, indent=1) + "\n")
     plot_path = plot or output.with_suffix(".depth.png")
     title = f"{dataset.name} · {controller.mode}"
-    plot_depth(run.report, plot_path, title)
+    plotted = write_plot(plot_depth, run.report, plot_path, title)
     print_report(run.report, f"{dataset.name} · {len(run.results)} questions · "
                              f"{controller.mode}"
                              + (f" · without {', '.join(csettings.ablations)}"
@@ -222,7 +314,24 @@ def qa(
         print_versus(versus, previous)  # type: ignore[arg-type]
     if rates:
         print_rates_versus(rates, previous)  # type: ignore[arg-type]
-    console.print(f"wrote {output} and {plot_path}")
+    if others:
+        print_comparison(comparison, f"system vs baselines · same {len(run.results)} "
+                                     f"questions, same generator ({controller.mode})")
+    console.print(f"wrote {output}" + (f" and {plot_path}" if plotted else ""))
+
+
+def _baselines(data: Any, memory: Any, controller: Any, names: list[str], bsettings: Any,
+               judge_client: Any, csettings: Any, tick: Any) -> dict[str, Any]:
+    """Answer the same questions with each baseline, scored as the system's answers are."""
+    from memstrata.eval.baselines import run_baselines
+    from memstrata.eval.qa_run import score_answer
+
+    def score(q: Any, a: Any) -> Any:
+        return score_answer(q, a, judge_client, prices=controller.prices)
+
+    return run_baselines(data, memory, names, score, chat=controller.chat,
+                         prices=controller.prices, settings=bsettings,
+                         budget_s=csettings.answer_budget_s, progress=tick)
 
 
 def _read_previous(path: Path) -> list[dict[str, Any]]:

@@ -30,9 +30,10 @@ from memstrata.llm.budget import AnswerBudget, within
 from memstrata.llm.types import LLMError
 from memstrata.llm.usage import ROLES, PriceTable, Role, UsageMeter
 from memstrata.model import Scope, SessionMeta, TraceStep
-from memstrata.roles import MemoryReader
+from memstrata.roles import HostedMemory, MemoryReader, WarmsUp
 from memstrata.synth.answer import AnswerGenerator, Draft, ExtractiveAnswer, LLMAnswer
 from memstrata.synth.notes import ExtractiveNotes, LLMNotes, NotesSynthesizer
+from memstrata.telemetry.genai import traced_answer
 
 if TYPE_CHECKING:
     from memstrata.config import Settings
@@ -110,24 +111,20 @@ class Controller:
 
     @classmethod
     def open(cls, memory: MemoryReader, settings: ControllerSettings, *,
-             app_settings: "Settings | None" = None,
-             meter: UsageMeter | None = None) -> "Controller":
+             app_settings: "Settings", meter: UsageMeter | None = None) -> "Controller":
         """The controller the settings describe (LLM when one is configured, else offline).
 
-        ``app_settings`` (LLM backend, query limit) and ``meter`` default to those of
-        ``memory`` when it is a local :class:`~memstrata.memory.Memory`; over another
-        reader (a remote client) the caller passes ``app_settings``.
+        ``app_settings`` (LLM backend, query limit) are the entry point's loaded
+        settings; ``meter`` counts the answer LLM's usage (a fresh one when None).
+        Any reader will do: a local memory, a remote client.
         """
-        from memstrata.memory import Memory  # noqa: PLC0415 - convenience only
-
-        if isinstance(memory, Memory):
-            app_settings = app_settings or memory.settings
-            meter = meter or memory.meter
-        if app_settings is None:
-            raise TypeError("Controller.open over a reader that is not a local Memory needs "
-                            "app_settings (the entry point's loaded Settings)")
         chat = open_chat_client(app_settings, meter) if settings.policy != "rules" else None
         return cls(memory, settings, chat, max_query_chars=app_settings.max_query_chars)
+
+    @classmethod
+    def for_memory(cls, memory: HostedMemory, settings: ControllerSettings) -> "Controller":
+        """:meth:`open` over a local memory, with its settings and usage meter."""
+        return cls.open(memory, settings, app_settings=memory.settings, meter=memory.meter)
 
     def with_settings(self, settings: "ControllerSettings | None") -> "Controller":
         """This controller, or one like it (same reader, chat client, prices and query
@@ -151,6 +148,7 @@ class Controller:
             return LLMPolicy(self.chat, s), LLMReflector(self.chat, s), s
         return RulePolicy(s), RuleReflector(), s
 
+    @traced_answer  # an invoke_agent span, a child span per step (when tracing is on)
     def answer(self, scope: Scope, question: str, asked_on: datetime | None = None, *,
                on_step: Callable[[TraceStep], None] | None = None,
                deadline: float | None = None) -> Answer:
@@ -199,14 +197,14 @@ class Controller:
         2 s. The LLM path spends its first seconds waiting on the model, so the load is
         done then, not in the reserve of an offline answer that must follow in time.
         """
-        embedder = getattr(self.memory, "embedder", None)
-        if embedder is None or self._warmed:
+        memory = self.memory
+        if not isinstance(memory, WarmsUp) or self._warmed:
             return
         self._warmed = True
 
         def warm() -> None:
             try:
-                embedder.embed_queries(["warm up"])
+                memory.warm_up()
             except Exception:  # noqa: BLE001 - the search will report a broken encoder
                 log.debug("warming the query encoder failed", exc_info=True)
 

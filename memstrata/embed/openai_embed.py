@@ -56,6 +56,11 @@ class OpenAIEmbedder(Embedder):
         self._lock = threading.Lock()
 
     @property
+    def model_id(self) -> str:
+        """``MEMSTRATA_EMBED_MODEL``: another model writes another index."""
+        return self._model
+
+    @property
     def dim(self) -> int:
         if self._dim is None:
             self.embed_documents(["dimension probe"])

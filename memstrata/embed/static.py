@@ -58,11 +58,15 @@ class StaticEmbedder(Embedder):
     def __init__(self, load: Callable[[], StaticTable], model_id: str, dim: int,
                  *, name: str = "static") -> None:
         self._load_table = load
-        self.model_id = model_id
+        self._model_id = model_id
         self.name = name
         self._dim = dim
         self._lock = threading.Lock()
         self._table: StaticTable | None = None
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
 
     @property
     def dim(self) -> int:

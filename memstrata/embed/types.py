@@ -18,6 +18,12 @@ class Embedder(ABC):
     name: str = "embedder"
 
     @property
+    def model_id(self) -> str | None:
+        """The model the vectors come from, when the encoder names one (None: ``name`` says
+        all). Part of the index fingerprint: vectors of two models never share an index."""
+        return None
+
+    @property
     @abstractmethod
     def dim(self) -> int:
         """Vector length."""

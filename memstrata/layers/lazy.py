@@ -53,6 +53,9 @@ from memstrata.store.types import DocStore, StoreError
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
+#: Told of every L1/L2 read that returned: the layer ("L1", "L2") and whether the cache
+#: (or the memo) had it. A service counts its cache hits with one (``workers``).
+LayerReadHook = Callable[[str, bool], None]
 #: Layers a memo keeps (those built but not stored), least recently used dropped first.
 MEMO_SIZE = 2048
 
@@ -88,6 +91,24 @@ class LazyLayers:
         self._guard = threading.Lock()
         #: How many times a layer was actually built (not served from cache).
         self.builds = 0
+        self._read_hooks: list[LayerReadHook] = []
+
+    def use_executor(self, executor: LayerExecutor) -> LayerExecutor:
+        """Run the builds of later misses on ``executor``; returns the one it replaces.
+
+        The cache key keeps ``builder``'s version, so ``executor`` must run that builder.
+        """
+        previous, self.executor = self.executor, executor
+        return previous
+
+    def on_read(self, hook: LayerReadHook) -> Callable[[], None]:
+        """Call ``hook`` after every L1/L2 read that returns; the result removes it."""
+        self._read_hooks.append(hook)
+        return lambda: self._read_hooks.remove(hook)
+
+    def _told(self, layer: str, hit: bool) -> None:
+        for hook in list(self._read_hooks):
+            hook(layer, hit)
 
     @contextmanager
     def _single_flight(self, key: tuple[str, ...]) -> Iterator[None]:
@@ -213,6 +234,7 @@ class LazyLayers:
         """L1 of a session and whether it came from the cache."""
         meta, items, hit, fallback = self._cached(scope, session_id, "L1")
         facts = [KeyFact.model_validate(i) for i in items]
+        self._told("L1", hit)
         return KeyFacts(meta=meta, builder=self.builder.version, facts=facts,
                         fallback=fallback), hit
 
@@ -220,6 +242,7 @@ class LazyLayers:
         """L2 of a session and whether it came from the cache."""
         meta, items, hit, fallback = self._cached(scope, session_id, "L2")
         notes = [TurnNote.model_validate(i) for i in items]
+        self._told("L2", hit)
         return TurnNotes(meta=meta, builder=self.builder.version, notes=notes,
                          fallback=fallback), hit
 

@@ -32,7 +32,10 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from memstrata.roles import HostedMemory
 
 __all__ = ["PAUSE_FILE", "PauseChannel", "PauseExpired", "PauseUnavailable", "pause_writes"]
 
@@ -252,15 +255,14 @@ def pause_writes(data_dir: Path, max_s: float, *,
 
 
 @contextlib.contextmanager
-def offered(memory: Any) -> Iterator[PauseChannel | None]:
+def offered(memory: HostedMemory) -> Iterator[PauseChannel | None]:
     """While the block runs, offer backups a write pause of ``memory`` (``serve`` wraps its
     service in it). Nothing is offered for a memory that is not wholly embedded (its stores
-    have their own snapshots) or has no pause; a channel that cannot start is logged."""
+    have their own snapshots); a channel that cannot start is logged."""
     from memstrata.store.factory import embedded_backends
 
-    settings = getattr(memory, "settings", None)
-    if (settings is None or not hasattr(memory, "writes_paused")
-            or len(embedded_backends(settings)) < 3):
+    settings = memory.settings
+    if len(embedded_backends(settings)) < 3:
         yield None
         return
     channel = PauseChannel(memory, settings.data_dir)

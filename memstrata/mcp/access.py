@@ -156,7 +156,7 @@ class KeyVerifier:
         if verdict is not None and verdict.until > now:
             return verdict.tenant
         try:
-            tenant = (await self.pool.get(key).stats()).tenant_id or None
+            tenant = (await self.pool.get(key).describe_key()).tenant_id or None
         except Unauthenticated:
             tenant = None
         except RateLimited as exc:

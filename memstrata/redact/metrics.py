@@ -60,8 +60,7 @@ def register_redaction_metrics(registry: Any, memory: Any,
     one of ``included`` (registries this one serves too: ``memstrata serve`` hosts the
     stream worker, whose registry the service includes).
     """
-    redactor = getattr(memory, "redactor", None)
-    counts = getattr(redactor, "counts", None)
+    counts = getattr(memory.redactor, "counts", None)
     if not isinstance(counts, RedactionCounts):
         return None
     holders = _registered.setdefault(counts, [])

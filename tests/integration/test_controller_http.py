@@ -39,7 +39,7 @@ def test_controller_notes_answer_and_judge_request_shapes(tmp_path, embedder):
             server.queue_chat("Pixel", prompt_tokens=950, completion_tokens=2)      # draft
             server.queue_chat("1. RELEVANT FACTS: the kitten is named Pixel (s3-back-home)")
             server.queue_json({"reasoning": "notes say so", "answer": "Pixel"})
-            controller = Controller.open(memory, ControllerSettings())
+            controller = Controller.for_memory(memory, ControllerSettings())
             assert controller.mode == "llm"
             answer = controller.answer(MAYA, "What is the name of my kitten?", ASKED_ON)
 

@@ -15,9 +15,12 @@ class CountingEmbedder(Embedder):
     def __init__(self, inner: Embedder) -> None:
         self.inner = inner
         self.name = inner.name
-        self.model_id = getattr(inner, "model_id", None)
         self.texts = 0
         self.calls = 0
+
+    @property
+    def model_id(self) -> str | None:
+        return self.inner.model_id
 
     @property
     def dim(self) -> int:

@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from memstrata.executor import ExecutorBusy, LayerRequest
+from memstrata.executor import ExecutorBusy, LayerRequest, LocalLayerExecutor
 from memstrata.layers.lazy import LazyLayers
+from memstrata.memory import Memory
 from memstrata.model import turns_digest
 from tests.support.builders import FlakyBuilder
 from workers.materialize import BuildFailed, RayLayerExecutor, attach, route
@@ -101,9 +102,13 @@ def test_lazy_layers_single_flight_through_actor_and_cache_written(ray_local, me
                                           memory.docs.get_turns(scope, sid))
         assert [n.model_dump() for n in notes.notes] == [n.model_dump() for n in fresh]
         assert layers.notes(scope, sid)[1] is True
-        holder = type("M", (), {"layers": LazyLayers(memory.docs, memory.builder)})()
-        attach(holder, ex, metrics)
-        holder.layers.notes(scope, sid)
+        # A second Memory over the same stores (not closed: the fixture owns them),
+        # hooked through its seams as the service hooks its own.
+        holder = Memory(memory.settings, memory.builder, memory.embedder, memory.vectors,
+                        memory.lexical, memory.docs)
+        previous = attach(holder, ex, metrics)
+        assert isinstance(previous, LocalLayerExecutor)
+        holder.notes(scope, sid)
         assert metrics.cache.labels(result="hit")._value.get() == 1
         assert metrics.cache_hit_ratio._value.get() == 1.0
         assert metrics.joins.labels(layer="L2")._value.get() + \
@@ -120,7 +125,6 @@ def test_build_failing_twice_is_retried_and_cached_once(ray_local, memory):
                           builder_factory=lambda: FlakyBuilder(fail_times=2))
     try:
         assert memory.docs.get_layer(scope, sid, "L1", version) is None
-        layers = LazyLayers(memory.docs, memory.builder, executor=ex)
         puts: list[str] = []
         real_put = memory.docs.put_layer
 
@@ -128,7 +132,9 @@ def test_build_failing_twice_is_retried_and_cached_once(ray_local, memory):
             puts.append(a[2])
             return real_put(*a, **k)
 
-        layers.docs = _Proxy(memory.docs, put_layer=counting_put)
+        # The store it reads and writes from the start (LazyLayers keeps its writer).
+        layers = LazyLayers(_Proxy(memory.docs, put_layer=counting_put), memory.builder,
+                            executor=ex)
         req = _request(memory, scope, sid, "L1")
         items = ex.build_layer(req).items
         st = ex.stats()[route(req.key, 2)]
@@ -188,8 +194,6 @@ def test_queue_bound_gives_busy(ray_local, memory):
 
 
 def test_lost_materializer_falls_back_in_process_and_says_so(ray_local, memory, caplog):
-    from memstrata.executor import LocalLayerExecutor
-
     scope, sid = _first_session(memory)
     metrics = WorkersMetrics()
     ex = RayLayerExecutor(_settings(materializers=1, max_restarts=0), metrics=metrics,

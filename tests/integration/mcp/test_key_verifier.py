@@ -35,7 +35,8 @@ class FakeClient:
     service: FakeService
     key: str
 
-    async def stats(self) -> MemoryStats:
+    async def describe_key(self) -> MemoryStats:
+        """Stands for the DescribeKey RPC: only ``tenant_id`` is read."""
         self.service.asked.append(self.key)
         if self.service.failure is not None:
             raise self.service.failure
