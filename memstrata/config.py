@@ -215,6 +215,10 @@ class Settings(BaseSettings):
     #: before any store is touched (Qdrant Edge writes through memory maps, and a full
     #: volume kills the process with SIGBUS there). 0: no check.
     min_free_mb: int = Field(100, ge=0, le=1_000_000)
+    #: Keep entity and persona profiles (``memstrata profile``) on the write path: the rules
+    #: of :mod:`memstrata.profiles` read every written session. Off: writes skip them (what
+    #: is stored stays; deletes still remove a session's part of it).
+    profiles: bool = True
 
     # -- request limits ---------------------------------------------------
     max_query_chars: int = Field(2000, ge=1, le=100_000)

@@ -336,10 +336,10 @@ class OpenSearchDocStore(DocStore):
                                         body={"ids": [_profile_id(scope, e) for e in chunk]},
                                         request_timeout=self.timeout)
                 for doc in res["docs"]:
-                    src = doc.get("_source") if doc.get("found") else None
-                    if src and src["tenant_id"] == scope.tenant_id \
-                            and src["user_id"] == scope.user_id:
-                        out[src["entity_id"]] = src["data"]
+                    found = doc.get("_source") if doc.get("found") else None
+                    if found and found["tenant_id"] == scope.tenant_id \
+                            and found["user_id"] == scope.user_id:
+                        out[found["entity_id"]] = found["data"]
         return out
 
     def put_profiles(self, scope: Scope, records: Mapping[str, dict[str, Any]], *,
