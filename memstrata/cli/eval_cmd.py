@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 from rich.console import Console
@@ -64,6 +64,20 @@ def load_eval_dataset(path: Path, fmt: str, limit: int | None) -> "Dataset":
     return data
 
 
+def write_plot(draw: Any, *args: Any) -> bool:
+    """Draw a PNG when matplotlib is installed; otherwise say how to get it (no failure)."""
+    try:
+        draw(*args)
+    except ImportError as exc:
+        if "matplotlib" not in str(exc):
+            raise
+        from memstrata.eval.protocol import PLOTS_HINT  # noqa: PLC0415
+
+        err.print(f"[yellow]no plot written: {escape(PLOTS_HINT)}[/yellow]")
+        return False
+    return True
+
+
 @eval_app.command("retrieval")
 def retrieval(
     dataset: Annotated[Path, typer.Option("--dataset", "-d", help="LoCoMo or LongMemEval JSON.")],
@@ -111,9 +125,10 @@ def retrieval(
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(run.result, indent=2) + "\n")
     plot_path = plot or output.with_suffix(".png")
-    plot_curves(run.curves, plot_path, f"session Recall@k · {dataset.name}")
+    plotted = write_plot(plot_curves, run.curves, plot_path,
+                         f"session Recall@k · {dataset.name}")
     print_table(run.result, ks)
-    console.print(f"wrote {output} and {plot_path}")
+    console.print(f"wrote {output}" + (f" and {plot_path}" if plotted else ""))
 
 
 def print_table(result: dict, ks: list[int]) -> None:

@@ -4,8 +4,9 @@ LongMemEval grades with a model that compares the response with the gold
 answer using a rule that depends on the question type: some latitude for
 counting days in temporal questions, credit for the updated value in
 knowledge-update questions, a rubric for preference questions, and credit
-for saying "I don't know" on unanswerable ones. The instructions here are
-written in our own words; LoCoMo categories are mapped onto the same types.
+for saying "I don't know" on unanswerable ones. The rules, one per question
+type, are in :mod:`memstrata.eval.judge_prompts` (our own words); LoCoMo
+categories are mapped onto the same types.
 """
 
 from __future__ import annotations
@@ -14,44 +15,19 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from memstrata.eval.judge_prompts import JUDGE_TYPES, judge_messages
+
 if TYPE_CHECKING:
     from memstrata.llm.openai_compat import ChatClient
 
 _YES = re.compile(r"^\W*(yes|correct|true)\b", re.IGNORECASE)
 _NO = re.compile(r"^\W*(no|incorrect|false|wrong)\b", re.IGNORECASE)
 
-_RULES = {
-    "default": (
-        "Say yes if the response contains the correct answer or something equivalent to it, "
-        "including when it shows its steps and arrives at that answer. Say no if it gives a "
-        "different answer or only part of what the correct answer requires."
-    ),
-    "temporal-reasoning": (
-        "Say yes if the response contains the correct answer or an equivalent. Do not count "
-        "off-by-one differences in numbers of days, weeks or months against it (a response "
-        "of 19 days for a correct answer of 18 is acceptable). Otherwise say no."
-    ),
-    "knowledge-update": (
-        "The correct answer is the user's latest information. Say yes if the response gives "
-        "that latest answer, even if it also mentions what was true before. Say no if it "
-        "gives only an outdated value or something else."
-    ),
-    "single-session-preference": (
-        "The gold answer is a rubric describing a good personalised response. Say yes if "
-        "the response uses the user's personal information the way the rubric asks; it "
-        "need not mention every point. Otherwise say no."
-    ),
-    "abstention": (
-        "This question cannot be answered from the user's history. Say yes if the response "
-        "says so (that the information is missing, not mentioned or unknown). Say no if it "
-        "gives a concrete answer."
-    ),
-}
 _TYPE_OF = {
-    "temporal-reasoning": "temporal-reasoning",
+    **{t: t for t in JUDGE_TYPES},
+    # LoCoMo categories
     "temporal": "temporal-reasoning",
-    "knowledge-update": "knowledge-update",
-    "single-session-preference": "single-session-preference",
+    "multi-hop": "multi-session",
     "adversarial": "abstention",
 }
 
@@ -59,22 +35,6 @@ _TYPE_OF = {
 def judge_type(category: str, adversarial: bool = False) -> str:
     """Which grading rule applies to a LongMemEval question type or LoCoMo category."""
     return "abstention" if adversarial else _TYPE_OF.get(category, "default")
-
-
-def judge_messages(question: str, gold: str, response: str, kind: str) -> list[dict[str, str]]:
-    label = "Rubric" if kind == "single-session-preference" else "Correct answer"
-    user = "\n".join([
-        _RULES[kind],
-        "",
-        f"Question: {question}",
-        f"{label}: {gold}" if kind != "abstention" else f"Explanation: {gold}",
-        f"Response: {response}",
-        "",
-        "Is the response correct? Reply with yes or no only.",
-    ])
-    return [{"role": "system", "content": "You grade answers to questions about a user's "
-                                          "conversation history."},
-            {"role": "user", "content": user}]
 
 
 @dataclass(frozen=True)

@@ -107,6 +107,9 @@ class QAResult(BaseModel):
     #: Offline (construction) and online cost of this question, and the share of the
     #: haystack it read (:mod:`memstrata.eval.cost`).
     cost: dict[str, Any] = Field(default_factory=dict)
+    #: Set when an LLM was configured but failed and the answer was given offline
+    #: (``Answer.fallback``, e.g. ``generator: timeout``).
+    fallback: str | None = None
     error: str | None = None
 
 

@@ -66,7 +66,7 @@ def score_answer(q: Question, a: "Answer | BaseException", judge_client: "ChatCl
         return QAResult(prediction="", error=f"{type(a).__name__}: {a}", **base)
     f1, em = score(a.answer, q.answer, q.category, q.adversarial)
     result = QAResult(
-        prediction=a.answer, abstained=a.abstained, f1=f1, em=em,
+        prediction=a.answer, abstained=a.abstained, f1=f1, em=em, fallback=a.fallback,
         source_sessions=list(dict.fromkeys(s.session_id for s in a.sources)),
         sources=[s.model_dump(mode="json") for s in a.sources],
         summary=a.summary.model_dump(mode="json"),
