@@ -114,7 +114,7 @@ def search_under_writer(encoder: MiniLMEmbedder, dataset: Path, searches: int) -
                 stop = threading.Event()
                 appended = [0]
 
-                def writer() -> None:
+                def writer(stop: threading.Event = stop, appended: list[int] = appended) -> None:
                     msgs = thirty_turns(10_000)
                     i = 0
                     while not stop.is_set() and i < len(msgs):

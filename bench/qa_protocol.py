@@ -109,7 +109,7 @@ def prices_for(args: argparse.Namespace) -> PriceTable:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Ingest, answer with the system and the baselines, grade, and compare."""
-    from memstrata.llm.openai_compat import ChatClient  # noqa: PLC0415 - the openai extra
+    from memstrata.llm.openai_compat import ChatClient
 
     data = restrict(load_dataset(args.dataset, args.format), args.limit)
     prices = prices_for(args)
@@ -234,7 +234,7 @@ def markdown(doc: dict[str, Any]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from rich.table import Table  # noqa: PLC0415
+    from rich.table import Table
 
     args = parse_args(argv)
     doc = run(args)

@@ -181,7 +181,7 @@ def serve_bare(data_dir: str, port: int, threads: int, kind: str) -> None:
     try:
         if kind == "sync-bare":
             class SyncSearch(pb_grpc.MemoryServiceServicer):
-                def Search(self, request: Any, context: Any) -> Any:  # noqa: N802
+                def Search(self, request: Any, context: Any) -> Any:
                     return work(request)
 
             server = grpc.server(ThreadPoolExecutor(threads))
@@ -201,7 +201,7 @@ def serve_bare(data_dir: str, port: int, threads: int, kind: str) -> None:
             pool = ThreadPoolExecutor(threads)
 
             class AioSearch(pb_grpc.MemoryServiceServicer):
-                async def Search(self, request: Any, context: Any) -> Any:  # noqa: N802
+                async def Search(self, request: Any, context: Any) -> Any:
                     return await asyncio.get_running_loop().run_in_executor(pool, work, request)
 
             server = grpc.aio.server()
@@ -606,8 +606,8 @@ def cpu_phase(service_dir: Path, keys: Path, key: str, questions: Sequence[Any],
             if path is not None:
                 path.close()
             svc.stop()
-    for name, ops in out.items():
-        for op, cell in ops.items():
+    for ops in out.values():
+        for cell in ops.values():
             merged = merge(cell.pop("runs"))
             cell.update({k: v for k, v in merged.items() if k != "latencies"})
             cell["cpu_ms_per_call"] = 1000 * cell["cpu_s"] / max(1, merged["calls"])
@@ -760,7 +760,7 @@ def main() -> None:
             svc.wait_healthy()
             service = ServicePath(svc.address, key, questions)
             for path in (library, service):
-                for i in range(args.warmup):
+                for _ in range(args.warmup):
                     path.measure("search", 1, 1), path.measure("answer", 1, 1)
             plan = [(op, c) for c in callers for op in ("search", "answer")]
             runs: dict[tuple[str, str], list[dict[str, Any]]] = {}

@@ -320,7 +320,8 @@ def check_stores(docs: DocStore, vectors: VectorStore, lexical: LexicalStore,
 
         def add(kind: str, detail: str, severity: Severity = "error",
                 fix: str = REPAIR_HINT) -> None:
-            report.findings.append(Finding(severity, kind, here, detail, fix, scope, sid))
+            # called within this iteration only
+            report.findings.append(Finding(severity, kind, here, detail, fix, scope, sid))  # noqa: B023
 
         counts = {"L0 units": tally.units}
         for label, store in per_session.items():

@@ -345,7 +345,7 @@ def _plugin_namespaces() -> tuple[dict[str, type[BaseSettings]], dict[str, str]]
         try:
             cls = _load(ep.value)
             found.setdefault(_prefix_of(cls), cls)
-        except Exception as exc:  # a broken plug-in must not hide our own errors
+        except Exception as exc:  # noqa: BLE001 - a broken plug-in must not hide our own errors
             failed[ep.name] = f"{ep.value}: {type(exc).__name__}: {exc}"
     return found, failed
 

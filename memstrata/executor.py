@@ -154,7 +154,7 @@ class LocalRolloutExecutor:
         try:
             return self.controller.with_settings(r.settings).answer(
                 r.scope, r.question, r.asked_on)
-        except Exception as exc:  # one failed question must not end a batch
+        except Exception as exc:  # noqa: BLE001 - one failed question must not end a batch
             return exc
 
     def answer_many(self, requests: Sequence[RolloutRequest], *,

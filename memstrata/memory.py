@@ -264,7 +264,7 @@ class Memory:
             for store in reversed(opened):
                 try:
                     store.close()
-                except Exception:  # the original error is the one to report
+                except Exception:  # noqa: BLE001 - the original error is the one to report
                     pass
             if lock is not None:
                 lock.release()
@@ -741,7 +741,7 @@ class Memory:
                     before = count()
                     delete()
                     receipt.removed[name] = before - count()
-                except Exception as exc:  # reported; a retry finishes the job
+                except Exception as exc:  # noqa: BLE001 - reported; a retry finishes the job
                     receipt.errors[name] = f"{type(exc).__name__}: {exc}"
             receipt.complete = not receipt.errors
             if session_id is None:  # nothing of a forgotten user stays, its queries included

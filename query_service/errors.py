@@ -113,7 +113,7 @@ def rpc_errors(fn: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T]]:
             return await fn(self, request, context)
         except (grpc.aio.AbortError, grpc.RpcError):
             raise
-        except Exception as exc:  # noqa: BLE001 - mapped to a status below
+        except Exception as exc:
             await _abort(context, fn.__name__, exc)
             raise  # unreachable: abort raises
 

@@ -107,7 +107,7 @@ class ServiceMetrics:
 
         The default registry has them already; a registry of our own needs its own.
         """
-        from prometheus_client import REGISTRY  # noqa: PLC0415
+        from prometheus_client import REGISTRY
 
         if registry is REGISTRY:
             return

@@ -27,7 +27,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from memstrata.model import Scope, SessionMeta
+from memstrata.model import Scope
 from memstrata.roles import (
     DeleteReceipt,
     MemoryReader,
@@ -267,7 +267,7 @@ class PendingWrites:
             wanted = self.snapshot(scope)
             if not wanted:
                 return True
-            stored = await run(lambda: stored_ids(memory, scope, wanted))
+            stored = await run(lambda wanted=wanted: stored_ids(memory, scope, wanted))
             if not self.settle(scope, stored):
                 return True
             if loop.time() >= deadline:

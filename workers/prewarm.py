@@ -133,7 +133,7 @@ class Prewarmer:
                 with child_span("memstrata.prewarm", parent, {  # tracing on only
                         TENANT: key[0].tenant_id, LAYER: 1}):
                     made = self.warm(*key)
-            except Exception as exc:  # a failed warm-up is the first read's problem
+            except Exception as exc:  # noqa: BLE001 - a failed warm-up is the first read's problem
                 log.warning("pre-warm of %s %s failed: %s", key[0], key[1], exc)
                 self.metrics.prewarm_sessions.labels(outcome="failed").inc()
                 continue

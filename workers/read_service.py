@@ -91,7 +91,7 @@ def _mapped(fn: Callable[[ReadOnlyServicer, R, Context], object]
     def call(self: ReadOnlyServicer, request: R, context: Context) -> object:
         try:
             return fn(self, request, context)
-        except Exception as exc:  # noqa: BLE001 - every failure becomes its status
+        except Exception as exc:
             code, details = _status(exc)
             context.abort(code, details)
             raise  # unreachable: abort raises

@@ -188,7 +188,7 @@ class RayRolloutExecutor(RolloutExecutor):
                 if ref not in ready:
                     try:
                         self.ray.cancel(ref, force=False)
-                    except Exception as exc:  # already finished or its actor is gone
+                    except Exception as exc:  # noqa: BLE001 - already finished or its actor is gone
                         log.debug("cancelling rollout %d: %s", j, exc)
                     outcome = TimeoutError(f"rollout {j} took over {timeout:g} s "
                                            f"(MEMSTRATA_WORKERS_ROLLOUT_TIMEOUT_S)")
@@ -199,7 +199,7 @@ class RayRolloutExecutor(RolloutExecutor):
                     except rx.RayTaskError as exc:
                         outcome = getattr(exc, "cause", None) or exc
                         self.metrics.rollouts.labels(outcome="failed").inc()
-                    except Exception as exc:  # the actor is gone for good: resend elsewhere
+                    except Exception as exc:  # noqa: BLE001 - the actor is gone for good: resend elsewhere
                         if isinstance(exc, rx.RayActorError) and \
                                 not isinstance(exc, getattr(rx, "ActorUnavailableError", ())):
                             self.dead.add(k)

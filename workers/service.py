@@ -58,7 +58,7 @@ class ServiceWorkers:
                         self.layers.close(kill=not self.layers.settings.ray_address)
                     else:
                         part.close()
-                except Exception as exc:  # the cluster may be gone already
+                except Exception as exc:  # noqa: BLE001 - the cluster may be gone already
                     log.warning("closing Ray workers: %s", exc)
         self.stack.close()
         if self.started_ray:
@@ -141,7 +141,7 @@ def start_prewarm(out: ServiceWorkers, memory: HostedMemory, settings: WorkersSe
     def run() -> None:
         try:
             asyncio.run(consume_l0(brokers, prewarmer, stop=stop, kafka=kafka))
-        except Exception as exc:  # pre-warming is an optimisation: log, never crash
+        except Exception as exc:  # noqa: BLE001 - pre-warming is an optimisation: log, never crash
             log.error("pre-warm consumer stopped: %s", exc)
 
     out.prewarm_stop = stop

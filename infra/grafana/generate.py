@@ -68,8 +68,8 @@ def overview() -> Dashboard:
                      "(key facts), L2 (turn notes) or L3 (raw turns), over the time range.")
         .min(0).max(1).span(8).height(8)
         .with_target(q(
-            f"sum by (le) (increase(memstrata_answer_depth_bucket{{le!=\"+Inf\"}}[$__range]))"
-            f" / ignoring (le) group_left sum(increase(memstrata_answer_depth_count[$__range]))",
+            "sum by (le) (increase(memstrata_answer_depth_bucket{le!=\"+Inf\"}[$__range]))"
+            " / ignoring (le) group_left sum(increase(memstrata_answer_depth_count[$__range]))",
             "depth <= L{{le}}").instant()))
     d = d.with_panel(quantiles(
         "memstrata_answer_drilled_share", "", "percentunit", "Share of sessions drilled",

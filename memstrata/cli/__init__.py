@@ -85,7 +85,7 @@ def _open(data_dir: Path | None, *, read_only: bool = False):  # -> Memory (lazy
         return Memory.open(settings, read_only=read_only)
     except DataDirLocked as exc:
         exit_locked(exc, read_only=read_only)
-    except Exception as exc:  # a backend that cannot start is a usage problem here
+    except Exception as exc:  # noqa: BLE001 - a backend that cannot start is a usage problem here
         err.print(f"[red]cannot open memory: {escape(str(exc))}[/red]")
         raise typer.Exit(2) from None
 
@@ -122,12 +122,12 @@ def setup_logging(level: int | str = logging.WARNING, *,
     logging.getLogger("memstrata").setLevel(level if ours is None else ours)
 
 
-def show_scope(scope) -> str:  # noqa: ANN001 - a Scope (imported lazily)
+def show_scope(scope) -> str:
     """A scope as the CLI prints it: ids may hold '/', so tenant and user are named."""
     return f"tenant={scope.tenant_id} user={scope.user_id}"
 
 
-def show_users(scopes, limit: int = 10) -> str:  # noqa: ANN001 - Scopes
+def show_users(scopes, limit: int = 10) -> str:
     """Users grouped by tenant ("tenant=acme users=leo,maya; ..."), the first ``limit`` users."""
     by_tenant: dict[str, list[str]] = {}
     for s in sorted(scopes, key=lambda s: (s.tenant_id, s.user_id))[:limit]:
@@ -569,9 +569,10 @@ def _register_subcommands() -> None:
     from memstrata.cli.eval_cmd import eval_app
 
     app.add_typer(eval_app, name="eval")
-    from memstrata.cli import service_cmd; service_cmd.register()  # serve, keys
-    from memstrata.cli import workers_cmd; workers_cmd.register()  # workers head|node|check
-    from memstrata.cli import mcp_cmd; mcp_cmd.register()  # mcp
+    from memstrata.cli import mcp_cmd, service_cmd, workers_cmd
+    service_cmd.register()  # serve, keys
+    workers_cmd.register()  # workers head|node|check
+    mcp_cmd.register()  # mcp
     from memstrata.cli import export_cmd  # noqa: F401 - `export`
     from memstrata.cli import backup_cmd  # noqa: F401 - `backup`, `restore`
     from memstrata.cli import retention_cmd  # noqa: F401 - `retention show|dry-run|apply`

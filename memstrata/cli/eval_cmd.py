@@ -71,7 +71,7 @@ def write_plot(draw: Any, *args: Any) -> bool:
     except ImportError as exc:
         if "matplotlib" not in str(exc):
             raise
-        from memstrata.eval.protocol import PLOTS_HINT  # noqa: PLC0415
+        from memstrata.eval.protocol import PLOTS_HINT
 
         err.print(f"[yellow]no plot written: {escape(PLOTS_HINT)}[/yellow]")
         return False

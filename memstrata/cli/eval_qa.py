@@ -285,7 +285,7 @@ def qa(
         config["baselines"] = {"names": names, **bsettings.model_dump()}
     versus = rates = None
     if prior is not None:
-        from memstrata.eval.qa import compare_rates, compare_runs  # noqa: PLC0415
+        from memstrata.eval.qa import compare_rates, compare_runs
 
         try:
             versus = compare_runs(results, prior)

@@ -68,7 +68,7 @@ def open_chat_client(settings: "Settings",
     """A chat client when ``MEMSTRATA_LLM_BACKEND=openai``; None for the offline mode."""
     if settings.llm_backend != "openai":
         return None
-    from memstrata.llm.openai_compat import ChatClient  # noqa: PLC0415
+    from memstrata.llm.openai_compat import ChatClient
 
     return ChatClient(settings, meter or UsageMeter())
 
@@ -143,7 +143,7 @@ class Controller:
         if not s.use_controller:
             return TopKPolicy(s), None, s.model_copy(update={"auto_drill": 0})
         if llm and self.chat is not None:
-            from memstrata.controller.policy_llm import LLMPolicy, LLMReflector  # noqa: PLC0415
+            from memstrata.controller.policy_llm import LLMPolicy, LLMReflector
 
             return LLMPolicy(self.chat, s), LLMReflector(self.chat, s), s
         return RulePolicy(s), RuleReflector(), s
@@ -205,7 +205,7 @@ class Controller:
         def warm() -> None:
             try:
                 memory.warm_up()
-            except Exception:  # noqa: BLE001 - the search will report a broken encoder
+            except Exception:
                 log.debug("warming the query encoder failed", exc_info=True)
 
         threading.Thread(target=warm, name="memstrata-warm-encoder", daemon=True).start()

@@ -384,7 +384,7 @@ class MemoryTools:
         cached: list[bool] = []
         for sid in ids:
             self._may_drill(sid)
-            facts, hit = self._read_layer(lambda: self.memory.facts(self.state.scope, sid))
+            facts, hit = self._read_layer(lambda sid=sid: self.memory.facts(self.state.scope, sid))
             if hit is not None:
                 cached.append(hit)
             text = md.render_l1(facts)

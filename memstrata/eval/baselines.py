@@ -346,7 +346,7 @@ def run_baselines(dataset: Dataset, memory: "Memory", names: Sequence[str], scor
                                                             settings.rag_turns))
                         a: Answer | BaseException = answerer.answer(
                             name, q, ctx, people.get(q.scope, ()), len(stack))
-                    except Exception as exc:  # one failed question must not end the run
+                    except Exception as exc:  # noqa: BLE001 - one failed question must not end the run
                         a = exc
                     r = score(q, a)
                     if r.error is None and r.cost:

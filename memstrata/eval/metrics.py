@@ -91,7 +91,7 @@ def paired_ratio_difference(
     Draws where a denominator is zero are skipped; ``diff`` is None when a
     whole run has no denominator.
     """
-    import numpy as np  # noqa: PLC0415 - only the comparison needs it
+    import numpy as np
 
     n = len(num_a)
     if not (len(den_a) == len(num_b) == len(den_b) == n):

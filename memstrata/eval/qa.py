@@ -251,10 +251,10 @@ def aggregate(results: Sequence[QAResult]) -> dict[str, Any]:
 
 def plot_depth(report: dict[str, Any], path: Path, title: str = "") -> Path:
     """Bar charts of the depth distribution, overall and per category, as a PNG."""
-    import matplotlib  # noqa: PLC0415 - optional dependency (the eval extra)
+    import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # noqa: PLC0415
+    import matplotlib.pyplot as plt
 
     overall = report["depth_distribution"]
     cats = report.get("depth_by_category") or {}
@@ -293,7 +293,7 @@ def compare_runs(results: Sequence[dict[str, Any]],
     each entry has the mean difference, its bootstrap 95% interval and how many
     questions got better and worse (:func:`memstrata.eval.metrics.paired_difference`).
     """
-    from memstrata.eval.metrics import paired_difference  # noqa: PLC0415
+    from memstrata.eval.metrics import paired_difference
 
     before = {r["qid"]: r for r in previous}
     if set(before) != {r["qid"] for r in results}:
@@ -322,7 +322,7 @@ def compare_rates(results: Sequence[dict[str, Any]], previous: Sequence[dict[str
     (:func:`memstrata.eval.metrics.paired_ratio_difference`) and counts of the
     questions that became right / stopped being right, answered / abstained.
     """
-    from memstrata.eval.metrics import paired_ratio_difference  # noqa: PLC0415
+    from memstrata.eval.metrics import paired_ratio_difference
 
     before = {r["qid"]: r for r in previous}
     if set(before) != {r["qid"] for r in results}:

@@ -48,7 +48,7 @@ def answer_one(controller: Controller, q: Question, judge_client: "ChatClient | 
     """Answer, score and (with a judge) grade one question."""
     try:
         a: Answer | BaseException = controller.answer(q.scope, q.question, q.asked_on)
-    except Exception as exc:  # one failed question must not end a long run
+    except Exception as exc:  # noqa: BLE001 - one failed question must not end a long run
         a = exc
     return score_answer(q, a, judge_client, prices=controller.prices)
 
@@ -77,7 +77,7 @@ def score_answer(q: Question, a: "Answer | BaseException", judge_client: "ChatCl
                               q.adversarial)
             result.judge = v.correct
             result.judge_tokens = {"tokens_in": v.tokens_in, "tokens_out": v.tokens_out}
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a failed judge costs a verdict, not the run
             log.warning("judging %s failed: %s", q.qid, exc)
     return result
 

@@ -226,7 +226,7 @@ def detect_cues(question: str, asked_on: object = None,
     """
     q = question.strip()
     kind = answer_type(q)
-    from datetime import date, datetime  # noqa: PLC0415 - keeps the module import light
+    from datetime import date, datetime
 
     anchor = asked_on if isinstance(asked_on, (date, datetime)) else date(2000, 1, 1)
     rel = tuple(r.phrase for r in find_relative_dates(q, anchor, calendar=False))

@@ -34,7 +34,7 @@ def chat_json(client: "ChatClient", trace: Trace, step: int, role: "Role",
               messages: Sequence[Mapping[str, Any]], *, note: str | None = None,
               retries: int = 1) -> dict[str, Any] | None:
     """One JSON object from the model, asked again ``retries`` times; None if it never parses."""
-    from memstrata.llm.openai_compat import extract_json_object  # noqa: PLC0415
+    from memstrata.llm.openai_compat import extract_json_object
 
     for attempt in range(1 + retries):
         reply = chat(client, trace, step, role, messages,

@@ -123,7 +123,7 @@ class Neighbourhood:
     """The stems of each line together with the other lines read from the same turn."""
 
     def __init__(self, lines: Sequence[EvidenceLine], relations: Iterable[str] = ()) -> None:
-        from memstrata.evidence.relevance import line_terms  # noqa: PLC0415 - no cycle
+        from memstrata.evidence.relevance import line_terms
 
         self._terms = line_terms
         self._by_turn: dict[tuple[str, int], set[str]] = {}

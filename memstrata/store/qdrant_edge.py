@@ -317,7 +317,7 @@ class QdrantEdgeVectorStore(VectorStore):
                 total = int(self._shard.count(qe.CountRequest(exact=True)))
                 with_vector = int(self._shard.count(qe.CountRequest(
                     exact=True, filter=qe.Filter(must=[qe.HasVectorCondition("")]))))
-            except BaseException as exc:  # any engine failure (a panic too) is the finding
+            except BaseException as exc:  # noqa: BLE001 - any engine failure (a panic too) is the finding
                 _reraise_interrupts(exc)
                 return [f"cannot count its points: {type(exc).__name__}: {exc}"]
             if with_vector != total:
@@ -329,7 +329,7 @@ class QdrantEdgeVectorStore(VectorStore):
                     self._shard.query(qe.QueryRequest(
                         limit=1, query=qe.Query.Nearest(probe),
                         params=qe.SearchParams(exact=True)))
-                except BaseException as exc:
+                except BaseException as exc:  # noqa: BLE001 - a damaged shard panics (BaseException); interrupts re-raised
                     _reraise_interrupts(exc)
                     problems.append(f"an exact scan over every vector fails: "
                                     f"{type(exc).__name__}: {exc}")
@@ -373,7 +373,7 @@ class QdrantEdgeVectorStore(VectorStore):
                     taken += len(points)
                     if offset is None or not points:
                         break
-        except BaseException as exc:
+        except BaseException as exc:  # noqa: BLE001 - a damaged shard panics (BaseException); interrupts re-raised
             _reraise_interrupts(exc)
             return [f"reading points back with their vectors fails after {len(seen)}: "
                     f"{type(exc).__name__}: {exc}"]

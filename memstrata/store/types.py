@@ -83,13 +83,13 @@ class CachedLayer(NamedTuple):
     payload: dict[str, Any]
 
 
-class _Closable(ABC):
+class _Closable(ABC):  # noqa: B024 - a base with defaults, never instantiated alone
     name: str = "store"
 
-    def flush(self) -> None:
+    def flush(self) -> None:  # noqa: B027 - a no-op by default, on purpose
         """Make writes durable and visible to searches (no-op where writes already are)."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - a no-op by default, on purpose
         """Release files, sockets and locks."""
 
     def __enter__(self) -> "_Closable":

@@ -349,8 +349,8 @@ class LLMAnswer:
     def generate(self, cues: Cues, notes: OrganizedNotes | None, lines: Sequence[EvidenceLine],
                  evidence_text: str, draft: Draft | None, asked_on: datetime | None,
                  trace: "Trace", step: int) -> Generated:
-        from memstrata.evidence import llm_calls  # noqa: PLC0415
-        from memstrata.synth import prompts  # noqa: PLC0415
+        from memstrata.evidence import llm_calls
+        from memstrata.synth import prompts
 
         context = notes.text if notes is not None else evidence_text
         data = llm_calls.chat_json(

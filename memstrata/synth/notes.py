@@ -171,8 +171,8 @@ class LLMNotes:
     def organize(self, cues: Cues, lines: Sequence[EvidenceLine], evidence_text: str,
                  draft: str | None, asked_on: datetime | None, trace: "Trace",
                  step: int) -> OrganizedNotes:
-        from memstrata.evidence import llm_calls  # noqa: PLC0415
-        from memstrata.synth import prompts  # noqa: PLC0415
+        from memstrata.evidence import llm_calls
+        from memstrata.synth import prompts
 
         notes = organize_lines(cues, lines, draft)
         reply = llm_calls.chat(self.client, trace, step, "synthesizer",

@@ -103,7 +103,7 @@ def _season_of(d: date) -> str:
 
 
 def _dateparser_parse(phrase: str, base: datetime, prefer: str) -> datetime | None:
-    import dateparser  # noqa: PLC0415 - imported on first use: it takes ~0.2 s
+    import dateparser
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

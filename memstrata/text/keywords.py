@@ -212,7 +212,7 @@ class KeywordExtractor:
 
     @cached_property
     def _yake(self) -> Any:
-        import yake  # noqa: PLC0415 - optional path; the import costs ~0.2 s
+        import yake
 
         return yake.KeywordExtractor(lan="en", n=self.max_ngram, top=self.max_keywords * 3)
 

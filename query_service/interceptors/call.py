@@ -131,7 +131,7 @@ class CallInterceptor(grpc.aio.ServerInterceptor):
         """
         try:
             grant = self.keys.grant_for(key)
-        except Exception as exc:  # noqa: BLE001 - answered UNAVAILABLE, logged once
+        except Exception as exc:
             if not self._keys_failing:
                 self._keys_failing = True
                 log.exception("cannot check API keys; calls are refused until this clears")
@@ -266,7 +266,7 @@ class CallInterceptor(grpc.aio.ServerInterceptor):
             exc: BaseException | None = None
             try:
                 await self._refuse(info, tenant, limit, retry_s, context)
-            except BaseException as e:  # noqa: BLE001 - recorded, then re-raised
+            except BaseException as e:
                 exc = e
                 raise
             finally:
@@ -336,7 +336,7 @@ class CallInterceptor(grpc.aio.ServerInterceptor):
                         return await inner_uu(request, ctx)
                     finally:
                         gate.release(tenant)
-                except BaseException as e:  # noqa: BLE001 - recorded, then re-raised
+                except BaseException as e:
                     exc = e
                     raise
                 finally:
@@ -374,7 +374,7 @@ class CallInterceptor(grpc.aio.ServerInterceptor):
                             yield item
                     finally:
                         gate.release(tenant)
-                except BaseException as e:  # noqa: BLE001
+                except BaseException as e:
                     exc = e
                     raise
                 finally:

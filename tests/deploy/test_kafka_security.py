@@ -17,13 +17,13 @@ import pytest
 
 pytest.importorskip("aiokafka", reason="the kafka extra")
 
-from memstrata.kafka.security import (  # noqa: E402
+from memstrata.kafka.security import (
     KafkaSecurityError,
     faust_credentials,
     kafka_client_kwargs,
 )
-from memstrata.kafka.settings import KafkaSettings  # noqa: E402
-from tests.deploy.fake_sasl_broker import FakeSaslBroker  # noqa: E402
+from memstrata.kafka.settings import KafkaSettings
+from tests.deploy.fake_sasl_broker import FakeSaslBroker
 
 KAFKA_ENV = ("SECURITY_PROTOCOL", "SASL_MECHANISM", "SASL_USERNAME", "SASL_PASSWORD",
              "SSL_CAFILE", "SSL_CERTFILE", "SSL_KEYFILE", "SSL_CHECK_HOSTNAME", "BROKERS")

@@ -69,11 +69,11 @@ class Served:
 
 
 def _get(url: str, timeout: float = 5) -> str:
-    with urllib.request.urlopen(url, timeout=timeout) as r:  # noqa: S310 - loopback
+    with urllib.request.urlopen(url, timeout=timeout) as r:
         return r.read().decode()
 
 
-def _wait(predicate, timeout: float, what: str, proc: subprocess.Popen | None = None):  # noqa: ANN001, ANN202
+def _wait(predicate, timeout: float, what: str, proc: subprocess.Popen | None = None):
     deadline = time.monotonic() + timeout
     last: Exception | None = None
     while time.monotonic() < deadline:
@@ -83,7 +83,7 @@ def _wait(predicate, timeout: float, what: str, proc: subprocess.Popen | None = 
             got = predicate()
             if got:
                 return got
-        except Exception as exc:  # noqa: BLE001 - not up yet
+        except Exception as exc:
             last = exc
         time.sleep(0.25)
     raise AssertionError(f"timed out waiting for {what} ({last})")

@@ -159,7 +159,7 @@ def stored_message_ids(client: Any, scope: Any) -> set[str]:
         metas = client.sessions(scope)
     except (RemoteSessionNotFound, LookupError):
         return ids
-    except Exception as exc:  # noqa: BLE001 - NOT_FOUND for a user with no memory yet
+    except Exception as exc:
         if "NOT_FOUND" in str(exc) or "no memory" in str(exc):
             return ids
         raise

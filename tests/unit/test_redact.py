@@ -25,7 +25,6 @@ from memstrata.redact import (
     Policy,
     PolicyFileError,
     PolicySource,
-    RedactionCounts,
     Redactor,
     Rule,
     RuleDetector,

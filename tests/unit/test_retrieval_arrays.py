@@ -190,7 +190,7 @@ def searches(draw: st.DrawFn) -> tuple[list[str], RetrievalParams, HybridRetriev
     unit_ids = [f"u{i}" for i in range(n_units)]
     unit_of = {u: draw(st.sampled_from(sessions)) for u in unit_ids}
     units = {}
-    for i, u in enumerate(unit_ids):
+    for u in unit_ids:
         if draw(st.integers(0, 9)) == 0:
             continue  # a hit whose unit the doc store does not hold
         sid = unit_of[u]

@@ -13,7 +13,7 @@ from memstrata.config import Settings
 from memstrata.embed import distill
 from memstrata.embed.factory import open_embedder
 from memstrata.embed.minilm import MiniLMEmbedder, model_file, tokenizer_file
-from memstrata.embed.static import WORDLLAMA_DIM, StaticEmbedder, wordllama_embedder
+from memstrata.embed.static import WORDLLAMA_DIM, StaticEmbedder
 from memstrata.memory import IndexMismatch, Memory
 
 TEXTS = ["I adopted a puppy", "we got a new dog", "the stock market fell", "",
@@ -76,7 +76,7 @@ def test_distilled_rows_are_minilm_on_each_token_alone():
     # The table is distilled from the float products, whatever the default arithmetic.
     floats = MiniLMEmbedder(arithmetic="float", threads=1)
     floats.embed_documents(["x"])  # loads the tokenizer
-    words = [floats._tokenizer.id_to_token(i) for i in ids]  # noqa: SLF001
+    words = [floats._tokenizer.id_to_token(i) for i in ids]
     want = floats.embed_documents(words)  # "[CLS] word [SEP]", mean-pooled, unit length
     got = rows / np.linalg.norm(rows, axis=1, keepdims=True)
     np.testing.assert_allclose(got, want, atol=2e-3)

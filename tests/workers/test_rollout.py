@@ -39,7 +39,6 @@ def _untimed(value: Any) -> Any:
 
 @pytest.fixture(scope="module")
 def cli() -> Any:
-    import typer
 
     from memstrata.cli import _register_subcommands, app
 

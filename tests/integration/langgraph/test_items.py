@@ -15,10 +15,10 @@ import pytest
 
 pytest.importorskip("langgraph", reason="the langgraph extra (pip install -e '.[all,test]')")
 
-from langgraph.store.base import InvalidNamespaceError, MatchCondition  # noqa: E402
+from langgraph.store.base import InvalidNamespaceError, MatchCondition
 
-from memstrata.integrations import items  # noqa: E402
-from memstrata.model import Message, Scope, SessionMeta, Turn  # noqa: E402
+from memstrata.integrations import items
+from memstrata.model import Message, Scope, SessionMeta, Turn
 
 WHEN = datetime(2024, 6, 1, 12, 30, tzinfo=timezone.utc)
 

@@ -22,21 +22,21 @@ import pytest
 pytest.importorskip("langgraph", reason="the langgraph extra (pip install -e '.[all,test]')")
 pytest.importorskip("grpc", reason="the grpc extra")
 
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage  # noqa: E402
-from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
-from langgraph.graph import END, START, StateGraph  # noqa: E402
-from langgraph.runtime import Runtime  # noqa: E402
-from langgraph.store.base import InvalidNamespaceError  # noqa: E402
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+from langgraph.store.base import InvalidNamespaceError
 
-from memstrata.client import MemoryClient, event  # noqa: E402
-from memstrata.integrations.langchain import (  # noqa: E402
+from memstrata.client import MemoryClient, event
+from memstrata.integrations.langchain import (
     MemstrataChatMessageHistory,
     MemstrataRetriever,
 )
-from memstrata.integrations.items import locate  # noqa: E402
-from memstrata.integrations.langgraph import MemstrataStore  # noqa: E402
-from memstrata.model import Scope  # noqa: E402
-from tests.support.serve_proc import ServeProcess, add_key  # noqa: E402
+from memstrata.integrations.items import locate
+from memstrata.integrations.langgraph import MemstrataStore
+from memstrata.model import Scope
+from tests.support.serve_proc import ServeProcess, add_key
 
 pytestmark = pytest.mark.integration
 

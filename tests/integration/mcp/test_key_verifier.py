@@ -15,10 +15,10 @@ import pytest
 
 pytest.importorskip("mcp", reason="the mcp extra (pip install -e '.[all,test]')")
 
-from memstrata.client.errors import RateLimited, RemoteError, Unauthenticated  # noqa: E402
-from memstrata.mcp.access import CannotVerify, KeyVerifier, ToolRefused, scope_for  # noqa: E402
-from memstrata.mcp.settings import McpSettings  # noqa: E402
-from memstrata.roles import MemoryStats  # noqa: E402
+from memstrata.client.errors import RateLimited, RemoteError, Unauthenticated
+from memstrata.mcp.access import CannotVerify, KeyVerifier, ToolRefused, scope_for
+from memstrata.mcp.settings import McpSettings
+from memstrata.roles import MemoryStats
 
 
 @dataclass

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -23,7 +23,7 @@ import pytest
 pytest.importorskip("mcp", reason="the mcp extra (pip install -e '.[all,test]')")
 pytest.importorskip("grpc", reason="the grpc extra")
 
-from tests.integration.mcp.stack import Stack, Statuses, session, start, stop  # noqa: E402
+from tests.integration.mcp.stack import Stack, Statuses, session, start, stop
 
 pytestmark = pytest.mark.integration
 

@@ -129,7 +129,7 @@ def test_concurrency_limit_trips_and_recovers(service: Service):
         def slow_call() -> None:
             try:
                 c.sessions(TINY)
-            except BaseException as exc:  # noqa: BLE001
+            except BaseException as exc:
                 errors.append(exc)
 
         t = threading.Thread(target=slow_call)

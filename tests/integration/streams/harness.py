@@ -276,7 +276,7 @@ class BackgroundProducer:
                                        rate=self.rate, interleave=True)
         try:
             asyncio.run(go())
-        except BaseException as exc:  # noqa: BLE001 - reported by the test
+        except BaseException as exc:
             self.errors.append(exc)
         finally:
             self.done.set()

@@ -104,8 +104,8 @@ class RecordingWriterDouble:
     def flush(self) -> None:
         self.flushes += 1
 
-    def ingest(self, sessions, *, progress=None):  # noqa: ANN001 - unused by the stream
+    def ingest(self, sessions, *, progress=None):
         raise NotImplementedError
 
-    def append(self, meta, turns):  # noqa: ANN001 - unused by the stream
+    def append(self, meta, turns):
         raise NotImplementedError

@@ -71,7 +71,7 @@ def test_an_offset_past_the_partitions_end_is_cut_to_the_end() -> None:
                         move_s=3.0)
     assert took < 1.5  # once offset 5 is stored, not when the turns stop (3 s)
     assert progress.reached(0, 5) and ("delete", ("acme/maya", "a")) in w.calls
-    assert p.metrics.control_after_cut.labels("unreachable")._value.get() == 1  # noqa: SLF001
+    assert p.metrics.control_after_cut.labels("unreachable")._value.get() == 1
 
 
 def test_a_partition_the_topic_does_not_have_is_not_waited_for() -> None:
@@ -136,7 +136,7 @@ def test_the_total_wait_is_bounded_even_while_the_partition_moves() -> None:
     settings = StreamSettings(control_wait_s=0.5, control_wait_max_s=0.6)
     took, w, p = _timed(settings, progress, control({0: 10**9}), move_s=3.0)
     assert 0.5 <= took < 2.0 and ("delete", ("acme/maya", "a")) in w.calls
-    assert p.metrics.control_after_cut.labels("deadline")._value.get() == 1  # noqa: SLF001
+    assert p.metrics.control_after_cut.labels("deadline")._value.get() == 1
 
 
 def test_without_the_broker_the_wait_is_still_bounded() -> None:

@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("faust", reason="the kafka extra provides Faust")
 
-from streams import faust_compat  # noqa: E402
+from streams import faust_compat
 
 ROOT = Path(__file__).resolve().parents[3]
 

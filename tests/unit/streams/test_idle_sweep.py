@@ -69,7 +69,7 @@ def closes(w: RecordingWriterDouble) -> list[object]:
     return [c[1] for c in w.calls if c[0] == "close"]
 
 
-def run(coro):  # noqa: ANN001, ANN201
+def run(coro):
     return asyncio.run(coro)
 
 
@@ -341,7 +341,7 @@ def test_the_timer_does_not_wait_for_a_batch_in_hand() -> None:
         p = processor(w)
         await p.handle_turns(records([turn("acme", "maya", "a", 1)]))
         now = max(v["last"] for v in p.sessions.values()) + IDLE_S + 1
-        async with p._order:  # noqa: SLF001 - a batch being stored, for a long while
+        async with p._order:
             started = time.monotonic()
             await asyncio.wait_for(p.close_idle(now=now), 5)
             return time.monotonic() - started, len(closes(w))

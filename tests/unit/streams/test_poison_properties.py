@@ -165,7 +165,7 @@ def test_no_value_stops_the_processor_and_each_is_stored_or_dead_lettered(
     w, dead, recs = _process(batch)
     by_offset = {d.offset: d for d in dead}
     assert len(by_offset) == len(dead), "one dead letter per refused record"
-    for (value, _key_, expected), rec in zip(batch, recs, strict=True):
+    for (value, _, expected), rec in zip(batch, recs, strict=True):
         letter = by_offset.get(rec.offset)
         if expected is None:  # arbitrary input: the decoder decides, the processor follows
             try:

@@ -40,7 +40,7 @@ def records(*values: bytes | TurnEvent, partition: int = 0, start: int = 0) -> l
     return out
 
 
-def run(coro):  # noqa: ANN001, ANN201
+def run(coro):
     return asyncio.run(coro)
 
 
@@ -52,7 +52,7 @@ def test_a_batch_is_one_append_per_session_and_one_flush() -> None:
         ("append", ("a", ["a#1", "a#2"])), ("append", ("b", ["b#1"]))]
     assert w.flushes == 1
     assert {n.session_id for n in out.l0} == {"a", "b"} and not out.dead
-    assert p.metrics.events_in.labels(topics.TURNS)._value.get() == 3  # noqa: SLF001
+    assert p.metrics.events_in.labels(topics.TURNS)._value.get() == 3
 
 
 def test_poison_events_go_to_the_dlq_and_the_rest_is_written() -> None:
@@ -64,7 +64,7 @@ def test_poison_events_go_to_the_dlq_and_the_rest_is_written() -> None:
     assert [d.offset for d in out.dead] == [1, 2]
     assert out.dead[0].original() == b"{oops"
     assert w.messages[(MAYA, "a")][-1].source_id == "a#2"
-    assert p.metrics.dlq_events.labels("not_json")._value.get() == 1  # noqa: SLF001
+    assert p.metrics.dlq_events.labels("not_json")._value.get() == 1
 
 
 #: Store retries without waiting, so the retry tests take no time.
@@ -129,7 +129,7 @@ def test_idle_sessions_are_closed_once() -> None:
     notes = run(p.close_idle(now=p.sessions[key("a")]["last"] + 11))
     assert [n.cause for n in notes] == ["close"] and notes[0].provisional == []
     assert key("a") not in p.sessions  # closed: it left the table
-    assert p.metrics.provisional_replaced._value.get() == 1  # noqa: SLF001
+    assert p.metrics.provisional_replaced._value.get() == 1
     assert run(p.close_idle(now=10**12)) == []  # closed once
     assert [c[0] for c in w.calls] == ["append", "close"]
 
@@ -218,7 +218,7 @@ class FlakyWriterDouble(RecordingWriterDouble):
         super().__init__()
         self.error, self.failures, self.attempts = error, failures, 0
 
-    def append_messages(self, meta, messages):  # noqa: ANN001, ANN201
+    def append_messages(self, meta, messages):
         self.attempts += 1
         if self.failures is None or self.attempts <= self.failures:
             raise self.error
@@ -290,7 +290,7 @@ def test_store_client_connection_errors_count_as_an_unreachable_store() -> None:
             try:
                 raise inner
             except Exception as exc:
-                raise WrapperDouble(exc)  # as the Qdrant client does: no "from"
+                raise WrapperDouble(exc)  # noqa: B904 - as the Qdrant client does: no "from"
         except WrapperDouble as outer:
             return outer
 
@@ -351,12 +351,12 @@ def test_a_full_batch_holds_open_windows_and_a_short_one_builds_them() -> None:
     assert ("hold", ["a", "b", "c"]) in w.calls
     assert not out.l0 and set(k[1] for k in p.held) == {"a", "b", "c"}
     assert p.sessions[key("a")]["held"] == [1]
-    assert p.metrics.held_sessions._value.get() == 3  # noqa: SLF001
-    assert p.metrics.freshness_seconds._sum.get() == 0  # noqa: SLF001 - nothing searchable yet
+    assert p.metrics.held_sessions._value.get() == 3
+    assert p.metrics.freshness_seconds._sum.get() == 0
     out = run(p.handle_turns(records(old("a", 2, "assistant"), start=3)))
     assert {n.session_id: n.turns for n in out.l0} == {"a": [1], "b": [1], "c": [1]}
     assert not p.held and p.sessions[key("b")]["held"] == []
-    assert p.metrics.held_sessions._value.get() == 0  # noqa: SLF001
+    assert p.metrics.held_sessions._value.get() == 0
 
 
 def test_held_windows_are_built_when_due_and_before_their_closes_in_one_write() -> None:
@@ -364,16 +364,16 @@ def test_held_windows_are_built_when_due_and_before_their_closes_in_one_write() 
     p = Processor(w, StreamSettings(batch_max=2, hold_max_s=30), turns=TURNS)
     run(p.handle_turns(records(old("a", 1), old("b", 1))))
     clock = p.held[(MAYA, "a")].since
-    p._last_batch = clock  # noqa: SLF001 - a batch just ended
+    p._last_batch = clock
     assert run(p.build_held(clock + 0.5)) == []  # neither quiet (1 s) nor due (30 s)
     # Due: built even though batches still come (not quiet).
-    p._last_batch = clock + 30.5  # noqa: SLF001
+    p._last_batch = clock + 30.5
     assert [n.session_id for n in run(p.build_held(clock + 31))] == ["a", "b"]
     assert not p.held
     # Quiet: no batch for half of freshness_s (caught up) builds what is held.
     run(p.handle_turns(records(old("a", 2, "assistant"), old("b", 2, "assistant"), start=4)))
     assert len(p.held) == 2
-    assert len(run(p.build_held(p._last_batch + 1.1))) == 2 and not p.held  # noqa: SLF001
+    assert len(run(p.build_held(p._last_batch + 1.1))) == 2 and not p.held
     # Held again, then both closed by one burst of closes: one build, then the closes.
     run(p.handle_turns(records(old("a", 3), old("b", 3), start=2)))
     assert set(k[1] for k in p.held) == {"a", "b"}
@@ -391,7 +391,7 @@ def test_hold_max_counts_from_a_held_sessions_last_message() -> None:
     for held in p.held.values():
         held.since -= 10  # held 10 s ago
     run(p.handle_turns(records(old("a", 2, "assistant"), old("c", 1), start=2)))
-    p._last_batch = first + 25  # noqa: SLF001 - batches still come (not quiet)
+    p._last_batch = first + 25
     # b went quiet 35 s ago: due; a sent again since: not due although held 35 s.
     assert [n.session_id for n in run(p.build_held(first + 25))] == ["b"]
     assert set(k[1] for k in p.held) == {"a", "c"}
@@ -412,7 +412,7 @@ def test_held_sessions_of_a_partition_that_moved_are_left_to_its_new_owner() -> 
     run(p.handle_turns(records(old("a", 1), old("b", 1, content="b"), partition=1)))
     assert p.sessions[key("a")]["partition"] == 1 and len(p.held) == 2
     owned.discard(1)  # revoked: the other worker reads the session table and builds them
-    assert run(p.build_held(p._last_batch + 5)) == [] and not p.held  # noqa: SLF001
+    assert run(p.build_held(p._last_batch + 5)) == [] and not p.held
     # A worker that owns the partition and finds only the table's note builds them.
     q = Processor(w, StreamSettings(batch_max=2), turns=TURNS, sessions=p.sessions)
     assert {n.session_id for n in run(q.build_held())} == {"a", "b"}
@@ -426,10 +426,10 @@ def test_the_timer_does_not_take_a_long_batch_for_a_quiet_worker() -> None:
         w = RecordingWriterDouble()
         p = Processor(w, StreamSettings(batch_max=2), turns=TURNS)
         await p.handle_turns(records(old("a", 1), old("b", 1)))
-        async with p._order:  # noqa: SLF001 - the next batch, in hand for a while
-            timer = asyncio.create_task(p.build_held(p._last_batch + 5))  # noqa: SLF001
+        async with p._order:
+            timer = asyncio.create_task(p.build_held(p._last_batch + 5))
             await asyncio.sleep(0.01)
-            p._last_batch += 5  # noqa: SLF001 - it ends then
+            p._last_batch += 5
         return len(await timer) + len(p.held)
     assert run(scenario()) == 2  # nothing built, both still held
 
@@ -479,10 +479,10 @@ def test_a_held_window_that_grows_is_not_rewritten_to_the_session_table() -> Non
     assert first["held"] == [1]
     # The held window grows by a turn (what Memory reports; the double holds one turn).
     grown = AppendReport(scope=MAYA, session_id="a", turns_written=[2], held=[1, 2])
-    p._noted(grown, "append", first["last"] + 1)  # noqa: SLF001
+    p._noted(grown, "append", first["last"] + 1)
     assert p.sessions[key("a")] is first  # not rewritten: only the time moved
     built = AppendReport(scope=MAYA, session_id="a", units_written=[1, 2], unit_ids=["u1", "u2"])
-    p._noted(built, "append", first["last"] + 2)  # noqa: SLF001
+    p._noted(built, "append", first["last"] + 2)
     assert p.sessions[key("a")]["held"] == []  # built: the table says so
 
 
@@ -499,6 +499,6 @@ def test_freshness_counts_from_when_the_broker_got_the_event_not_from_its_own_ti
                     ts=utcnow() - timedelta(days=3))  # type: ignore[arg-type]
     rec = Record(topics.TURNS, 0, 0, old.key, old.to_bytes(), received=clock.time() - 1.0)
     run(p.handle_turns([rec]))
-    total, count = (p.metrics.freshness_seconds._sum.get(),  # noqa: SLF001
-                    sum(b.get() for b in p.metrics.freshness_seconds._buckets))  # noqa: SLF001
+    total, count = (p.metrics.freshness_seconds._sum.get(),
+                    sum(b.get() for b in p.metrics.freshness_seconds._buckets))
     assert count == 1 and 0.5 < total < 60, (total, count)
