@@ -76,6 +76,9 @@ class TraceSummary(BaseModel):
     #: thread pool is not counted.
     cpu_ms_total: float = 0.0
     cpu_ms_memory: float = 0.0
+    #: The answer's OpenTelemetry trace (32 hex digits), to look it up in a trace viewer;
+    #: None when tracing is off (docs/tracing.md).
+    trace_id: str | None = None
 
     @property
     def ms_overhead(self) -> float:

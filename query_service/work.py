@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from memstrata.model import KeyFacts, L0Unit, Scope, SessionHit, SessionMeta, Turn, TurnNotes
 from memstrata.roles import MemoryReader, MemoryStats
+from memstrata.telemetry.context import bind
 from query_service.calls import CALL
 from query_service.scheduler import AdaptiveLimit, FairScheduler, Shed
 
@@ -167,12 +168,13 @@ class Pools:
                     self.on_abandoned(method, exc.reason)
                 raise
 
+        run = bind(guarded)  # tracing on: the call's span is the work's parent
         scheduler = self.schedulers.get(pool)
         try:
             if scheduler is None:
-                return await asyncio.get_running_loop().run_in_executor(pool, guarded)
+                return await asyncio.get_running_loop().run_in_executor(pool, run)
             return await scheduler.run(tenant or "-", method, work_token.deadline,
-                                       lambda: asyncio.wrap_future(pool.submit(guarded)))
+                                       lambda: asyncio.wrap_future(pool.submit(run)))
         except asyncio.CancelledError:
             work_token.cancel(call_end_reason(context))
             raise

@@ -14,6 +14,7 @@ import sys
 from memstrata.config import ConfigError, load_config
 from memstrata.kafka import KafkaSettings
 from memstrata.limits import TurnLimits
+from memstrata.telemetry.setup import tracing_from_env
 from streams.runtime import StreamRuntime
 from streams.settings import StreamSettings, check_turns_fit
 
@@ -24,6 +25,8 @@ def main(argv: list[str]) -> int:
         return 2
     logging.basicConfig(level=logging.WARNING)
     try:
+        # Traces when OTEL_TRACES_EXPORTER / OTEL_EXPORTER_OTLP_ENDPOINT ask (docs/tracing.md).
+        tracing_from_env("memstrata-stream-worker")
         config = load_config()
         stream, turns = config.get(StreamSettings), config.get(TurnLimits)
         check_turns_fit(stream, turns)

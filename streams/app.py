@@ -31,6 +31,8 @@ from memstrata.kafka.offsets import committed_offsets, topic_ends
 from memstrata.kafka.security import faust_credentials
 from memstrata.limits import TurnLimits
 from memstrata.roles import MemoryWriter
+from memstrata.telemetry.kafka import batch_span
+from memstrata.telemetry.writer import traced_writer
 from streams import topics
 from streams.batching import paced
 from streams.faust_compat import ReadOffsets
@@ -261,8 +263,9 @@ def build_app(
         return {p: end for (_, p), end in got.items()}
 
     progress = TurnProgress(committed, ends)
-    processor = Processor(writer, stream, turns=turns, metrics=metrics, sessions=sessions,
-                          progress=progress, owned=owned, replay=replay,
+    # traced_writer: with tracing on, each store write is a span (create_memory...).
+    processor = Processor(traced_writer(writer), stream, turns=turns, metrics=metrics,
+                          sessions=sessions, progress=progress, owned=owned, replay=replay,
                           dead_letter_max_bytes=kafka.dead_letter_max_bytes())
     runtime = StreamApp(app=app, processor=processor, metrics=metrics, brokers=brokers,
                         kafka=kafka)
@@ -326,8 +329,9 @@ def build_app(
                                              stream.batch_max, within)) as batches:
             async for events in batches:
                 try:
-                    await deliver(await processor.handle_turns([record(e) for e in events],
-                                                                waiting_after(events)))
+                    with batch_span(turns_name, events, group=kafka.group):  # tracing on only
+                        await deliver(await processor.handle_turns(
+                            [record(e) for e in events], waiting_after(events)))
                     await ack_all(stream_, events)
                 except asyncio.CancelledError:
                     raise
@@ -342,7 +346,8 @@ def build_app(
         within = max(0.02, min(0.2, stream.freshness_s / 4))
         async for events in stream_.noack_take(stream.batch_max, within=within):
             try:
-                await deliver(await processor.handle_controls([record(e) for e in events]))
+                with batch_span(topics.CONTROL, events, group=kafka.group):  # tracing on only
+                    await deliver(await processor.handle_controls([record(e) for e in events]))
                 await ack_all(stream_, events)
             except asyncio.CancelledError:
                 raise

@@ -44,6 +44,7 @@ from memstrata.config import defaults
 from memstrata.limits import TurnLimits
 from memstrata.model import Message, Scope, SessionMeta
 from memstrata.roles import AppendReport, MemoryWriter
+from memstrata.telemetry.context import bind
 from streams import topics
 from streams.events import (
     ControlEvent,
@@ -399,7 +400,8 @@ class Processor:
         try:
             async for attempt in retrying:
                 with attempt:
-                    return await loop.run_in_executor(self.writer_thread, fn)
+                    # bind: with tracing on, the store writes nest under the batch's span.
+                    return await loop.run_in_executor(self.writer_thread, bind(fn))
         except Exception as exc:
             if is_transient(exc):
                 raise StoreUnavailable(f"store unreachable after {lim.store_attempts} "
