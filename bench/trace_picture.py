@@ -69,7 +69,7 @@ def draw(ax: Any, spans: list[ReceivedSpan], title: str) -> None:
     rows = _tree(spans)
     t0 = min(s.start_ns for s in spans)
     total = (max(s.end_ns for s in spans) - t0) / 1e6
-    for y, (depth, s) in enumerate(rows):
+    for y, (_depth, s) in enumerate(rows):
         left, width = (s.start_ns - t0) / 1e6, s.ms
         color = COLORS.get(s.service, "#55A868")
         ax.barh(y, max(width, total / 400), left=left, color=color, height=0.6)

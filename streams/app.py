@@ -405,7 +405,7 @@ def build_app(
                 if high is not None:
                     lag = max(0, int(high) - int(nxt or 0))
                     metrics.consumer_lag.labels(tp.topic, str(tp.partition)).set(lag)
-        except Exception:  # noqa: BLE001 - metrics never stop the worker
+        except Exception:
             log.debug("lag metric unavailable", exc_info=True)
 
     if services:

@@ -683,7 +683,7 @@ class Processor:
             out.l0 += await self.apply(ev)
         except StoreUnavailable:
             raise
-        except Exception as exc:  # noqa: BLE001 - the writer refused this event: DLQ it
+        except Exception as exc:
             if is_transient(exc):  # the broker, reading turns again after a delete
                 raise
             out.dead.append(self._dead(Invalid("rejected", f"{type(exc).__name__}: {exc}"), rec))
@@ -966,7 +966,7 @@ class Processor:
         for scope, sid in sessions:
             try:
                 out.append(self._close(scope, sid))
-            except Exception as exc:  # noqa: BLE001 - one refused close stops no other
+            except Exception as exc:
                 if is_transient(exc):
                     raise
                 out.append(exc)

@@ -31,7 +31,7 @@ class TraceContextFilter(logging.Filter):
                 trace_id, span_id = f"{ctx.trace_id:032x}", f"{ctx.span_id:016x}"
                 trace_text = f" trace_id={trace_id} span_id={span_id}"
         # LogRecord takes extra attributes (as logging's ``extra=`` sets them).
-        setattr(record, "trace_id", trace_id)
-        setattr(record, "span_id", span_id)
-        setattr(record, "trace", trace_text)
+        record.trace_id = trace_id
+        record.span_id = span_id
+        record.trace = trace_text
         return True

@@ -16,22 +16,22 @@ import pytest
 
 pytest.importorskip("opentelemetry.sdk", reason="tracing needs the otel extra")
 
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider  # noqa: E402
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import (  # noqa: E402
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
     InMemorySpanExporter,
 )
-from opentelemetry.trace import SpanKind  # noqa: E402
+from opentelemetry.trace import SpanKind
 
-from memstrata.client import MemoryClient  # noqa: E402
-from memstrata.controller.config import ControllerSettings  # noqa: E402
-from memstrata.limits import TurnLimits  # noqa: E402
-from memstrata.telemetry import setup  # noqa: E402
-from query_service.keys import add_key  # noqa: E402
-from query_service.server import build_server  # noqa: E402
-from query_service.settings import ServiceSettings  # noqa: E402
-from tests.integration.query_service.support import LoopThread  # noqa: E402
-from tests.support.conversation import ASKED_ON, MAYA, open_memory  # noqa: E402
+from memstrata.client import MemoryClient
+from memstrata.controller.config import ControllerSettings
+from memstrata.limits import TurnLimits
+from memstrata.telemetry import setup
+from query_service.keys import add_key
+from query_service.server import build_server
+from query_service.settings import ServiceSettings
+from tests.integration.query_service.support import LoopThread
+from tests.support.conversation import ASKED_ON, MAYA, open_memory
 
 pytestmark = pytest.mark.integration
 

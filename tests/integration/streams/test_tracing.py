@@ -52,7 +52,7 @@ class Warmed:
     def __init__(self) -> None:
         self.keys: list[tuple[str, str]] = []
 
-    def __call__(self, scope, session_id: str) -> bool:  # noqa: ANN001 - a Scope
+    def __call__(self, scope, session_id: str) -> bool:
         self.keys.append((scope.user_id, session_id))
         return True
 

@@ -9,11 +9,11 @@ import pytest
 
 pytest.importorskip("opentelemetry.sdk", reason="tracing needs the otel extra")
 
-from opentelemetry import propagate, trace  # noqa: E402
+from opentelemetry import propagate, trace
 
-from memstrata.telemetry import kafka, tracer  # noqa: E402
-from memstrata.telemetry.writer import traced_writer  # noqa: E402
-from tests.unit.telemetry.conftest import Spans  # noqa: E402
+from memstrata.telemetry import kafka, tracer
+from memstrata.telemetry.writer import traced_writer
+from tests.unit.telemetry.conftest import Spans
 
 
 @dataclass
