@@ -18,6 +18,7 @@ start publishing until it is done.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import logging
 import time
@@ -267,7 +268,7 @@ class PendingWrites:
             wanted = self.snapshot(scope)
             if not wanted:
                 return True
-            stored = await run(lambda wanted=wanted: stored_ids(memory, scope, wanted))
+            stored = await run(functools.partial(stored_ids, memory, scope, wanted))
             if not self.settle(scope, stored):
                 return True
             if loop.time() >= deadline:

@@ -10,6 +10,7 @@ recover from, and it is recorded in the trace.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
@@ -384,7 +385,7 @@ class MemoryTools:
         cached: list[bool] = []
         for sid in ids:
             self._may_drill(sid)
-            facts, hit = self._read_layer(lambda sid=sid: self.memory.facts(self.state.scope, sid))
+            facts, hit = self._read_layer(functools.partial(self.memory.facts, self.state.scope, sid))
             if hit is not None:
                 cached.append(hit)
             text = md.render_l1(facts)
