@@ -79,6 +79,9 @@ def test_provisional_unit_is_fresh_then_replaced(broker: EmbeddedBroker, group: 
         # bound near MEMSTRATA_STREAM_FRESHNESS_S is noise; the deadline catches a hang.
         send(broker.address, turn("s1", 1, "I adopted a tortoise called Humbert."))
         wait_until(lambda: lexical.search(ZOE, "tortoise Humbert", 5), 30, step=0.05)
+        # The doc store is written after the search stores (a failed batch then leaves
+        # no turn behind), so the unit's record may trail its BM25 hit by a moment.
+        wait_until(lambda: docs.session_units(ZOE, "s1"), 30, step=0.05)
         (first,) = docs.session_units(ZOE, "s1")
 
         lines = ["Humbert eats dandelions.", "He sleeps in the winter.",
