@@ -27,6 +27,7 @@ from typing import Any, Literal
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from memstrata.store.lock import pid_alive
 from memstrata.wire import TURNS_TOPIC
 
 __all__ = ["BROKER_FILE", "BrokerLogin", "KafkaSettings", "pid_alive", "read_broker_file",
@@ -241,12 +242,3 @@ def recorded_broker(data_dir: Path) -> tuple[str, BrokerLogin | None] | None:
     return str(info["brokers"]), BrokerLogin(str(sasl["username"]), password, mechanism)
 
 
-def pid_alive(pid: int) -> bool:
-    """Whether a process ``pid`` exists (one owned by another user counts as alive)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

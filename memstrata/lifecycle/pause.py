@@ -34,6 +34,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from memstrata.store.lock import pid_alive
+
 if TYPE_CHECKING:
     from memstrata.roles import HostedMemory
 
@@ -187,16 +189,6 @@ class PauseChannel:
         self.close()
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return pid > 0
-
-
 def channel_of(data_dir: Path) -> tuple[Path, int] | None:
     """The pause socket and pid of the live process serving ``data_dir``, if any."""
     try:
@@ -204,7 +196,7 @@ def channel_of(data_dir: Path) -> tuple[Path, int] | None:
         path, pid = Path(info["socket"]), int(info["pid"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    return (path, pid) if _pid_alive(pid) else None
+    return (path, pid) if pid_alive(pid) else None
 
 
 @contextlib.contextmanager

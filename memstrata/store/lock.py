@@ -148,6 +148,23 @@ class DataDirLock:
         return self._fd is not None
 
 
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists; one owned by another user counts as alive.
+
+    ``pid`` <= 0 is never alive: ``kill(0, 0)`` would probe our own process group,
+    so a record with no pid would otherwise look held.
+    """
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def read_holder(data_dir: Path) -> dict:
     """What the current holder wrote into the lock file (empty if unreadable)."""
     try:
