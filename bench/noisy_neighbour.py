@@ -439,12 +439,7 @@ def report(results: dict[str, Any]) -> None:
             fair["b_alone"]["throughput"]
         checks.append(("fair: A+B throughput beside >= 90% of B alone (machine not wasted)",
                        both >= 0.9, f"{both:.0%}"))
-    for name, ok, value in checks:
-        console.print(f"{verdict(ok)} {name}: {value}")
-    results["checks"] = [{"check": n, "ok": ok, "value": v} for n, ok, v in checks]
-    OUT_DIR.mkdir(parents=True, exist_ok=True)
-    (OUT_DIR / "noisy_neighbour.json").write_text(json.dumps(results, indent=1))
-    plot(results)
+    finish(results, checks, "noisy_neighbour", plot)
 
 
 def plot(results: dict[str, Any]) -> None:
@@ -453,26 +448,15 @@ def plot(results: dict[str, Any]) -> None:
         return
     modes = list(results["modes"])
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
-    x = range(len(modes))
-    w = 0.38
-    for off, part, label in ((-w / 2, "a_alone", "A alone"), (w / 2, "a_beside", "A beside B")):
-        left.bar([i + off for i in x], [results["modes"][m][part]["p99_ms"] for m in modes],
-                 w, label=label)
-    left.set_xticks(list(x), modes)
-    left.set_ylabel("tenant A Search p99 (ms)")
-    left.set_yscale("log")
-    left.legend()
-    for off, part, label in ((-w / 2, "b_alone", "B alone"), (w / 2, "b_beside", "B beside A")):
-        right.bar([i + off for i in x], [results["modes"][m][part]["throughput"] for m in modes],
-                  w, label=label)
-    right.set_xticks(list(x), modes)
-    right.set_ylabel(f"tenant B Search calls/s ({results['callers']} callers)")
-    right.legend()
-    fig.suptitle(f"noisy neighbour (load average {results['load_average_start']:.1f})")
-    fig.tight_layout()
-    fig.savefig(OUT_DIR / "noisy_neighbour.png", dpi=100)
-    plt.close(fig)
-    console.print(f"plot: {OUT_DIR / 'noisy_neighbour.png'}")
+    r = {m: results["modes"][m] for m in modes}
+    bars(left, modes, [("A alone", [r[m]["a_alone"]["p99_ms"] for m in modes]),
+                       ("A beside B", [r[m]["a_beside"]["p99_ms"] for m in modes])],
+         "tenant A Search p99 (ms)", log=True)
+    bars(right, modes, [("B alone", [r[m]["b_alone"]["throughput"] for m in modes]),
+                        ("B beside A", [r[m]["b_beside"]["throughput"] for m in modes])],
+         f"tenant B Search calls/s ({results['callers']} callers)")
+    save_figure(plt, fig, f"noisy neighbour (load average {results['load_average_start']:.1f})",
+                "noisy_neighbour.png")
 
 
 def report_storm(results: dict[str, Any]) -> None:
@@ -501,12 +485,7 @@ def report_storm(results: dict[str, Any]) -> None:
         ratio = late["a_beside"]["p99_ms"] / late["a_alone"]["p99_ms"]
         checks.append(("refuse-late: A's p99 beside the storm <= 3x alone", ratio <= 3.0,
                        f"{ratio:.2f}x"))
-    for name, ok, value in checks:
-        console.print(f"{verdict(ok)} {name}: {value}")
-    results["checks"] = [{"check": n, "ok": ok, "value": v} for n, ok, v in checks]
-    OUT_DIR.mkdir(parents=True, exist_ok=True)
-    (OUT_DIR / "noisy_neighbour_storm.json").write_text(json.dumps(results, indent=1))
-    plot_storm(results)
+    finish(results, checks, "noisy_neighbour_storm", plot_storm)
 
 
 def plot_storm(results: dict[str, Any]) -> None:
@@ -515,29 +494,47 @@ def plot_storm(results: dict[str, Any]) -> None:
         return
     modes = list(results["modes"])
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
-    x = range(len(modes))
+    r = {m: results["modes"][m] for m in modes}
+    bars(left, modes, [("A alone", [r[m]["a_alone"]["p99_ms"] for m in modes]),
+                       ("A beside the storm", [r[m]["a_beside"]["p99_ms"] for m in modes])],
+         "tenant A Search p99 (ms)", log=True)
+    bars(right, modes, [("B served/s", [r[m]["b_beside"]["throughput"] for m in modes]),
+                        ("B refused/s", [r[m]["b_beside"]["refused_per_s"] for m in modes])],
+         f"tenant B calls/s beside A ({results['callers']} callers)")
+    save_figure(plt, fig, f"retry storm, default limits (load average "
+                f"{results['load_average_start']:.1f})", "noisy_neighbour_storm.png")
+
+
+def finish(results: dict[str, Any], checks: list[tuple[str, bool, str]], name: str,
+           draw: Any) -> None:
+    """Print the checks, keep them with the numbers in ``<name>.json`` and draw the plot."""
+    for check, ok, value in checks:
+        console.print(f"{verdict(ok)} {check}: {value}")
+    results["checks"] = [{"check": n, "ok": ok, "value": v} for n, ok, v in checks]
+    OUT_DIR.mkdir(parents=True, exist_ok=True)
+    (OUT_DIR / f"{name}.json").write_text(json.dumps(results, indent=1))
+    draw(results)
+
+
+def bars(ax: Any, modes: list[str], series: list[tuple[str, list[float]]], ylabel: str,
+         log: bool = False) -> None:
+    """Two bar series side by side per mode."""
     w = 0.38
-    for off, part, label in ((-w / 2, "a_alone", "A alone"),
-                             (w / 2, "a_beside", "A beside the storm")):
-        left.bar([i + off for i in x], [results["modes"][m][part]["p99_ms"] for m in modes],
-                 w, label=label)
-    left.set_xticks(list(x), modes)
-    left.set_ylabel("tenant A Search p99 (ms)")
-    left.set_yscale("log")
-    left.legend()
-    for off, key, label in ((-w / 2, "throughput", "B served/s"),
-                            (w / 2, "refused_per_s", "B refused/s")):
-        right.bar([i + off for i in x], [results["modes"][m]["b_beside"][key] for m in modes],
-                  w, label=label)
-    right.set_xticks(list(x), modes)
-    right.set_ylabel(f"tenant B calls/s beside A ({results['callers']} callers)")
-    right.legend()
-    fig.suptitle(f"retry storm, default limits (load average "
-                 f"{results['load_average_start']:.1f})")
+    for off, (label, values) in zip((-w / 2, w / 2), series):
+        ax.bar([i + off for i in range(len(modes))], values, w, label=label)
+    ax.set_xticks(list(range(len(modes))), modes)
+    ax.set_ylabel(ylabel)
+    if log:
+        ax.set_yscale("log")
+    ax.legend()
+
+
+def save_figure(plt: Any, fig: Any, title: str, file: str) -> None:
+    fig.suptitle(title)
     fig.tight_layout()
-    fig.savefig(OUT_DIR / "noisy_neighbour_storm.png", dpi=100)
+    fig.savefig(OUT_DIR / file, dpi=100)
     plt.close(fig)
-    console.print(f"plot: {OUT_DIR / 'noisy_neighbour_storm.png'}")
+    console.print(f"plot: {OUT_DIR / file}")
 
 
 if __name__ == "__main__":
