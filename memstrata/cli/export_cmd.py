@@ -76,7 +76,7 @@ def export(
 
 def _local(stack: ExitStack, data_dir: Path | None, tenant: str | None, user: str | None,
            layers: bool) -> tuple[Iterator[Any], str, str]:
-    from memstrata.lifecycle.export import tenant_users, user_sessions
+    from memstrata.lifecycle.export import user_sessions
     from memstrata.model import Scope
     from memstrata.store.factory import open_doc_store
 
@@ -95,7 +95,7 @@ def _local(stack: ExitStack, data_dir: Path | None, tenant: str | None, user: st
     tenant_id = tenant or DEFAULT_TENANT
 
     def sessions() -> Iterator[Any]:
-        users = [user] if user is not None else tenant_users(docs, tenant_id)
+        users = [user] if user is not None else docs.iter_users(tenant_id)
         for u in users:
             yield from user_sessions(docs, Scope(tenant_id=tenant_id, user_id=u), layers=layers)
 

@@ -25,7 +25,7 @@ from memstrata.model import Scope, SessionMeta, TurnEvent
 from memstrata.store.types import DocStore
 
 __all__ = ["ExportCounts", "ExportScopeError", "ExportWriter", "read_session",
-           "tenant_users", "user_sessions"]
+           "user_sessions"]
 
 #: Users read per page when a whole tenant is exported.
 USERS_PAGE = 500
@@ -56,17 +56,6 @@ def user_sessions(docs: DocStore, scope: Scope, *, layers: bool) -> Iterator[Exp
     """Every session of one user, oldest first (as ``memstrata sessions`` lists them)."""
     for meta in docs.list_sessions(scope):
         yield read_session(docs, meta, layers=layers)
-
-
-def tenant_users(docs: DocStore, tenant_id: str, page: int = USERS_PAGE) -> Iterator[str]:
-    """Every user of the tenant, in id order, read a page at a time."""
-    after: str | None = None
-    while True:
-        users = docs.list_users(tenant_id, after=after, limit=page)
-        yield from users
-        if len(users) < page:
-            return
-        after = users[-1]
 
 
 @dataclass

@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -256,16 +256,6 @@ class TenantPlan:
         return sum(1 for e in self.expired if e.session_id is None)
 
 
-def _users(docs: "DocStore", tenant: str) -> Iterator[str]:
-    after: str | None = None
-    while True:
-        page = docs.list_users(tenant, after=after, limit=USER_PAGE)
-        yield from page
-        if len(page) < USER_PAGE:
-            return
-        after = page[-1]
-
-
 def _dated(docs: "DocStore", metas: list[SessionMeta], seen: SeenLedger,
            now: datetime) -> list[tuple[SessionMeta, datetime, bool]]:
     """Each session with its date (its own, or when the ledger first saw its content)."""
@@ -293,7 +283,7 @@ def plan_tenant(docs: "DocStore", tenant: str, policy: RetentionPolicy, now: dat
         return plan
     s_cut, u_cut = policy.session_cutoff(now), policy.user_cutoff(now)
     present: set[str] = set()
-    for user in _users(docs, tenant):
+    for user in docs.iter_users(tenant, page=USER_PAGE):
         scope = Scope(tenant_id=tenant, user_id=user)
         dated = _dated(docs, docs.list_sessions(scope), seen, now)
         if not dated:

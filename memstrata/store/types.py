@@ -14,7 +14,7 @@ tenant's and that user's records. The shared contract tests in
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -250,6 +250,17 @@ class DocStore(_Closable):
         """One page of the tenant's users (those holding a session), in id order: the
         first ``limit`` ids greater than ``after``; the page's last id asks for the next."""
         raise NotImplementedError(f"{self.name}: list users")
+
+    def iter_users(self, tenant_id: str, *, page: int = 1000) -> Iterator[str]:
+        """Every user of the tenant in id order, read ``page`` ids at a time (export and
+        retention walk tenants of any size this way)."""
+        after: str | None = None
+        while True:
+            users = self.list_users(tenant_id, after=after, limit=page)
+            yield from users
+            if len(users) < page:
+                return
+            after = users[-1]
 
     def session_layers(self, scope: Scope, session_id: str) -> list[CachedLayer]:
         """Every cached layer payload of one session, whatever its layer and builder

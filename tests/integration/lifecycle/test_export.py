@@ -26,7 +26,6 @@ from memstrata.lifecycle.export import (
     ExportScopeError,
     ExportWriter,
     read_session,
-    tenant_users,
     user_sessions,
 )
 from memstrata.lifecycle.records import ExportedSession, export_header
@@ -62,7 +61,7 @@ def export(memory: Memory, path: Path, tenant: str, user: str | None = None, *,
         writer.header(export_header(tenant_id=tenant, user_id=user, source="test",
                                     layers_file=layers.name if layers else None,
                                     exported_at=datetime.now(UTC), version="test"))
-        for u in ([user] if user else tenant_users(memory.docs, tenant, page=2)):
+        for u in ([user] if user else memory.docs.iter_users(tenant, page=2)):
             for session in user_sessions(memory.docs, Scope(tenant_id=tenant, user_id=u),
                                          layers=layers is not None):
                 writer.write(session)
