@@ -16,7 +16,10 @@ that also serves gRPC in ``memstrata serve``):
 
 The writer is a TEST DOUBLE that closes as Memory does when the last window is
 unchanged (a report with no units), taking ``--close-ms`` per close on the
-writer thread. Results go to ``bench/out/idle_sweep.json``. To measure the code
+writer thread. Beside the loop runs a gRPC server (grpcio's asyncio health service, as in
+``memstrata serve``) and another thread calls it every 5 ms: its latency is
+reported while the loop is quiet and during each sweep (the p99 the issue asks
+for). Results go to ``bench/out/idle_sweep.json``. To measure the code
 before a change, run this file from a checkout of that code (it falls back to
 the old ``tenant/user/session`` keys there).
 """
@@ -26,6 +29,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -116,11 +120,69 @@ async def _timed(step: Any) -> dict[str, float]:
             "max_stall_cpu_ms": round(worst_cpu * 1000, 1)}
 
 
+class GrpcProbe:
+    """A gRPC server on the bench's loop and a caller on its own thread, calling the
+    health service every ``gap_s``: each call's start time and latency are kept."""
+
+    def __init__(self, gap_s: float = 0.005) -> None:
+        self.gap_s = gap_s
+        self.calls: list[tuple[float, float]] = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._server: Any = None
+
+    async def start(self) -> None:
+        import grpc
+        from grpc_health.v1 import health_pb2, health_pb2_grpc
+        from grpc_health.v1._async import HealthServicer
+
+        self._server = grpc.aio.server()
+        health = HealthServicer()
+        health_pb2_grpc.add_HealthServicer_to_server(health, self._server)
+        port = self._server.add_insecure_port("127.0.0.1:0")
+        await self._server.start()
+        await health.set("", health_pb2.HealthCheckResponse.SERVING)
+
+        def call_loop() -> None:
+            with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+                stub = health_pb2_grpc.HealthStub(channel)
+                request = health_pb2.HealthCheckRequest()
+                stub.Check(request, timeout=10)  # connected before anything is measured
+                while not self._stop.is_set():
+                    t = time.perf_counter()
+                    stub.Check(request, timeout=60)
+                    self.calls.append((t, time.perf_counter() - t))
+                    self._stop.wait(self.gap_s)
+
+        self._thread = threading.Thread(target=call_loop, name="grpc-probe", daemon=True)
+        self._thread.start()
+        await asyncio.sleep(0.2)
+
+    def between(self, t0: float, t1: float) -> dict[str, float]:
+        """p50/p99/max (ms) of the calls started in ``[t0, t1)``."""
+        got = sorted(lat for t, lat in self.calls if t0 <= t < t1)
+        if not got:
+            return {"grpc_calls": 0}
+        pick = lambda q: round(got[min(len(got) - 1, int(q * len(got)))] * 1000, 2)  # noqa: E731
+        return {"grpc_calls": len(got), "grpc_p50_ms": pick(0.5), "grpc_p99_ms": pick(0.99),
+                "grpc_max_ms": round(got[-1] * 1000, 2)}
+
+    async def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            await asyncio.to_thread(self._thread.join, 10)
+        if self._server is not None:
+            await self._server.stop(None)
+
+
 def _line(name: str, got: dict[str, Any]) -> str:
     line = (f"{name:>17}: {got['seconds']:7.3f} s, longest loop stall "
             f"{got['max_stall_ms']:7.1f} ms ({got['max_stall_cpu_ms']:6.1f} ms of it loop CPU)")
     if "closes" in got:
         line += f", {got['closes']} closes, {got['table_writes']} table writes"
+    if got.get("grpc_calls"):
+        line += (f"; gRPC p50/p99/max {got['grpc_p50_ms']}/{got['grpc_p99_ms']}/"
+                 f"{got['grpc_max_ms']} ms ({got['grpc_calls']} calls)")
     return line
 
 
@@ -137,6 +199,14 @@ async def bench(n: int, close_s: float) -> dict[str, Any]:
     p = Processor(writer, StreamSettings(idle_s=IDLE_S), turns=TurnLimits(),  # type: ignore[arg-type]
                   sessions=table)
     out: dict[str, Any] = {"sessions": n, "close_ms": close_s * 1000}
+    probe = GrpcProbe()
+    await probe.start()
+    t0 = time.perf_counter()
+    await asyncio.sleep(3.0)
+    quiet = {"seconds": 3.0, "max_stall_ms": 0.0, "max_stall_cpu_ms": 0.0,
+             **probe.between(t0, time.perf_counter())}
+    out["quiet"] = quiet
+    print(_line("quiet loop", quiet), flush=True)
     refresh = getattr(p, "refresh_index", None)
     if refresh is not None:  # built once at start and after each rebalance
         out["index_rebuild"] = await _timed(refresh)
@@ -147,11 +217,14 @@ async def bench(n: int, close_s: float) -> dict[str, Any]:
         async def sweep(at: float = now) -> None:
             await p.close_idle(now=at)
 
+        t0 = time.perf_counter()
         got = await _timed(sweep)
-        got.update(closes=writer.closes - closes, table_writes=table.writes - writes)
+        got.update(closes=writer.closes - closes, table_writes=table.writes - writes,
+                   **probe.between(t0, time.perf_counter()))
         out[name] = got
         print(_line(name, got), flush=True)
     p.writer_thread.shutdown()
+    await probe.stop()
     return out
 
 
