@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("check", help="validate MEMSTRATA_WORKERS_* and reach the cluster")
     args = p.parse_args(argv)
     from workers.cluster import RayUnreachable
-    from workers.node import check, node_command, run
+    from workers.node import check, node_command, node_env, run
     from workers.settings import WorkersSettings
 
     try:
@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
         config = load_config(namespaces={"workers": {"ray_address": given}})
         settings = config.get(WorkersSettings)
         if args.command == "node":
-            run(node_command(settings.ray_address, num_cpus=args.num_cpus))
+            run(node_command(settings.ray_address, num_cpus=args.num_cpus), node_env(settings))
         print(check(settings))
         return 0
     except (ConfigError, RayUnreachable) as exc:

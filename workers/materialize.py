@@ -38,6 +38,7 @@ from memstrata.roles import HostedMemory
 from workers.cluster import connect, is_ray_lost
 from workers.metrics import WorkersMetrics
 from workers.settings import WorkersSettings
+from workers.tracing import actor_tracing, call_in, carrier
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +58,7 @@ class Materializer:
     """One materializer actor (wrapped with ``ray.remote`` by :func:`materializer_class`)."""
 
     def __init__(self, builder_factory: BuilderFactory, settings: WorkersSettings) -> None:
+        actor_tracing()  # the node's OTEL_* environment: spans join the callers' traces
         self.builder = builder_factory()
         self.settings = settings
         self._pool = ThreadPoolExecutor(settings.build_threads, thread_name_prefix="build")
@@ -87,8 +89,10 @@ class Materializer:
                 return build_items(self.builder, req), attempts
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def build(self, req: LayerRequest) -> dict[str, Any]:
-        """The items of ``req``'s layer, with how they were obtained."""
+    async def build(self, req: LayerRequest, trace: dict[str, str] | None = None,
+                    ) -> dict[str, Any]:
+        """The items of ``req``'s layer, with how they were obtained; ``trace``: the
+        caller's trace context (:func:`workers.tracing.carrier`)."""
         if req.builder_version != self.builder.version:
             raise ValueError(f"builder version mismatch: the caller caches under "
                              f"{req.builder_version!r}, this actor builds "
@@ -117,7 +121,7 @@ class Materializer:
         t0 = time.perf_counter()
         try:
             items, attempts = await loop.run_in_executor(
-                self._pool, functools.partial(self._build_with_retries, req))
+                self._pool, functools.partial(call_in, trace, self._build_with_retries, req))
         except Exception as exc:
             self.counts["failures"] += 1
             failure = BuildFailed(f"building {req.layer} of session {req.session_id!r} failed "
@@ -210,7 +214,7 @@ class RayLayerExecutor(LayerExecutor):
             self._waiting += 1
             m.queue_depth.labels(pool="materialize").set(self._waiting)
         try:
-            ref = self.actors[i].build.remote(request)
+            ref = self.actors[i].build.remote(request, carrier())
             reply = self.ray.get(ref, timeout=self.settings.build_timeout_s)
         except rx.GetTimeoutError:
             m.builds.labels(layer=layer, outcome="timeout").inc()

@@ -48,6 +48,11 @@ class WorkersMetrics:
         self.fallbacks = Counter("memstrata_workers_fallbacks",
                                  "Work run in-process because the Ray cluster was lost",
                                  ["pool"], registry=r)
+        self.skipped = Counter("memstrata_workers_rollouts_in_process",
+                               "Answers run in the service's process though the Ray pool is on, "
+                               "by reason (tenant_not_in_pool: the tenant's key was added "
+                               "after the service started, with embedded stores)",
+                               ["reason"], registry=r)
         self._hits = 0
         self._reads = 0
 

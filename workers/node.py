@@ -65,22 +65,50 @@ def head_command(port: int, *, num_cpus: int | None = None, node_ip: str | None 
             *_common(num_cpus, node_ip, extra)]
 
 
-def run(cmd: Sequence[str]) -> NoReturn:
+def node_env(settings: WorkersSettings) -> dict[str, str]:
+    """What ``ray start`` needs beyond this environment: the cluster's token, if set.
+
+    With a token, the head requires it of every node, driver and Ray client, and
+    a node presents it; the node's worker processes inherit it.
+    """
+    from workers.cluster import ray_auth_env
+
+    return ray_auth_env(settings.auth_token())
+
+
+def shown_env(env: dict[str, str]) -> str:
+    """``env`` for ``--dry-run``, the token itself left out."""
+    return " ".join(f"{k}={'<hidden>' if k == 'RAY_AUTH_TOKEN' else v}"
+                    for k, v in sorted(env.items()))
+
+
+def run(cmd: Sequence[str], env: dict[str, str] | None = None) -> NoReturn:
     """Replace this process with ``cmd`` (the node's lifetime is the command's)."""
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execv(cmd[0], list(cmd))
+    os.execve(cmd[0], list(cmd), {**os.environ, **(env or {})})
 
 
 def check(settings: WorkersSettings) -> str:
     """Validate ``MEMSTRATA_WORKERS_*`` and reach the cluster; one line saying what is there.
 
-    Raises :class:`ConfigError` for a bad setting and
-    :class:`~workers.cluster.RayUnreachable` naming an address nobody answers on.
+    With the ``local`` backend no Ray starts: an address, if set, is probed
+    (reachable, token accepted, same versions) and reported as unused. Raises
+    :class:`ConfigError` for a bad setting and
+    :class:`~workers.cluster.RayUnreachable` (or its auth and version kinds)
+    naming the cause.
     """
-    import ray
+    from workers.cluster import connect, probe
 
-    from workers.cluster import connect
+    if settings.backend == "local":
+        if not settings.ray_address or settings.ray_address == "auto":
+            return ("backend=local: builds and rollouts run in the service's process; no Ray "
+                    "is used (MEMSTRATA_WORKERS_BACKEND=ray to use one)")
+        meta = probe(settings.ray_address, settings.connect_timeout_s, settings.auth_token())
+        version = f" (Ray {meta['ray_version']})" if meta.get("ray_version") else ""
+        return (f"backend=local: the Ray cluster at {settings.ray_address} answers{version}, "
+                "but the service will not use it until MEMSTRATA_WORKERS_BACKEND=ray")
+    import ray
 
     mine = not ray.is_initialized()
     connect(settings)

@@ -32,6 +32,7 @@ from workers.cluster import connect, is_ray_lost
 from workers.metrics import WorkersMetrics
 from workers.readers import ReaderSpec
 from workers.settings import WorkersSettings
+from workers.tracing import actor_tracing, carrier, restored
 
 if TYPE_CHECKING:
     from memstrata.controller.run import Controller
@@ -50,6 +51,7 @@ class RolloutWorker:
                  app_settings: Settings | None, chat_factory: ChatFactory | None) -> None:
         from memstrata.controller.run import Controller
 
+        actor_tracing()  # the node's OTEL_* environment: spans join the callers' traces
         self.reader = reader.open()
         if chat_factory is not None:
             self.controller = Controller(self.reader, controller_settings, chat_factory(),
@@ -74,12 +76,15 @@ class RolloutWorker:
             found = self.variants[key] = self.controller.with_settings(request.settings)
         return found
 
-    def answer(self, request: RolloutRequest) -> tuple[Answer, str, str]:
-        """The answer, this actor's incarnation and the node it ran on."""
+    def answer(self, request: RolloutRequest, trace: dict[str, str] | None = None,
+               ) -> tuple[Answer, str, str]:
+        """The answer, this actor's incarnation and the node it ran on; ``trace``: the
+        caller's trace context (:func:`workers.tracing.carrier`)."""
         import ray
 
-        a = self._controller(request).answer(request.scope, request.question,
-                                             request.asked_on)
+        with restored(trace):
+            a = self._controller(request).answer(request.scope, request.question,
+                                                 request.asked_on)
         self.answered += 1
         return a, self.incarnation, ray.get_runtime_context().get_node_id()
 
@@ -157,6 +162,7 @@ class RayRolloutExecutor(RolloutExecutor):
         running: dict[Any, tuple[int, int, float]] = {}  # ref -> (request, actor, deadline)
         load = [0] * len(self.actors)
         done = 0
+        trace = carrier()  # the caller's trace: the actors' spans join it
         timeout = self.settings.rollout_timeout_s
         limit = self.settings.rollout_concurrency
         while todo or running:
@@ -173,7 +179,7 @@ class RayRolloutExecutor(RolloutExecutor):
                 self._next = (k + 1) % len(load)
                 load[k] += 1
                 tries[j] += 1
-                running[self.actors[k].answer.remote(requests[j])] = \
+                running[self.actors[k].answer.remote(requests[j], trace)] = \
                     (j, k, time.monotonic() + timeout)
             self.metrics.queue_depth.labels(pool="rollout").set(len(todo) + len(running))
             ready, _ = self.ray.wait(list(running), num_returns=1, timeout=1.0)

@@ -105,7 +105,7 @@ def start_service_workers(memory: HostedMemory, servicer: RolloutHost, tenants: 
                                           app_settings=memory.settings, metrics=out.metrics)
         out.rollouts.ready()
         servicer.rollouts = out.rollouts
-        servicer.rollout_tenants = set(tenants)
+        servicer.rollout_tenants = pool_tenants(reader, tenants, out.metrics)
     except BaseException:
         out.close()
         raise
@@ -113,6 +113,45 @@ def start_service_workers(memory: HostedMemory, servicer: RolloutHost, tenants: 
              len(out.rollouts.actors))
     start_prewarm(out, memory, settings, registry, kafka)
     return out
+
+
+class EveryTenant(set[str]):
+    """Server stores: each actor opens the stores itself, so every tenant, including one
+    added to the keys file while serving, is answered by the pool."""
+
+    def __contains__(self, tenant: object) -> bool:
+        return isinstance(tenant, str)
+
+
+class TenantsAtStart(set[str]):
+    """Embedded stores: the actors read through the loopback read service with one key per
+    tenant known at start. A tenant added later is answered in-process: said once in the
+    log and counted on every answer (``memstrata_workers_rollouts_in_process``)."""
+
+    def __init__(self, tenants: set[str], metrics: WorkersMetrics) -> None:
+        super().__init__(tenants)
+        self.metrics = metrics
+        self.warned: set[str] = set()
+
+    def __contains__(self, tenant: object) -> bool:
+        if super().__contains__(tenant):
+            return True
+        if isinstance(tenant, str):
+            self.metrics.skipped.labels(reason="tenant_not_in_pool").inc()
+            if tenant not in self.warned and len(self.warned) < 10_000:
+                self.warned.add(tenant)
+                log.warning("tenant %r was added after the service started: its answers run "
+                            "in this process, not on the Ray pool (embedded stores give the "
+                            "actors one read key per tenant at start; restart the service "
+                            "to include it)", tenant)
+        return False
+
+
+def pool_tenants(reader: ReaderSpec, tenants: set[str], metrics: WorkersMetrics) -> set[str]:
+    """The tenants whose answers go to the Ray pool, as the servicer tests them."""
+    if isinstance(reader, StoreReaderSpec):
+        return EveryTenant()
+    return TenantsAtStart(set(tenants), metrics)
 
 
 def start_prewarm(out: ServiceWorkers, memory: HostedMemory, settings: WorkersSettings,

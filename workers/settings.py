@@ -8,9 +8,10 @@ loads it to check variables.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 ENV_PREFIX = "MEMSTRATA_WORKERS_"
@@ -32,6 +33,12 @@ class WorkersSettings(BaseSettings):
     ray_address: str = ""
     #: Ray namespace the named actors live in (one per deployment).
     namespace: str = Field("memstrata", pattern=r"^[A-Za-z0-9_\-]+$")
+    #: The cluster's token (Ray's token authentication, ``RAY_AUTH_MODE=token``): given
+    #: to ``workers head`` and ``workers node`` and sent by the service and ``workers
+    #: check``. Empty: no token (a cluster that requires one refuses, named as such).
+    ray_auth_token: SecretStr = SecretStr("")
+    #: A file holding the token instead (a mounted Kubernetes Secret); read at start.
+    ray_auth_token_file: Path | None = None
     #: Seconds start-up waits for the cluster's address to answer.
     connect_timeout_s: float = Field(5.0, gt=0, le=600)
     #: CPUs a local Ray may use when this process starts one.
@@ -80,6 +87,37 @@ class WorkersSettings(BaseSettings):
     prewarm_hot_events: int = Field(3, ge=1, le=10_000)
     prewarm_window_s: float = Field(600.0, gt=0, le=7 * 24 * 3600)
 
+    @field_validator("ray_auth_token")
+    @classmethod
+    def _token(cls, v: SecretStr) -> SecretStr:
+        return SecretStr(check_token(v.get_secret_value().strip(), "ray_auth_token"))
+
+    @field_validator("ray_auth_token_file")
+    @classmethod
+    def _token_file(cls, v: Path | None) -> Path | None:
+        if v is not None:
+            try:
+                text = v.read_text(encoding="utf-8").strip()
+            except (OSError, UnicodeDecodeError) as exc:
+                raise ValueError(f"cannot read {v}: {exc}") from None
+            if not text:
+                raise ValueError(f"{v} is empty")
+            check_token(text, "the token in the file")
+        return v
+
+    @model_validator(mode="after")
+    def _one_token(self) -> WorkersSettings:
+        if self.ray_auth_token.get_secret_value() and self.ray_auth_token_file is not None:
+            raise ValueError("set MEMSTRATA_WORKERS_RAY_AUTH_TOKEN or "
+                             "MEMSTRATA_WORKERS_RAY_AUTH_TOKEN_FILE, not both")
+        return self
+
+    def auth_token(self) -> str:
+        """The token to present to the cluster ('' when none is configured)."""
+        if self.ray_auth_token_file is not None:
+            return self.ray_auth_token_file.read_text(encoding="utf-8").strip()
+        return self.ray_auth_token.get_secret_value()
+
     @field_validator("ray_address")
     @classmethod
     def _address(cls, v: str) -> str:
@@ -92,6 +130,23 @@ class WorkersSettings(BaseSettings):
             if not 0 < port <= 65535:
                 raise ValueError(f"port {port} is out of range 1-65535")
         return v
+
+
+#: Ray sends the token in a gRPC header: printable ASCII without spaces.
+_TOKEN = re.compile(r"^[\x21-\x7e]*$")
+TOKEN_MIN, TOKEN_MAX = 16, 4096
+
+
+def check_token(token: str, field: str) -> str:
+    """``token`` when it can be a Ray token, else a ValueError naming ``field`` and the limit."""
+    if not token:
+        return token
+    if not _TOKEN.match(token):
+        raise ValueError(f"{field}: printable ASCII without spaces only")
+    if not TOKEN_MIN <= len(token) <= TOKEN_MAX:
+        raise ValueError(f"{field}: {len(token)} characters, expected {TOKEN_MIN}-{TOKEN_MAX} "
+                         "(`ray get-auth-token --generate` or `openssl rand -hex 32` make one)")
+    return token
 
 
 def load_workers_settings(**overrides: Any) -> WorkersSettings:

@@ -36,15 +36,16 @@ def _start(cmd_of: Any, dry_run: bool) -> None:
     from memstrata.config import ConfigError
 
     try:
-        from workers.node import run
+        from workers.node import node_env, run, shown_env
         cmd = cmd_of()
+        env = node_env(_workers_settings())  # the cluster's token, when one is set
     except ConfigError as exc:
         err.print(f"[red]{escape(str(exc))}[/red]", soft_wrap=True)
         raise typer.Exit(Exit.USAGE) from None
     if dry_run:
-        console.print(escape(" ".join(cmd)), soft_wrap=True)
+        console.print(escape(" ".join([shown_env(env), *cmd]).strip()), soft_wrap=True)
         return
-    run(cmd)
+    run(cmd, env)
 
 
 @workers_app.command(context_settings=_PASS_THROUGH)
@@ -94,14 +95,14 @@ def check() -> None:
     from memstrata.config import ConfigError
 
     try:
-        from workers.cluster import RayUnreachable
+        from workers.cluster import RayAuthRefused, RayUnreachable, RayVersionMismatch
         from workers.node import check as check_cluster
     except ImportError:
         err.print("[red]the workers need the ray extra: pip install 'memstrata[ray]'[/red]")
         raise typer.Exit(Exit.USAGE) from None
     try:
         console.print(escape(check_cluster(_workers_settings())), soft_wrap=True)
-    except ConfigError as exc:
+    except (ConfigError, RayAuthRefused, RayVersionMismatch) as exc:  # fix a setting
         err.print(f"[red]{escape(str(exc))}[/red]", soft_wrap=True)
         raise typer.Exit(Exit.USAGE) from None
     except RayUnreachable as exc:

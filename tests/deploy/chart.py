@@ -45,7 +45,7 @@ SHAPES: dict[str, dict[str, Any]] = {
                                           "targetCPUUtilizationPercentage": 50}}}},
     "distributed-ray-all-flags": {
         **DISTRIBUTED,
-        "ray": {"enabled": True},
+        "ray": {"enabled": True, "auth": {"existingSecret": "memstrata-ray"}},
         "networkPolicy": {"enabled": True,
                           "grpcFrom": [{"namespaceSelector": {"matchLabels": {"team": "chat"}}}]},
         "serviceMonitor": {"enabled": True},

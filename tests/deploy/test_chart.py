@@ -203,7 +203,8 @@ def test_prometheus_rule_is_the_committed_rule_file(rendered: dict[str, list[dic
 def test_notes_name_the_next_steps() -> None:
     text = notes({})
     assert "port-forward" in text and "keysSecret" in text
-    assert "RayCluster" in notes({**DISTRIBUTED, "ray": {"enabled": True}})
+    assert "RayCluster" in notes({**DISTRIBUTED, "ray": {"enabled": True, "auth": {
+        "existingSecret": "memstrata-ray"}}})
 
 
 BAD_VALUES = [
