@@ -53,7 +53,8 @@ from memstrata.model import (
     TurnNotes,
     turns_digest,
 )
-from memstrata.profiles.book import ProfileBook
+from memstrata.profiles.book import ProfileBook, SessionRead
+from memstrata.profiles.llm_extract import profile_extractor
 from memstrata.redact.redactor import Redactor
 from memstrata.retrieval import indexing
 from memstrata.retrieval.hybrid import HybridRetriever, RetrievalParams
@@ -106,6 +107,8 @@ class _Pending:
     changed: list[Turn] = field(default_factory=list)
     #: The session did not exist before this write (a failed write removes it everywhere).
     new: bool = False
+    #: Its profile occurrences, read with its windows (None: profiles off).
+    profile: SessionRead | None = None
 
 
 def embedder_id(embedder: Embedder) -> str:
@@ -177,7 +180,8 @@ class Memory:
         self.lexical = lexical
         self.docs = docs
         #: Entity and persona profiles kept in the doc store (``MEMSTRATA_PROFILES``).
-        self.profiles = ProfileBook(docs)
+        #: An LLM builder reads them with the LLM too (the rules when it fails).
+        self.profiles = ProfileBook(docs, profile_extractor(builder, settings.l1_max_input_chars))
         #: BM25 over whole sessions (:mod:`memstrata.retrieval.sessions`); None: not kept.
         self.session_lexical = session_lexical
         self.meter = meter or UsageMeter()
@@ -550,8 +554,11 @@ class Memory:
         stored_units = ({u.id: u for u in self.docs.get_units(scope, [u.id for u in built])}
                         if built else {})
         units = [u for u in built if stored_units.get(u.id) != u]
+        # Read now, with its windows: an LLM read is booked on this session's construction.
+        profile = (self.profiles.read_session(meta, all_turns, held=held is not None)
+                   if self.settings.profiles else None)
         return _Pending(meta, digest, plan, closed, units, sorted(changed), all_turns, retry,
-                        held, state, marked, list(changed.values()), old_meta is None)
+                        held, state, marked, list(changed.values()), old_meta is None, profile)
 
     def _commit(self, batch: Sequence[_Pending],
                 ingest: IngestReport | None = None) -> list[AppendReport]:
@@ -580,8 +587,8 @@ class Memory:
                 self.session_lexical.upsert(documents)
             # Entity and persona profiles: the batch's sessions re-read, the entities they
             # touch re-routed, written in the same transaction (memstrata.profiles).
-            profiles = (self.profiles.plan_sessions([(p.meta, p.all_turns) for p in batch])
-                        if self.settings.profiles else [])
+            profiles = self.profiles.plan_reads(
+                [(p.meta, p.profile) for p in batch if p.profile is not None])
             with self.docs.atomic():
                 for p in batch:
                     if p.changed:

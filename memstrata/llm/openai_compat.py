@@ -440,6 +440,11 @@ class OpenAIBuilder(LayerBuilder):
         self._input_chars = settings.l1_max_input_chars
 
     @property
+    def client(self) -> ChatClient:
+        """The chat client (the profile extractor reads sessions with it too)."""
+        return self._client
+
+    @property
     def version(self) -> str:
         # Every setting that changes the output is in the version (it keys the
         # L1/L2 cache and is part of the index fingerprint); defaults add nothing.

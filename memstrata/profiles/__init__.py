@@ -8,6 +8,8 @@ as sessions arrive (:class:`~memstrata.profiles.book.ProfileBook`); a delete
 removes a session's part of them.
 
 * :mod:`.extract` -- rules that read a session into mentions, links and facts;
+* :mod:`.llm_extract` -- the builder LLM reads a session into the same (its prompt in
+  :mod:`.llm_prompt`), the rules standing in when it fails;
 * :mod:`.resolve` -- which keys are one entity ("my sister", "Inês", "she");
 * :mod:`.route` -- ADD / UPDATE / IGNORE of each fact, with history;
 * :mod:`.book` -- storage in the doc store, incremental updates, reads;

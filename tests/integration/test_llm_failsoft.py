@@ -83,7 +83,9 @@ def failing(status: int = 503) -> Reply:
 @pytest.fixture
 def llm_memory(server: FakeOpenAIServer, tmp_path: Path,
                embedder: MiniLMEmbedder) -> Iterator[Memory]:
-    settings = settings_for(server, tmp_path, llm_breaker_failures=0)
+    # These tests script the layer builds call by call; the profile role (one more builder
+    # call per written session) has its own in test_profiles_llm.py.
+    settings = settings_for(server, tmp_path, llm_breaker_failures=0, profiles=False)
     meter = UsageMeter()
     builder = FallbackBuilder(OpenAIBuilder(settings, client=client_for(settings, meter)),
                               ExtractiveBuilder(), meter)

@@ -63,6 +63,9 @@ def llm_env(server: LlamaServer, data_dir: Path) -> dict[str, str]:
         "MEMSTRATA_LLM_MAX_RETRIES": "0",
         "MEMSTRATA_LLM_BREAKER_FAILURES": "1",
         "MEMSTRATA_CONTROLLER_MAX_STEPS": "1",
+        # The profile read is one more model call per session (+13 s here); its real-server
+        # path is covered by tests/integration/llm/test_profiles_llama.py.
+        "MEMSTRATA_PROFILES": "false",
     })
     return env
 
