@@ -4,7 +4,10 @@ The rate limit is a token bucket (``rate_per_s`` refill, ``burst`` capacity);
 the concurrency limit counts calls in flight. Both answer RESOURCE_EXHAUSTED
 with a ``retry-after-ms`` hint in trailing metadata. Budgets count LLM tokens
 and USD per tenant and UTC day; with a spend file the day's count survives a
-restart (each replica keeps its own file, so N replicas allow up to N budgets).
+restart. With a shared ledger (``MEMSTRATA_SERVICE_LEDGER=opensearch``, or
+``auto`` over OpenSearch stores) the rate and the budgets hold across replicas
+(:mod:`query_service.ledger_lease`); concurrency caps and fair shares stay per
+replica.
 
 The gate reads time from an injectable clock (monotonic seconds), so its tests
 step a fake clock instead of sleeping.
@@ -21,9 +24,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
 from query_service.keys import KeyRing, TenantPolicy
 from query_service.settings import ServiceSettings
+
+if TYPE_CHECKING:
+    from query_service.ledger_lease import RateLeases
 
 _log = logging.getLogger(__name__)
 
@@ -65,13 +72,17 @@ class TenantGate:
     """Admits or refuses calls per tenant; all methods are called on the event loop.
 
     ``clock``: monotonic seconds (``time.monotonic``; tests pass a fake one).
+    ``shared``: the rate across replicas (a call needs a local token and a shared
+    one); None keeps the rate per process.
     """
 
     def __init__(self, settings: ServiceSettings, keys: KeyRing,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 shared: RateLeases | None = None) -> None:
         self.settings = settings
         self.keys = keys
         self.clock = clock
+        self.shared = shared
         self._buckets: dict[str, _Bucket] = {}
 
     def limits(self, tenant: str) -> TenantLimits:
@@ -94,11 +105,16 @@ class TenantGate:
             return "rate", (1.0 - b.tokens) / lim.rate_per_s
         return None
 
+    def close(self) -> None:
+        """Nothing to give back: the spend file is written at every change."""
+
     def admit(self, tenant: str) -> tuple[str, float] | None:
         """None when admitted (the caller must :meth:`release`); else (limit, retry seconds)."""
         lim = self.limits(tenant)
         b = self._refill(tenant, lim)
         refused = self._refusal(b, lim)
+        if refused is None and self.shared is not None:
+            refused = self.shared.take(tenant, lim)
         if refused is None:
             b.tokens -= 1.0
             b.in_flight += 1
@@ -112,7 +128,10 @@ class TenantGate:
         passes is admitted (or, rarely, refused after all) by :meth:`admit`.
         """
         lim = self.limits(tenant)
-        return self._refusal(self._refill(tenant, lim), lim)
+        refused = self._refusal(self._refill(tenant, lim), lim)
+        if refused is None and self.shared is not None:
+            refused = self.shared.peek(tenant, lim)
+        return refused
 
     def release(self, tenant: str) -> None:
         b = self._buckets.get(tenant)
@@ -122,6 +141,19 @@ class TenantGate:
     def weight(self, tenant: str) -> float:
         """The tenant's share of the pools (keys file ``weight``, default 1)."""
         return self.limits(tenant).weight
+
+
+class SpendBook(Protocol):
+    """Each tenant's LLM spend today: :class:`SpendLedger` (per process) or
+    :class:`~query_service.ledger_lease.SharedSpendLedger` (across replicas)."""
+
+    def record(self, tenant: str, tokens: int, usd: float) -> None: ...
+
+    def spent(self, tenant: str) -> tuple[int, float]: ...
+
+    def exhausted(self, tenant: str, lim: TenantLimits) -> str | None: ...
+
+    def close(self) -> None: ...
 
 
 @dataclass
@@ -206,3 +238,6 @@ class SpendLedger:
         if lim.daily_usd is not None and usd >= lim.daily_usd:
             return f"daily LLM budget spent (${usd:.4f} of ${lim.daily_usd:.4f})"
         return None
+
+    def close(self) -> None:
+        """Nothing to give back: the spend file is written at every change."""

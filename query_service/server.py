@@ -40,7 +40,8 @@ from query_service.interceptors import CallInterceptor
 from query_service.interceptors.refusals import RefusalPacer
 from query_service.audit import AUDIT_FILE, AuditLog
 from query_service.keys import KeyRing
-from query_service.limits import SpendLedger, TenantGate
+from query_service.ledger_select import open_ledgers
+from query_service.limits import TenantGate
 from query_service.metrics import ServiceMetrics
 from memstrata.config import Config, defaults
 from memstrata.kafka import KafkaSettings
@@ -124,6 +125,8 @@ class ServiceHandle:
         await self.health.enter_graceful_shutdown()
         await self.server.stop(grace)
         self.servicer.close()
+        # Unspent budget slices go back to the shared ledger (query_service.ledger_lease).
+        await asyncio.get_running_loop().run_in_executor(None, self.servicer.ledger.close)
         if self.publisher is not None:
             await self.publisher.stop()
         if self.controls is not None:
@@ -220,7 +223,8 @@ async def build_server(
     for registry in extra_metrics:  # e.g. the stream worker's, when serve hosts it
         metrics.include(registry)
     keys = KeyRing(settings.keys_file)
-    gate = TenantGate(settings, keys)
+    spend, shared_rate = open_ledgers(settings, memory.settings, spend_path(memory, settings))
+    gate = TenantGate(settings, keys, shared=shared_rate)
     pools = build_pools(settings, metrics, weight_of=gate.weight)
     if publisher is None and kafka is not None and kafka.brokers:
         if stored is not None and settings.ingest_ack == "stored":
@@ -235,7 +239,7 @@ async def build_server(
     # memstrata_redactions_total{tenant,kind}: once, if serve's stream worker has not already.
     register_redaction_metrics(metrics.registry, memory, included=extra_metrics)
     servicer = MemoryServicer(memory, settings, controller_settings, chat, pools, metrics,
-                              gate, SpendLedger(spend_path(memory, settings)), publisher,
+                              gate, spend, publisher,
                               prices, turn_limits=turn_limits)
     pacer = RefusalPacer(settings.refusal_hold_max_s, settings.refusals_held_max,
                          settings.refusal_rate_per_s)

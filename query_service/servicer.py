@@ -55,7 +55,7 @@ from query_service.errors import (
     rpc_errors,
     rpc_stream_errors,
 )
-from query_service.limits import SpendLedger, TenantGate
+from query_service.limits import SpendBook, TenantGate
 from query_service.metrics import ServiceMetrics
 from query_service.publish import (
     NotStored,
@@ -99,7 +99,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
 
     def __init__(self, memory: HostedMemory, settings: ServiceSettings,
                  controller_settings: ControllerSettings, chat: ChatClient | None, pools: Pools,
-                 metrics: ServiceMetrics, gate: TenantGate, ledger: SpendLedger,
+                 metrics: ServiceMetrics, gate: TenantGate, ledger: SpendBook,
                  publisher: TurnPublisher | None = None,
                  prices: PriceTable | None = None, *, turn_limits: TurnLimits) -> None:
         self.memory = memory

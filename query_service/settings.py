@@ -134,9 +134,30 @@ class ServiceSettings(BaseSettings):
     #: ``offline``: answer with the offline controller once the budget is spent; ``refuse``:
     #: RESOURCE_EXHAUSTED. A tenant's entry in the keys file may say otherwise.
     on_budget_exhausted: Literal["offline", "refuse"] = "offline"
-    #: Where each tenant's spend today is kept across restarts; default
-    #: ``<data dir>/service/spend.json``. Per replica: N replicas allow N budgets.
+    #: Where each tenant's spend today is kept across restarts with the ``local`` ledger;
+    #: default ``<data dir>/service/spend.json`` (per replica: see ``ledger``).
     spend_file: Path | None = None
+    #: Where rates and spend budgets are counted (``query_service.ledger_lease``): ``local``
+    #: per process (N replicas allow N times a limit); ``opensearch`` in the index
+    #: ``<prefix>-ledger`` of MEMSTRATA_OPENSEARCH_URL, shared by every replica; ``auto``:
+    #: ``opensearch`` when the document store is OpenSearch, else ``local``.
+    ledger: Literal["auto", "local", "opensearch"] = "auto"
+    #: The OpenSearch the shared ledger lives in; unset: MEMSTRATA_OPENSEARCH_URL (with its
+    #: user, password and CA file).
+    ledger_url: str | None = None
+    #: Share of a limit one replica leases at a time: the error across replicas is at most
+    #: this share of the limit per replica (and one round trip to the ledger per slice).
+    ledger_slice: float = Field(0.05, gt=0, le=1)
+    #: The shared rate counts calls in fixed windows of this many seconds.
+    ledger_window_s: float = Field(1.0, ge=0.1, le=60)
+    #: Seconds one ledger request may take (it runs on the event loop, once per slice; a
+    #: count takes a few ms, so a slower ledger counts as down).
+    ledger_timeout_s: float = Field(0.25, gt=0, le=30)
+    #: Seconds the ledger is left alone after it failed: budgets then fail safe (UNAVAILABLE
+    #: or the offline answer, per ``on_budget_exhausted``), rates use the outage share.
+    ledger_retry_s: float = Field(5.0, gt=0, le=600)
+    #: Share of a tenant's rate each replica admits on its own while the ledger is down.
+    ledger_outage_share: float = Field(0.5, ge=0, le=1)
     #: The audit log (deletes, exports, key changes, admin calls; append-only JSONL, 0600);
     #: default ``<data dir>/audit.jsonl``. ``memstrata audit verify`` checks its hash chain.
     audit_file: Path | None = None

@@ -104,3 +104,41 @@ def test_refusing_tenant_gets_resource_exhausted(llm):
     assert info.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
     assert "tenant strict: daily LLM budget spent" in info.value.details()
     assert chat.exhausted()  # nothing was spent
+
+
+def test_a_budget_holds_across_two_replicas_over_one_ledger(service: Service, osmem_clone):
+    """Two servers over one OpenSearch ledger (issue 37): one budget, not one per replica.
+
+    Budget: three answers and a token. Each replica alone would give four LLM
+    answers (eight in all); sharing, at most one answer per replica passes the
+    budget (docs/reliability.md, "Limits and budgets across replicas").
+    """
+    keys = service.keys.path
+    key = add_key(keys, "shared")[1]
+    set_tenant_policy(keys, "shared", TenantPolicy(daily_tokens=3 * TOKENS_PER_ANSWER + 1))
+    shared = Scope(tenant_id="shared", user_id="maya")
+    service.memory.ingest([Session(meta=s.meta.model_copy(update={"scope": shared}),
+                                   turns=s.turns) for s in maya_sessions()])
+    settings = ServiceSettings(port=0, keys_file=keys, ledger="opensearch",
+                               ledger_url=osmem_clone.url)
+    chat = ScriptedChatClient()
+    handles = [service.loop.run(build_server(
+        service.memory, settings, controller_settings=ControllerSettings(policy="auto"),
+        chat=chat, prices=PRICES, turn_limits=TurnLimits())) for _ in range(2)]
+    channels = [grpc.insecure_channel(h.address) for h in handles]
+    try:
+        stubs = [pb_grpc.MemoryServiceStub(c) for c in channels]
+        request = pb.AnswerRequest(user_id="maya", question="What is my kitten called?")
+        modes = []
+        for i in range(8):
+            script(chat)
+            reply = stubs[i % 2].Answer(request, metadata=(("x-api-key", key),))
+            modes.append("llm" if reply.mode == "llm" else "fallback")
+        llm_answers = modes.count("llm")
+        assert 3 < llm_answers <= 3 + 2, modes  # the budget, plus at most one per replica
+        assert modes[llm_answers:] == ["fallback"] * (8 - llm_answers), modes
+    finally:
+        for c in channels:
+            c.close()
+        for h in handles:
+            service.loop.run(h.stop(0))
