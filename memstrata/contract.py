@@ -62,6 +62,8 @@ class TraceSummary(BaseModel):
     evidence_items: int = 0
     reflections: int = 0
     nudges: int = 0
+    #: Reads of the entity and persona profiles (the cross-session layer before L0).
+    profiles_read: int = 0
     stop_reason: str | None = None
     tokens: dict[str, RoleTokens] = Field(default_factory=dict)
     cost_usd: float = 0.0

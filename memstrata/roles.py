@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from memstrata.contract import QueryError, SessionNotFound
+from memstrata.profile_records import EntityProfile, EntitySummary, ProfileNotFound
 from memstrata.model import (
     KeyFacts,
     L0Unit,
@@ -42,6 +43,8 @@ if TYPE_CHECKING:  # annotations only: the client imports this module and no eng
     from memstrata.llm.types import LayerBuilder
     from memstrata.llm.usage import UsageMeter
     from memstrata.redact.redactor import Redactor
+    from memstrata.retrieval.graph_expand import Expansion
+    from memstrata.route_plan import RoutePlan
     from memstrata.store.types import DocStore, LexicalStore, VectorStore
 
 __all__ = [
@@ -53,6 +56,7 @@ __all__ = [
     "MemoryReader",
     "MemoryStats",
     "MemoryWriter",
+    "ProfileNotFound",
     "QueryError",
     "ServedMemory",
     "SessionNotFound",
@@ -190,6 +194,34 @@ class MemoryReader(Protocol):
 
     def stats(self, tenant_id: str | None = None) -> MemoryStats:
         """Counts for one tenant, or for everything."""
+        ...
+
+    def profile(self, scope: Scope, entity: str) -> list[EntityProfile]:
+        """The profiles ``entity`` names (an id, name, alias, relation such as "my sister",
+        or "me"): usually one, two when it names two (two sisters); none raises
+        ``ProfileNotFound``."""
+        ...
+
+    def entities(self, scope: Scope, *, everything: bool = False) -> list[EntitySummary]:
+        """The user's profiled entities (``everything``: names of unknown kind too)."""
+        ...
+
+    def entity_profiles(self, scope: Scope, *,
+                        everything: bool = False) -> list[EntityProfile]:
+        """Every listed entity's whole profile in one read, in :meth:`entities`' order
+        (what a controller's ``read_profile`` reads: ``as_view()`` and ``names``)."""
+        ...
+
+
+@runtime_checkable
+class GraphSearcher(Protocol):
+    """A reader that can also rank through the relation graph (a local memory can; a
+    remote reader ranks flat). The controller asks for it by type, not by attribute."""
+
+    def search_expanded(self, scope: Scope, queries: str | Sequence[str],
+                        top_k: int | None = None, route: RoutePlan | None = None,
+                        ) -> tuple[list[SessionHit], Expansion | None]:
+        """:meth:`MemoryReader.search`, expanded as ``route`` says, with what it did."""
         ...
 
 

@@ -17,6 +17,7 @@ from memstrata.config import ConfigError
 from memstrata.executor import ExecutorBusy
 from memstrata.layers.lazy import SessionNotFound
 from memstrata.model import MAX_ID_LEN, is_identifier
+from memstrata.profile_records import ProfileNotFound
 from memstrata.retrieval.hybrid import QueryError
 from memstrata.store.outage import store_failure
 from memstrata.store.types import StoreError
@@ -82,6 +83,8 @@ def status_for(exc: BaseException) -> tuple[grpc.StatusCode, str] | None:
     if isinstance(exc, ConfigError):
         return grpc.StatusCode.INVALID_ARGUMENT, str(exc)
     if isinstance(exc, SessionNotFound):
+        return grpc.StatusCode.NOT_FOUND, str(exc.args[0] if exc.args else exc)
+    if isinstance(exc, ProfileNotFound):
         return grpc.StatusCode.NOT_FOUND, str(exc.args[0] if exc.args else exc)
     if isinstance(exc, NotFound):
         return grpc.StatusCode.NOT_FOUND, str(exc)

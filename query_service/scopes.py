@@ -35,6 +35,8 @@ REQUIRED: Final[dict[str, str | None]] = {
     "ReadFacts": READ,
     "ReadTurns": READ,
     "ReadRaw": READ,
+    "GetProfile": READ,
+    "ListEntities": READ,
     "GetStats": READ,
     "ExportUser": READ,
     "ListUsers": READ,
@@ -56,6 +58,7 @@ NO_USER: Final = "no user"
 USERS: Final[dict[str, str]] = {
     **{m: "user_id" for m in ("Answer", "AnswerStream", "Search", "ListSessions", "GetSession",
                               "ReadUnits", "ReadFacts", "ReadTurns", "ReadRaw",
+                              "GetProfile", "ListEntities",
                               "CloseSession", "DeleteSession", "DeleteUser", "ExportUser")},
     "Ingest": "event.user_id",
     "IngestBatch": "events[].user_id",

@@ -39,6 +39,8 @@ from memstrata.lifecycle.export import USERS_PAGE, read_session
 from memstrata.lifecycle.records import ExportedSession
 from memstrata.roles import DeleteReceipt, HostedMemory, MemoryReader
 from memstrata.rpc.export import chunks_of
+from memstrata.rpc.profiles import entities_to_wire, profiles_to_wire
+from memstrata.profile_records import MAX_ENTITY_CHARS
 from memstrata.telemetry.genai import search_span
 from memstrata.wire import TurnEvent
 from query_service import controls, writes
@@ -340,6 +342,33 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
                   for i, t in enumerate(request.turns)] or None
         turns = await self._read(context, lambda t: self.memory.raw(scope, sid, wanted))
         return pb.RawReply(turns=[turn_to_wire(t) for t in turns])
+
+    # -- profiles ---------------------------------------------------------------
+    @rpc_errors
+    async def GetProfile(self, request: pb.GetProfileRequest,
+                         context: Any) -> pb.GetProfileReply:
+        """The profiles ``entity`` names; none: NOT_FOUND naming it."""
+        scope = self._scope(request.user_id)
+        entity = check_text("entity", request.entity, MAX_ENTITY_CHARS)
+        found = await self._read(context, lambda t: self.memory.profile(scope, entity))
+        return profiles_to_wire(found)
+
+    @rpc_errors
+    async def ListEntities(self, request: pb.ListEntitiesRequest,
+                           context: Any) -> pb.ListEntitiesReply:
+        """The user's entities; an unknown user is NOT_FOUND, as for ListSessions."""
+        scope = self._scope(request.user_id)
+
+        def work(token: WorkToken) -> pb.ListEntitiesReply:
+            found = self.memory.entities(scope, everything=request.all)
+            if not found:
+                self._user_exists(self.memory, scope)
+            whole = (self.memory.entity_profiles(scope, everything=request.all)
+                     if request.profiles and found else [])
+            return entities_to_wire(found, whole)
+
+        reply: pb.ListEntitiesReply = await self._read(context, work)
+        return reply
 
     # -- writes ---------------------------------------------------------------
     def _record(self, field: str, e: pb.TurnEvent, tenant: str) -> TurnEvent:

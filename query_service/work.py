@@ -27,7 +27,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from memstrata.model import KeyFacts, L0Unit, Scope, SessionHit, SessionMeta, Turn, TurnNotes
-from memstrata.roles import MemoryReader, MemoryStats
+from memstrata.profile_records import EntityProfile, EntitySummary
+from memstrata.roles import GraphSearcher, MemoryReader, MemoryStats
 from memstrata.telemetry.context import bind
 from query_service.calls import CALL
 from query_service.scheduler import AdaptiveLimit, FairScheduler, Shed
@@ -111,6 +112,27 @@ class GuardedReader:
     def stats(self, tenant_id: str | None = None) -> MemoryStats:
         self._token.check()
         return self._memory.stats(tenant_id)
+
+    def profile(self, scope: Scope, entity: str) -> list[EntityProfile]:
+        self._token.check()
+        return self._memory.profile(scope, entity)
+
+    def entities(self, scope: Scope, *, everything: bool = False) -> list[EntitySummary]:
+        self._token.check()
+        return self._memory.entities(scope, everything=everything)
+
+    def entity_profiles(self, scope: Scope, *,
+                        everything: bool = False) -> list[EntityProfile]:
+        self._token.check()
+        return self._memory.entity_profiles(scope, everything=everything)
+
+    def search_expanded(self, scope: Scope, queries: str | Sequence[str],
+                        top_k: int | None = None, route: Any = None) -> Any:
+        """:meth:`search` through the relation graph (the controller's route plan)."""
+        self._token.check()
+        if not isinstance(self._memory, GraphSearcher):  # a reader without the graph
+            return self._memory.search(scope, queries, top_k=top_k), None
+        return self._memory.search_expanded(scope, queries, top_k=top_k, route=route)
 
 
 #: A call cancelled this close to its deadline is counted as past it: the server's clock

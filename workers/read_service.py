@@ -29,6 +29,7 @@ import grpc
 
 from memstrata.contract import QueryError, SessionNotFound
 from memstrata.model import Scope
+from memstrata.profile_records import ProfileNotFound
 from memstrata.roles import ServedMemory
 from memstrata.rpc import memory_pb2 as pb
 from memstrata.rpc import memory_pb2_grpc as pb_grpc
@@ -41,6 +42,7 @@ from memstrata.rpc.convert import (
     turn_to_wire,
     unit_to_wire,
 )
+from memstrata.rpc.profiles import entities_to_wire, profiles_to_wire
 from memstrata.store.types import StoreError
 
 __all__ = ["ReadOnlyServicer", "ReadServer", "serve_reads"]
@@ -72,7 +74,7 @@ def _status(exc: Exception) -> tuple[grpc.StatusCode, str]:
     """The status the query service gives this failure (``query_service.errors``)."""
     if isinstance(exc, _Refused):
         return exc.code, exc.details
-    if isinstance(exc, SessionNotFound):
+    if isinstance(exc, (SessionNotFound, ProfileNotFound)):
         return grpc.StatusCode.NOT_FOUND, str(exc.args[0] if exc.args else exc)
     if isinstance(exc, QueryError):
         return grpc.StatusCode.INVALID_ARGUMENT, str(exc)
@@ -100,7 +102,7 @@ def _mapped(fn: Callable[[ReadOnlyServicer, R, Context], object]
 
 
 class ReadOnlyServicer(pb_grpc.MemoryServiceServicer):
-    """Search, the session reads and GetStats over ``memory``; nothing else."""
+    """Search, the session and profile reads and GetStats over ``memory``; nothing else."""
 
     def __init__(self, memory: ServedMemory, tenant_of_key: Mapping[str, str]) -> None:
         self.memory = memory
@@ -178,6 +180,20 @@ class ReadOnlyServicer(pb_grpc.MemoryServiceServicer):
     @_mapped
     def GetStats(self, request: pb.GetStatsRequest, context: Context) -> pb.StatsReply:
         return stats_to_wire(self.memory.stats(self._tenant(context)))
+
+    @_mapped
+    def GetProfile(self, request: pb.GetProfileRequest, context: Context) -> pb.GetProfileReply:
+        scope = self._scope(context, request.user_id)
+        return profiles_to_wire(self.memory.profile(scope, request.entity))
+
+    @_mapped
+    def ListEntities(self, request: pb.ListEntitiesRequest,
+                     context: Context) -> pb.ListEntitiesReply:
+        scope = self._scope(context, request.user_id)
+        found = self.memory.entities(scope, everything=request.all)
+        whole = self.memory.entity_profiles(scope, everything=request.all) \
+            if request.profiles and found else []
+        return entities_to_wire(found, whole)
 
 
 @dataclass

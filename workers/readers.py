@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from memstrata.config import Settings
 from memstrata.model import KeyFacts, L0Unit, Scope, SessionHit, SessionMeta, Turn, TurnNotes
+from memstrata.profile_records import EntityProfile, EntitySummary
 from memstrata.roles import MemoryReader, MemoryStats, ServedMemory
 
 if TYPE_CHECKING:
@@ -76,6 +77,16 @@ class TenantRoutedReader:
         if tenant_id is None:
             raise PermissionError("stats of every tenant are not read through a rollout actor")
         return self._for(tenant_id).stats(tenant_id)
+
+    def profile(self, scope: Scope, entity: str) -> list[EntityProfile]:
+        return self._for(scope.tenant_id).get_profile(scope, entity)
+
+    def entities(self, scope: Scope, *, everything: bool = False) -> list[EntitySummary]:
+        return self._for(scope.tenant_id).list_entities(scope, everything=everything)
+
+    def entity_profiles(self, scope: Scope, *,
+                        everything: bool = False) -> list[EntityProfile]:
+        return self._for(scope.tenant_id).entity_profiles(scope, everything=everything)
 
 
 @dataclass(frozen=True)

@@ -91,6 +91,9 @@ def retrieval(
     previous: Annotated[Optional[Path], typer.Option(
         help="An earlier result file of the same dataset: pair this run's system with it.")]
     = None,
+    without: Annotated[Optional[list[str]], typer.Option(
+        "--without", help="Switch a part of the retriever off: graph (relation-graph "
+                          "expansion).")] = None,
 ) -> None:
     """Session and turn Recall@k and NDCG@k of the hybrid retriever and two raw-turn baselines.
 
@@ -103,6 +106,10 @@ def retrieval(
     from memstrata.eval.retrieval import compare_runs, evaluate, plot_curves
 
     ks = parse_ks(k)
+    off = {w.strip().lower() for w in without or ()}
+    if off - {"graph"}:
+        raise typer.BadParameter(f"retrieval ablations are: graph; got {sorted(off - {'graph'})}",
+                                 param_hint="--without")
     before = json.loads(previous.read_text()) if previous is not None else None
     data = load_eval_dataset(dataset, fmt, limit)
     settings = _settings(None)
@@ -115,7 +122,7 @@ def retrieval(
                 tasks[stage] = bar.add_task(stage, total=total)
             bar.update(tasks[stage], completed=done)
 
-        run = evaluate(data, ks, settings, progress=tick)
+        run = evaluate(data, ks, settings, progress=tick, graph="graph" not in off)
     if before is not None:
         try:
             run.result["system_vs"]["previous"] = compare_runs(run.result, before, ks)

@@ -106,6 +106,9 @@ def print_report(report: dict[str, Any], title: str) -> None:
     console.print(
         f"depth distribution over {report['drills']} drills: "
         f"L1 {d['L1'] * 100:.1f}%  L2 {d['L2'] * 100:.1f}%  L3 {d['L3'] * 100:.1f}%")
+    if report.get("profile_read_share") is not None:
+        console.print(f"profiles (the cross-session layer) read for "
+                      f"{report['profile_read_share'] * 100:.1f}% of questions")
     console.print(
         f"sessions drilled: {_fmt(report['mean_sessions_drilled'])} of "
         f"{_fmt(report['mean_haystack_sessions'])} on average "

@@ -1,43 +1,47 @@
-"""``memstrata profile``: a user's entity and persona profiles as Markdown.
+"""``memstrata profile``: a user's entity and persona profiles as Markdown (or JSON).
 
-Reads the doc store only (SQLite opened read-only), so it runs beside a
-writer and loads no model. Profiles are kept by the write path
-(``MEMSTRATA_PROFILES``); a data dir written with them off has none.
+Locally it reads the doc store only (SQLite opened read-only), so it runs
+beside a writer and loads no model; with ``--remote`` (or
+``MEMSTRATA_API_ADDRESS``, or a live ``memstrata serve`` holding the data dir)
+it asks the service (``GetProfile``, ``ListEntities``). Both give the same
+records (:mod:`memstrata.profile_records`), printed by the same code.
+Profiles are kept by the write path (``MEMSTRATA_PROFILES``); a data dir
+written with them off has none.
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated, Optional
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 from rich.markdown import Markdown
 from rich.markup import escape
 
 from memstrata.cli import DataDir, User, _scope, _settings, app, console, err, show_scope
-from memstrata.cli.access import DEFAULT_TENANT, TenantOrKey
+from memstrata.cli.access import DEFAULT_TENANT, Remote, TenantOrKey
+
+if TYPE_CHECKING:
+    from memstrata.model import Scope
+    from memstrata.profile_records import EntityProfile, EntitySummary
 
 
-@app.command()
-def profile(
-    entity: Annotated[Optional[str], typer.Argument(
-        help="Who: a name, an alias, a relation ('my sister') or 'me'; omitted: list the "
-             "entities.", show_default=False)] = None,
-    tenant: TenantOrKey = None,
-    user: User = ...,  # type: ignore[assignment]
-    everything: Annotated[bool, typer.Option(
-        "--all", help="List names of unknown kind too (mentioned, never described).")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the stored views as JSON.")
-                       ] = False,
-    raw_markdown: Annotated[bool, typer.Option("--plain", help="Print Markdown source.")
-                            ] = False,
-    data_dir: DataDir = None,
-) -> None:
-    """Print a user's profiles: one entity's sections with every bullet's sources, or the
-    list of entities with their kind, relation and aliases."""
+class _Reads:
+    """The two profile reads of one command, over the doc store or the service."""
+
+    def __init__(self, scope: Scope, profile: Any, entities: Any, note: str = "") -> None:
+        #: ``note``: why there may be no profiles (said when there are none).
+        self.scope, self.profile, self.entities, self.note = scope, profile, entities, note
+
+
+@contextmanager
+def _local(data_dir: Path | None, tenant: str | None, user: str) -> Iterator[_Reads]:
+    from memstrata.profile_reads import entity_list, profiles_named
     from memstrata.profiles.book import ProfileBook
-    from memstrata.profiles.markdown import render_entities, render_profile
     from memstrata.store.factory import open_doc_store
 
     scope = _scope(tenant or DEFAULT_TENANT, user)
@@ -53,32 +57,97 @@ def profile(
         raise typer.Exit(2) from None
     with docs:
         book = ProfileBook(docs)
-        names = book.key_names(scope)
+        off = "" if settings.profiles else " (MEMSTRATA_PROFILES is off)"
+        yield _Reads(scope, lambda e: profiles_named(book, scope, e),
+                     lambda everything: entity_list(book, scope, everything=everything),
+                     off)
+
+
+@contextmanager
+def _remote(address: str, data_dir: Path | None, tenant: str | None,
+            user: str) -> Iterator[_Reads]:
+    from memstrata.cli.access import Where, open_reader
+
+    with open_reader(Where(data_dir, address)) as opened:
+        client = opened.client
+        assert client is not None  # an address always opens the service
+        scope = opened.scope(tenant, user)
+        yield _Reads(scope, lambda e: client.get_profile(scope, e),
+                     lambda everything: client.list_entities(scope, everything=everything))
+
+
+def profiles_markdown(found: list[EntityProfile]) -> str:
+    """One entity's profile per record: sections of bullets, each with its sources."""
+    from memstrata.profiles.markdown import render_profile
+
+    return "\n".join(render_profile(p.as_view(), p.names) for p in found)
+
+
+def entities_markdown(scope: Scope, entities: list[EntitySummary]) -> str:
+    """The entities table, as ``memstrata profile`` without ENTITY prints it."""
+    from memstrata.profile_records import summary_view
+    from memstrata.profiles.markdown import render_entities
+
+    names: dict[str, str] = {}
+    for e in entities:
+        names.update(e.names)
+    return (f"# Entities of {show_scope(scope)}\n\n"
+            + render_entities([summary_view(e) for e in entities], names))
+
+
+@app.command()
+def profile(
+    entity: Annotated[Optional[str], typer.Argument(
+        help="Who: a name, an alias, a relation ('my sister') or 'me'; omitted: list the "
+             "entities.", show_default=False)] = None,
+    tenant: TenantOrKey = None,
+    user: User = ...,  # type: ignore[assignment]
+    everything: Annotated[bool, typer.Option(
+        "--all", help="List names of unknown kind too (mentioned, never described).")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the profile records as JSON.")
+                       ] = False,
+    raw_markdown: Annotated[bool, typer.Option("--plain", help="Print Markdown source.")
+                            ] = False,
+    data_dir: DataDir = None,
+    remote: Remote = None,
+) -> None:
+    """Print a user's profiles: one entity's sections with every bullet's sources, or the
+    list of entities with their kind, relation and aliases."""
+    from memstrata.cli.access import Where
+    from memstrata.profile_records import ProfileNotFound
+
+    _scope(tenant or DEFAULT_TENANT, user)
+    address = Where(data_dir, remote).address
+    opened = (_remote(address, data_dir, tenant, user) if address
+              else _local(data_dir, tenant, user))
+    with opened as reads:
+        scope = reads.scope
         if entity is None:
-            views = book.views(scope, everything=everything)
+            records: list[Any] = reads.entities(everything)
         else:
-            views = book.find(scope, entity)
-            if not views:
+            try:
+                records = reads.profile(entity)
+            except ProfileNotFound:
                 err.print(f"[red]no profile named {escape(entity)!r} for "
                           f"{escape(show_scope(scope))} (run without ENTITY to list them)[/red]",
                           soft_wrap=True)
-                raise typer.Exit(1)
+                raise typer.Exit(1) from None
     if as_json:
-        json.dump(views, sys.stdout, indent=1, ensure_ascii=False)
+        json.dump([r.model_dump(mode="json") for r in records], sys.stdout, indent=1,
+                  ensure_ascii=False)
         sys.stdout.write("\n")
         return
     if entity is None:
-        if not views:
-            off = "" if settings.profiles else " (MEMSTRATA_PROFILES is off)"
-            console.print(f"no profiles for {show_scope(scope)}{off}")
+        if not records:
+            console.print(f"no profiles for {show_scope(scope)}{reads.note}")
             return
-        text = f"# Entities of {show_scope(scope)}\n\n" + render_entities(views, names)
+        text = entities_markdown(scope, records)
     else:
-        text = "\n".join(render_profile(v, names) for v in views)
+        text = profiles_markdown(records)
     if raw_markdown or not sys.stdout.isatty():
         sys.stdout.write(text)
     else:
         console.print(Markdown(text))
 
 
-__all__ = ["profile"]
+__all__ = ["entities_markdown", "profile", "profiles_markdown"]

@@ -25,6 +25,7 @@ _EXPORTS = {
     "InvalidRequest": "memstrata.client.errors",
     "RateLimited": "memstrata.client.errors",
     "RemoteError": "memstrata.client.errors",
+    "RemoteProfileNotFound": "memstrata.client.errors",
     "RemoteSessionNotFound": "memstrata.client.errors",
     "Unauthenticated": "memstrata.client.errors",
     "Unavailable": "memstrata.client.errors",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import grpc
 
 from memstrata.contract import QueryError, SessionNotFound
+from memstrata.profile_records import ProfileNotFound
 
 
 class RemoteError(RuntimeError):
@@ -45,6 +46,10 @@ class InvalidRequest(RemoteError, QueryError):
 
 class RemoteSessionNotFound(SessionNotFound):
     """NOT_FOUND for a session (a SessionNotFound, as the local memory raises)."""
+
+
+class RemoteProfileNotFound(ProfileNotFound):
+    """NOT_FOUND for a profile (a ProfileNotFound, as the local memory raises)."""
 
 
 def from_rpc_error(exc: grpc.RpcError) -> Exception:

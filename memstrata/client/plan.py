@@ -12,7 +12,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
+from memstrata.client.errors import RemoteProfileNotFound
 from memstrata.model import KeyFacts, L0Unit, Scope, SessionHit, SessionMeta, Turn, TurnNotes
+from memstrata.profile_records import EntityProfile, EntitySummary
 from memstrata.roles import DeleteReceipt, MemoryStats
 from memstrata.rpc import memory_pb2 as pb
 from memstrata.rpc.convert import (
@@ -25,6 +27,11 @@ from memstrata.rpc.convert import (
     stats_from_wire,
     turns_from_wire,
     unit_from_wire,
+)
+from memstrata.rpc.profiles import (
+    entities_from_wire,
+    entity_profiles_from_wire,
+    profiles_from_wire,
 )
 
 T = TypeVar("T")
@@ -48,6 +55,8 @@ class Plan(Generic[T]):
     #: has no sessions and no hits, as with a local memory).
     if_not_found: T | NoValue = _MISSING
     scope: Scope | None = None
+    #: Raised with the service's message on NOT_FOUND (default: a SessionNotFound).
+    not_found: Callable[[str], Exception] | None = None
 
     @property
     def tolerates_not_found(self) -> bool:
@@ -94,6 +103,24 @@ def raw(scope: Scope, session_id: str, turns: Iterable[int] | None) -> Plan[list
         # No turns asked for: nothing to fetch, but an unknown session still fails.
         return Plan("GetSession", _session_req(scope, session_id), lambda r: [], scope=scope)
     return Plan("ReadRaw", req, lambda r: turns_from_wire(r.turns), scope=scope)
+
+
+def profile(scope: Scope, entity: str) -> Plan[list[EntityProfile]]:
+    return Plan("GetProfile", pb.GetProfileRequest(user_id=scope.user_id, entity=entity),
+                profiles_from_wire, scope=scope, not_found=RemoteProfileNotFound)
+
+
+def entities(scope: Scope, everything: bool) -> Plan[list[EntitySummary]]:
+    # An unknown user has no entities, as with a local memory.
+    return Plan("ListEntities", pb.ListEntitiesRequest(user_id=scope.user_id, all=everything),
+                entities_from_wire, [], scope)
+
+
+def entity_profiles(scope: Scope, everything: bool) -> Plan[list[EntityProfile]]:
+    """Every entity's whole profile in one call (``ListEntities`` with ``profiles``)."""
+    return Plan("ListEntities", pb.ListEntitiesRequest(user_id=scope.user_id, all=everything,
+                                                       profiles=True),
+                entity_profiles_from_wire, [], scope)
 
 
 def stats(tenant_id: str | None) -> Plan[MemoryStats]:

@@ -30,6 +30,8 @@ ABLATIONS: dict[str, str] = {
     "interpret_dates": "use_interpret_dates",
     "notes": "use_notes",
     "draft": "use_draft",
+    "profiles": "use_profiles",
+    "graph": "use_graph",
 }
 
 Policy = Literal["auto", "rules", "llm"]
@@ -88,6 +90,13 @@ class ControllerSettings(BaseSettings):
     use_interpret_dates: bool = True
     use_notes: bool = True
     use_draft: bool = True
+    #: The entity and persona profiles as a cross-session layer (``read_profile``).
+    use_profiles: bool = True
+    #: Searches expand through the relation graph when the question asks for a relation
+    #: or several hops (memstrata.route_plan). Off by default: on LoCoMo dev it moved
+    #: neither session recall nor answers beyond noise, and a remote reader ranks flat,
+    #: so answers over a client would differ from a local memory's (docs/profiles.md).
+    use_graph: bool = False
 
     # -- cost ---------------------------------------------------------------
     #: JSON or TOML price table; the example table of :mod:`memstrata.llm.usage` otherwise.
@@ -109,7 +118,10 @@ class ControllerSettings(BaseSettings):
     @property
     def ablations(self) -> list[str]:
         """The parts switched off, for reports."""
-        return [name for name, field in ABLATIONS.items() if not getattr(self, field)]
+        fields = type(self).model_fields
+        # An opt-in part (off by default, as ``graph``) is not an ablation until turned on.
+        return [name for name, field in ABLATIONS.items()
+                if not getattr(self, field) and fields[field].default]
 
     def prices(self) -> PriceTable:
         return PriceTable.load(self.price_table) if self.price_table else PriceTable.example()

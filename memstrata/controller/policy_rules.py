@@ -21,6 +21,7 @@ from memstrata.controller.tools import MemoryTools, Reflection, ToolResult
 from memstrata.evidence.trace import Trace
 from memstrata.synth.answer import Draft, draft_from
 from memstrata.evidence.extract import span_for
+from memstrata.profiles.query import wants_profile
 
 _MAX_FIRST_QUERIES = 4
 _FOCUS_SESSIONS = 2
@@ -84,6 +85,14 @@ class RulePolicy:
 
         enabled = set(tools.enabled())
         try:
+            # The profiles first (a cross-session layer) when the question asks something of
+            # someone; a decisive answer there needs one search for context, no drilling.
+            if "read_profile" in enabled and wants_profile(state.question):
+                step("read_profile")
+                if state.profile is not None and state.profile.decisive:
+                    step("search", {"queries": self._first_queries(state)})
+                    state.stop_reason = "profile"
+                    return draft_from(cues, state.lines)
             if "interpret_dates" in enabled and cues.relative_dates:
                 step("interpret_dates")
             if "decompose" in enabled and cues.compound:

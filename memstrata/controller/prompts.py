@@ -19,7 +19,15 @@ def _when(asked_on: datetime | None) -> str:
 
 
 def controller_system(settings: ControllerSettings, tools: list[str]) -> str:
-    levels = ["Level 0: one-line summaries of each turn with keywords (what search looks at)."]
+    levels = []
+    if "read_profile" in tools:
+        levels.append("Profiles (read_profile): who is who across all sessions (the user, "
+                      "the assistant, each person, pet or place) with their attributes, "
+                      "preferences and who recommended or looks after what, each bullet with "
+                      "its source turns. Read it first when the question is about a person, "
+                      "a relation (\"my sister\") or an attribute (job, age, home, diet, "
+                      "likes); an answer about someone must come from that someone's bullets.")
+    levels.append("Level 0: one-line summaries of each turn with keywords (what search looks at).")
     if "read_facts" in tools:
         levels.append("Level 1: key facts of a session (read_facts): cheap, usually enough.")
     if "read_turns" in tools:

@@ -22,16 +22,24 @@ from memstrata.evidence.cues import detect_cues
 from memstrata.controller.policy_rules import RulePolicy, RuleReflector
 from memstrata.controller.policy_topk import TopKPolicy
 from memstrata.controller.result import Answer, SourceRef
-from memstrata.controller.state import ControllerState, render_evidence
+from memstrata.controller.state import ControllerState, profile_block, render_evidence
+from memstrata.evidence.extract import ABSTAIN_TEXT
+from memstrata.profiles.query import ProfileAnswer
 from memstrata.evidence.lines import EvidenceLine
 from memstrata.controller.tools import TOOL_NAMES, MemoryTools, Reflector
 from memstrata.evidence.trace import Trace, TraceSummary
 from memstrata.llm.budget import AnswerBudget, within
 from memstrata.llm.types import LLMError
 from memstrata.llm.usage import ROLES, PriceTable, Role, UsageMeter
-from memstrata.model import Scope, SessionMeta, TraceStep
+from memstrata.model import Layer, Scope, SessionMeta, TraceStep
 from memstrata.roles import HostedMemory, MemoryReader, WarmsUp
-from memstrata.synth.answer import AnswerGenerator, Draft, ExtractiveAnswer, LLMAnswer
+from memstrata.synth.answer import (
+    AnswerGenerator,
+    Draft,
+    ExtractiveAnswer,
+    Generated,
+    LLMAnswer,
+)
 from memstrata.synth.notes import ExtractiveNotes, LLMNotes, NotesSynthesizer
 from memstrata.telemetry.genai import traced_answer
 
@@ -261,15 +269,33 @@ class Controller:
             notes = notes_step.organize(cues, state.lines, evidence_text,
                                         used_draft.text if used_draft else None, asked_on,
                                         trace, step)
+            block = profile_block(state)
+            if block:  # the notes carry the profile bullets (with sources) to the answer step
+                notes.text = f"{block}\n\n{notes.text}" if notes.text else block
             trace.add(step, "notes", ms=(time.perf_counter() - t0) * 1000,
                       note=f"{len(notes.relevant)} relevant lines, {len(notes.items)} items")
         t0 = time.perf_counter()
-        generated = generator.generate(cues, notes, state.lines, evidence_text, used_draft,
-                                            asked_on, trace, step + 1)
+        decided = state.profile if (not llm and state.profile is not None
+                                    and state.profile.decisive) else None
+        if decided is not None:
+            # Offline, the profile's answer is the answer: it is about the question's target,
+            # never a line about someone else; an unstated attribute abstains.
+            generated = Generated(decided.answer or ABSTAIN_TEXT, abstained=decided.abstain)
+        else:
+            generated = generator.generate(cues, notes, state.lines, evidence_text, used_draft,
+                                           asked_on, trace, step + 1)
+            found = state.profile
+            if (not llm and found is not None and found.abstain and not generated.abstained
+                    and not any(found.supports(ln.text) for ln in generated.sources[:3])):
+                # The target's profile has no such attribute and no line found names the
+                # target with it: whatever was found is about someone else.
+                generated = Generated(ABSTAIN_TEXT, abstained=True)
         trace.add(step + 1, "answer", ms=(time.perf_counter() - t0) * 1000,
                   sessions=list(dict.fromkeys(ln.session_id for ln in generated.sources)),
                   note="abstained" if generated.abstained else None)
         sources = [self._source(scope, ln, trace) for ln in generated.sources[:3]]
+        if decided is not None and not decided.abstain:
+            sources = self._profile_sources(decided, state)[:3]
         trace.finish()
         return Answer(
             question=question, asked_on=asked_on, answer=generated.answer,
@@ -298,6 +324,22 @@ class Controller:
                 self._speakers.clear()
             self._speakers[key] = found
         return found
+
+    @staticmethod
+    def _profile_sources(found: ProfileAnswer, state: ControllerState) -> list[SourceRef]:
+        """One source per profile bullet used: its first turn, shown as the bullet."""
+        out = []
+        for h in found.hits:
+            who = "the user" if h.entity_id == "user" and h.entity_name == "you" else \
+                h.entity_name
+            for src in h.sources[:1]:
+                meta = state.sessions.get(src.session_id)
+                out.append(SourceRef(
+                    session_id=src.session_id,
+                    session_date=meta.session_date if meta else None, layer=Layer.L1,
+                    turn_index=src.turn, text=f"Profile of {who}: {h.text}",
+                    source_ids=list(src.message_ids)))
+        return out
 
     def _source(self, scope: Scope, line: EvidenceLine, trace: Trace) -> SourceRef:
         ids = list(line.source_ids)
@@ -329,6 +371,7 @@ class Controller:
             tool_errors=state.errors,
             evidence_items=state.size,
             reflections=state.reflections,
+            profiles_read=state.profile_reads,
             nudges=state.nudges,
             stop_reason=state.stop_reason,
             tokens=trace.tokens_by_role(),

@@ -16,6 +16,7 @@ from datetime import datetime
 from memstrata.evidence.cues import Cues
 from memstrata.evidence.lines import EvidenceLine
 from memstrata.model import Evidence, Layer, Scope, SessionHit, SessionMeta
+from memstrata.profiles.query import ProfileAnswer
 
 
 class LineSet(list[EvidenceLine]):
@@ -65,6 +66,10 @@ class ControllerState:
     stop_reason: str | None = None
     draft: str | None = None
     errors: int = 0
+    #: What ``read_profile`` found (the last read); None when no profile was read.
+    profile: ProfileAnswer | None = None
+    #: How many times the profiles (the cross-session layer) were read.
+    profile_reads: int = 0
 
     @property
     def size(self) -> int:
@@ -117,8 +122,19 @@ def render_evidence(state: ControllerState, max_chars: int) -> str:
             for e in evs)
 
     text = join(items)
+    profile = profile_block(state)
+    if profile:
+        text = f"{profile}\n\n{text}" if text else profile
     if len(text) > max_chars:
         text = join([e for e in items if e.layer != Layer.L0])
     if len(text) > max_chars:
         text = text[: max_chars - 12].rstrip() + "\n[clipped]"
     return text
+
+
+def profile_block(state: ControllerState) -> str:
+    """The profile bullets read for this question, with their sources ("" when none)."""
+    found = state.profile
+    if found is None or not (found.hits or found.abstain):
+        return ""
+    return "## Profiles (cross-session)\n" + found.render()

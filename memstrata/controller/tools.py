@@ -29,14 +29,16 @@ from memstrata.evidence.trace import Trace
 from memstrata.layers import markdown as md
 from memstrata.llm import budget as answer_budget
 from memstrata.contract import QueryError, SessionNotFound
-from memstrata.model import Evidence, Layer, SessionHit, SessionMeta, Turn
-from memstrata.roles import MemoryReader
+from memstrata.model import Evidence, Layer, Scope, SessionHit, SessionMeta, Turn
+from memstrata.profiles import query as profile_query
+from memstrata.route_plan import RoutePlan
+from memstrata.roles import GraphSearcher, MemoryReader
 from memstrata.text.dates import find_relative_dates
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-TOOL_NAMES = ("search", "read_facts", "read_turns", "read_raw", "interpret_dates", "decompose",
+TOOL_NAMES = ("read_profile", "search", "read_facts", "read_turns", "read_raw", "interpret_dates", "decompose",
               "reflect")
 _SHOWN_WITH_SUMMARIES = 5
 #: Ranking bonus for lines of the turns a search matched best (see ``LineSet``).
@@ -101,6 +103,16 @@ _TURNS = {"type": "array", "items": {"type": "integer", "minimum": 1},
           "description": "Turn numbers to read (default: all turns)."}
 
 SCHEMAS: dict[str, dict[str, Any]] = {
+    "read_profile": _fn(
+        "read_profile",
+        "Read the entity and persona profiles (one cross-session layer, read before any "
+        "session): resolves whom a question is about (the user, the assistant, a named or "
+        "related person, pet or place, or whoever holds a fact in a 'who' question) and "
+        "returns that one's bullets for the attribute asked, each with its source turns, or "
+        "says the attribute is not stated.",
+        {"question": {"type": "string",
+                      "description": "The question or a focused part of it (default: the "
+                                     "user's question)."}}),
     "search": _fn(
         "search",
         "Find the user's sessions that match one or more queries (hybrid keyword and "
@@ -186,6 +198,30 @@ def _as_int(value: Any, name: str) -> int | None:
     return n
 
 
+class ReaderProfiles:
+    """A user's profiles as :func:`memstrata.profiles.query.read` takes them (stored views
+    and key names), read through :meth:`MemoryReader.entity_profiles`, so every reader
+    (local, client, Ray actor) answers alike; read once per scope in one answer."""
+
+    def __init__(self, memory: MemoryReader) -> None:
+        self._memory = memory
+        self._read: dict[Scope, list[Any]] = {}
+
+    def _profiles(self, scope: Scope) -> list[Any]:
+        if scope not in self._read:
+            self._read[scope] = self._memory.entity_profiles(scope, everything=True)
+        return self._read[scope]
+
+    def views(self, scope: Scope, *, everything: bool = False) -> list[dict[str, Any]]:
+        return [p.as_view() for p in self._profiles(scope)]
+
+    def key_names(self, scope: Scope) -> dict[str, str]:
+        names: dict[str, str] = {}
+        for p in self._profiles(scope):
+            names.update(p.names)
+        return names
+
+
 class MemoryTools:
     """The tools bound to one question's state, memory, limits and trace."""
 
@@ -198,13 +234,16 @@ class MemoryTools:
         self.settings = settings
         self.trace = trace
         self.reflector = reflector
+        #: The user's profiles, read through the reader role once per answer.
+        self.profiles = ReaderProfiles(memory)
 
     # -- what is offered -------------------------------------------------------
     def enabled(self) -> list[str]:
         s = self.settings
         off = {"read_facts": not s.use_l1, "read_turns": not s.use_l2, "read_raw": not s.use_l3,
                "reflect": not s.use_reflect or self.reflector is None,
-               "decompose": not s.use_decompose, "interpret_dates": not s.use_interpret_dates}
+               "decompose": not s.use_decompose, "interpret_dates": not s.use_interpret_dates,
+               "read_profile": not s.use_profiles}
         return [n for n in TOOL_NAMES if not off.get(n, False)]
 
     def schemas(self) -> list[dict[str, Any]]:
@@ -334,8 +373,16 @@ class MemoryTools:
         limit = self.max_query_chars
         qs = [q[:limit] for q in qs][: self.settings.max_queries_per_search]
         k = _as_int(top_k, "top_k") or self.settings.search_top_k
+        expansion: Any = None
         with self.trace.memory_time():
-            hits = self.memory.search(self.state.scope, qs, top_k=k)
+            if isinstance(self.memory, GraphSearcher) and self.settings.use_graph:
+                # The question's route plan: relation / multi-hop cues expand the search
+                # through the relation graph (memstrata.route_plan).
+                route = RoutePlan.for_question(self.state.question, self.state.cues)
+                hits, expansion = self.memory.search_expanded(
+                    self.state.scope, qs, top_k=k, route=route)
+            else:
+                hits = self.memory.search(self.state.scope, qs, top_k=k)
         s = self.state
         s.queries.extend(q for q in qs if q not in s.queries)
         for rank_s, h in enumerate(hits):
@@ -363,8 +410,15 @@ class MemoryTools:
                     h.session_id, h.session_date, Layer.L0, u.summary, (u.turn_index,),
                     s.participants, source_ids=u.source_ids)])
         content = "\n".join(lines_out) if hits else "No sessions matched."
+        data: dict[str, Any] = {"hits": hits}
+        summary = f"{len(hits)} sessions"
+        if expansion is not None:
+            data["graph"] = expansion.as_json()
+            reached = [e for e in data["graph"].get("reached", []) if e.get("hops", 0) > 0]
+            summary += (f"; graph: {len(data['graph'].get('sessions', {}))} sessions lifted "
+                        f"via {len(reached)} linked entities")
         return ToolResult("search", content, [h.session_id for h in hits], Layer.L0, added,
-                          tokens, data={"hits": hits}, summary=f"{len(hits)} sessions")
+                          tokens, data=data, summary=summary)
 
     def _auto_drill(self, hits: Sequence[SessionHit]) -> list[ToolResult]:
         """APDMem's auto-drill: L1 of the best sessions not read yet (3 per search)."""
@@ -458,6 +512,28 @@ class MemoryTools:
         self.state.mark_drilled(sid, Layer.L3)
         return ToolResult("read_raw", text, [sid], Layer.L3, int(added),
                           lexical.estimate_tokens(text))
+
+    # -- profiles (a cross-session layer) ------------------------------------------------
+    def _read_profile(self, question: Any = None) -> ToolResult:
+        q = question if isinstance(question, str) and question.strip() else self.state.question
+        with self.trace.memory_time():
+            views = self.profiles.views(self.state.scope, everything=True)
+            names = self.profiles.key_names(self.state.scope)
+        found = profile_query.read(q, views, names, self.state.participants)
+        s = self.state
+        s.profile_reads += 1
+        if q == s.question or s.profile is None:
+            s.profile = found
+        text = found.render()
+        sessions = list(dict.fromkeys(src.session_id for h in found.hits for src in h.sources))
+        who = found.target.name if found.target else "open"
+        verdict = ("not stated" if found.abstain else
+                   f"answer: {found.answer}" if found.answer else found.why or "context")
+        return ToolResult("read_profile", text, sessions, None, 0,
+                          lexical.estimate_tokens(text),
+                          data={"profile": found},
+                          summary=f"target={who}, attribute={found.attribute or '-'}, "
+                                  f"{len(found.hits)} bullets; {verdict}")
 
     # -- reasoning tools ------------------------------------------------------------------
     def _interpret_dates(self, text: Any = None) -> ToolResult:

@@ -229,6 +229,10 @@ def aggregate(results: Sequence[QAResult]) -> dict[str, Any]:
         "depth_distribution": _shares(counts),
         "drills": sum(counts[d] for d in DEPTHS),
         "depth_by_category": {c: _shares(depth_counts(rs)) for c, rs in sorted(by_cat.items())},
+        # The profiles: a cross-session layer read before the sessions (not a drill).
+        "profile_read_share": _mean(1.0 if s.get("profiles_read") else 0.0 for s in summaries),
+        "profile_read_by_category": {c: _mean(1.0 if r.summary.get("profiles_read") else 0.0
+                                              for r in rs) for c, rs in sorted(by_cat.items())},
         "mean_sessions_drilled": _mean(s.get("sessions_drilled", 0) for s in summaries),
         "mean_haystack_sessions": _mean(s.get("haystack_sessions", 0) for s in summaries),
         "mean_drilled_share": _mean(s.get("drilled_share", 0.0) for s in summaries),

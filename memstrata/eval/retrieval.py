@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 from memstrata.config import Settings
 from memstrata.embed.types import Embedder
+from memstrata.evidence.cues import detect_cues
 from memstrata.eval.datasets import Dataset, Question
 from memstrata.eval.metrics import (
     covered_recall_at_k,
@@ -28,6 +29,7 @@ from memstrata.eval.metrics import (
 )
 from memstrata.memory import Memory
 from memstrata.model import Session
+from memstrata.route_plan import RoutePlan
 from memstrata.store.qdrant_edge import QdrantEdgeVectorStore
 from memstrata.store.tantivy_store import TantivyLexicalStore
 from memstrata.store.types import Hit, LexicalDoc, VectorRecord
@@ -56,11 +58,15 @@ class HybridRanker:
 
     name = "system"
 
-    def __init__(self, memory: Memory) -> None:
+    def __init__(self, memory: Memory, *, graph: bool = True) -> None:
         self.memory = memory
+        #: Expand through the relation graph when the question's cues ask for it
+        #: (``--without graph``: never).
+        self.graph = graph
 
     def rank(self, q: Question) -> Ranked:
-        r = self.memory.retriever.rank(q.scope, [q.question])
+        route = RoutePlan.for_question(q.question, detect_cues(q.question), enabled=self.graph)
+        r = self.memory.retriever.rank(q.scope, [q.question], route=route)
         return Ranked(sessions=[s for s, _ in r.sessions[:RANK_DEPTH]],
                       turns=[u.source_ids for u in r.units[:RANK_DEPTH]])
 
@@ -193,10 +199,12 @@ def evaluate(
     *,
     progress: Callable[[str, int, int], None] | None = None,
     work_dir: Path | None = None,
+    graph: bool = True,
 ) -> EvalRun:
     """Ingest, build baselines, ask every question of every system, and score.
 
-    ``progress(stage, done, total)`` is called as work advances.
+    ``progress(stage, done, total)`` is called as work advances; ``graph=False``
+    is the ``graph`` ablation (no expansion through the relation graph).
     """
     tick = progress or (lambda stage, done, total: None)
     turn_level = dataset.format == "locomo"
@@ -209,7 +217,7 @@ def evaluate(
                           progress=_counter("ingest", dataset.parsed.turns, tick))
             raw.build(dataset.parsed.sessions,
                       progress=_counter("baselines", dataset.parsed.turns, tick))
-            rankers: list[Ranker] = [HybridRanker(memory), BM25RawRanker(raw),
+            rankers: list[Ranker] = [HybridRanker(memory, graph=graph), BM25RawRanker(raw),
                                      DenseRawRanker(raw)]
             answered: dict[str, list[tuple[Question, Ranked]]] = {r.name: [] for r in rankers}
             for i, q in enumerate(dataset.questions, start=1):
@@ -229,7 +237,7 @@ def evaluate(
         "baselines": {"bm25_raw": metrics["bm25_raw"], "dense_raw": metrics["dense_raw"]},
         "system_vs": {name: compare(scored["system"], scored[name], ks)
                       for name in ("bm25_raw", "dense_raw")},
-        "retriever": retriever_settings(settings),
+        "retriever": {**retriever_settings(settings), "graph": graph},
         "dataset": str(dataset_name(dataset)),
         "format": dataset.format,
         "questions": len(dataset.questions),

@@ -62,7 +62,11 @@ from memstrata.contract import QueryError
 from memstrata.embed.query_cache import QueryVectorCache
 from memstrata.embed.types import Embedder
 from memstrata.model import L0Unit, Scope, SessionHit
+from memstrata.profiles.book import ProfileBook
+from memstrata.profiles.graph import load_graph
 from memstrata.retrieval import arrays, dates, fusion
+from memstrata.retrieval.graph_expand import Expansion, expand
+from memstrata.route_plan import RoutePlan
 from memstrata.retrieval.sessions import session_text
 from memstrata.store.types import DocStore, Hit, LexicalStore, VectorStore
 from memstrata.text.terms import content_stems, stems
@@ -92,6 +96,9 @@ class RetrievalParams:
     #: A query whose best BM25 hit covers at least this share of its content words is
     #: ranked by BM25 alone: not encoded, no vector search (None: never).
     dense_skip_coverage: float | None = 1.0
+    #: A session the relation graph reaches gains this share of the best session score,
+    #: times its expansion weight squared (only when a route plan expands; see route_plan).
+    graph_boost: float = 0.5
 
     @classmethod
     def from_settings(cls, s: Settings) -> "RetrievalParams":
@@ -171,14 +178,20 @@ class HybridRetriever:
         scope: Scope,
         queries: Sequence[str],
         session_ids: Collection[str] | None = None,
+        route: RoutePlan | None = None,
     ) -> "Ranking":
-        """Score every candidate unit and session for the queries (validated first)."""
-        return self._rank(scope, self.validate(queries, None), session_ids)
+        """Score every candidate unit and session for the queries (validated first).
+
+        ``route``: a plan that may expand through the relation graph (None: never).
+        """
+        return self._rank(scope, self.validate(queries, None), session_ids, route)
 
     def _rank(
-        self, scope: Scope, qs: list[str], session_ids: Collection[str] | None
+        self, scope: Scope, qs: list[str], session_ids: Collection[str] | None,
+        route: RoutePlan | None = None,
     ) -> "Ranking":
         p = self.params
+        expansion = self._expand(scope, qs, route)
         lexs = [self.lexical.search(scope, q, p.candidate_units, session_ids) for q in qs]
         wanted = [content_stems(q) for q in qs]
         # The best BM25 hits' units, read once: for coverage now and for fusion below.
@@ -262,14 +275,39 @@ class HybridRetriever:
         best = unit_best.tolist()
         ranked = arrays.ranked_positions(order, best, facts)
         final_list = final.tolist()
-        session_scores = [(cands.session_ids[i], final_list[i])
-                          for i in np.flatnonzero(final_has).tolist()]
+        session_scores = dict((cands.session_ids[i], final_list[i])
+                              for i in np.flatnonzero(final_has).tolist())
+        if expansion is not None and expansion.sessions:
+            self._lift(session_scores, expansion, session_ids)
         return Ranking(
-            sessions=fusion.top_k(dict(session_scores), len(session_scores)),
+            sessions=fusion.top_k(session_scores, len(session_scores)),
             units=[facts[i].unit for i in ranked],  # type: ignore[union-attr]
             unit_scores={cands.ids[i]: best[i] for i in order},
             weights=weights_used,
+            expansion=expansion,
         )
+
+    def _expand(self, scope: Scope, qs: list[str], route: RoutePlan | None
+                ) -> Expansion | None:
+        """The relation graph's walk for this search (None: the plan does not expand)."""
+        if route is None or not route.expand or self.params.graph_boost <= 0.0:
+            return None
+        graph = load_graph(ProfileBook(self.docs), scope)
+        return expand(graph, route.question or qs[0], route)
+
+    def _lift(self, scores: dict[str, float], expansion: Expansion,
+              session_ids: Collection[str] | None) -> None:
+        """Add the graph's share to the sessions it reached (those outside the filter: none).
+
+        The share goes with the weight squared: weak links (a neighbour's bullet that holds
+        one word of the question) were mostly noise on LoCoMo dev, strong ones mostly not.
+        """
+        allowed = None if session_ids is None else set(session_ids)
+        top = max(scores.values(), default=0.0) or 1.0
+        expansion.boost = self.params.graph_boost
+        for sid, w in expansion.sessions.items():
+            if allowed is None or sid in allowed:
+                scores[sid] = scores.get(sid, 0.0) + self.params.graph_boost * top * w ** 2
 
     def _units(self, scope: Scope, unit_ids: list[str]) -> dict[str, L0Unit]:
         """The stored units of ``unit_ids`` by id (one doc-store call; none for no ids)."""
@@ -313,9 +351,21 @@ class HybridRetriever:
         queries: Sequence[str],
         top_k: int | None = None,
         session_ids: Collection[str] | None = None,
+        route: RoutePlan | None = None,
     ) -> list[SessionHit]:
         """The top sessions with their best-matching L0 units (at most five each)."""
-        ranking = self._rank(scope, self.validate(queries, top_k), session_ids)
+        return self.search_expanded(scope, queries, top_k, session_ids, route)[0]
+
+    def search_expanded(
+        self,
+        scope: Scope,
+        queries: Sequence[str],
+        top_k: int | None = None,
+        session_ids: Collection[str] | None = None,
+        route: RoutePlan | None = None,
+    ) -> tuple[list[SessionHit], Expansion | None]:
+        """:meth:`search`, with the relation graph's expansion (for a trace)."""
+        ranking = self._rank(scope, self.validate(queries, top_k), session_ids, route)
         by_session: dict[str, list[L0Unit]] = {}
         for u in ranking.units:
             by_session.setdefault(u.session_id, []).append(u)
@@ -330,7 +380,7 @@ class HybridRetriever:
                 session_date=best[0].session_date if best else None,
                 units=best[: self.params.units_per_hit],
             ))
-        return hits
+        return hits, ranking.expansion
 
 
 @lru_cache(maxsize=256)
@@ -349,3 +399,5 @@ class Ranking:
     #: The weights each query got (``lexical``, ``dense``, and ``sessions``: the
     #: session-level BM25 share, 0 when unused), in query order.
     weights: list[dict[str, float]] = field(default_factory=list)
+    #: The relation graph's expansion (None: the route plan did not expand).
+    expansion: Expansion | None = None

@@ -361,6 +361,135 @@ class RawReply(_message.Message):
     turns: _containers.RepeatedCompositeFieldContainer[Turn]
     def __init__(self, turns: _Optional[_Iterable[_Union[Turn, _Mapping]]] = ...) -> None: ...
 
+class ProfileSource(_message.Message):
+    __slots__ = ("session_id", "turn", "message_ids")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    TURN_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_IDS_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    turn: int
+    message_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, session_id: _Optional[str] = ..., turn: _Optional[int] = ..., message_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ProfileBullet(_message.Message):
+    __slots__ = ("slot", "value", "since", "until", "op", "sources", "history")
+    SLOT_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    SINCE_FIELD_NUMBER: _ClassVar[int]
+    UNTIL_FIELD_NUMBER: _ClassVar[int]
+    OP_FIELD_NUMBER: _ClassVar[int]
+    SOURCES_FIELD_NUMBER: _ClassVar[int]
+    HISTORY_FIELD_NUMBER: _ClassVar[int]
+    slot: str
+    value: str
+    since: str
+    until: str
+    op: str
+    sources: _containers.RepeatedCompositeFieldContainer[ProfileSource]
+    history: _containers.RepeatedCompositeFieldContainer[ProfileBullet]
+    def __init__(self, slot: _Optional[str] = ..., value: _Optional[str] = ..., since: _Optional[str] = ..., until: _Optional[str] = ..., op: _Optional[str] = ..., sources: _Optional[_Iterable[_Union[ProfileSource, _Mapping]]] = ..., history: _Optional[_Iterable[_Union[ProfileBullet, _Mapping]]] = ...) -> None: ...
+
+class ProfileSection(_message.Message):
+    __slots__ = ("name", "bullets")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    BULLETS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    bullets: _containers.RepeatedCompositeFieldContainer[ProfileBullet]
+    def __init__(self, name: _Optional[str] = ..., bullets: _Optional[_Iterable[_Union[ProfileBullet, _Mapping]]] = ...) -> None: ...
+
+class EntityProfile(_message.Message):
+    __slots__ = ("entity_id", "kind", "name", "relations", "aliases", "gender", "species", "sections", "ops", "names")
+    class OpsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    class NamesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    ENTITY_ID_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    RELATIONS_FIELD_NUMBER: _ClassVar[int]
+    ALIASES_FIELD_NUMBER: _ClassVar[int]
+    GENDER_FIELD_NUMBER: _ClassVar[int]
+    SPECIES_FIELD_NUMBER: _ClassVar[int]
+    SECTIONS_FIELD_NUMBER: _ClassVar[int]
+    OPS_FIELD_NUMBER: _ClassVar[int]
+    NAMES_FIELD_NUMBER: _ClassVar[int]
+    entity_id: str
+    kind: str
+    name: str
+    relations: _containers.RepeatedScalarFieldContainer[str]
+    aliases: _containers.RepeatedScalarFieldContainer[str]
+    gender: str
+    species: str
+    sections: _containers.RepeatedCompositeFieldContainer[ProfileSection]
+    ops: _containers.ScalarMap[str, int]
+    names: _containers.ScalarMap[str, str]
+    def __init__(self, entity_id: _Optional[str] = ..., kind: _Optional[str] = ..., name: _Optional[str] = ..., relations: _Optional[_Iterable[str]] = ..., aliases: _Optional[_Iterable[str]] = ..., gender: _Optional[str] = ..., species: _Optional[str] = ..., sections: _Optional[_Iterable[_Union[ProfileSection, _Mapping]]] = ..., ops: _Optional[_Mapping[str, int]] = ..., names: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class EntitySummary(_message.Message):
+    __slots__ = ("entity_id", "kind", "name", "relations", "aliases", "names")
+    class NamesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    ENTITY_ID_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    RELATIONS_FIELD_NUMBER: _ClassVar[int]
+    ALIASES_FIELD_NUMBER: _ClassVar[int]
+    NAMES_FIELD_NUMBER: _ClassVar[int]
+    entity_id: str
+    kind: str
+    name: str
+    relations: _containers.RepeatedScalarFieldContainer[str]
+    aliases: _containers.RepeatedScalarFieldContainer[str]
+    names: _containers.ScalarMap[str, str]
+    def __init__(self, entity_id: _Optional[str] = ..., kind: _Optional[str] = ..., name: _Optional[str] = ..., relations: _Optional[_Iterable[str]] = ..., aliases: _Optional[_Iterable[str]] = ..., names: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class ListEntitiesRequest(_message.Message):
+    __slots__ = ("user_id", "all", "profiles")
+    USER_ID_FIELD_NUMBER: _ClassVar[int]
+    ALL_FIELD_NUMBER: _ClassVar[int]
+    PROFILES_FIELD_NUMBER: _ClassVar[int]
+    user_id: str
+    all: bool
+    profiles: bool
+    def __init__(self, user_id: _Optional[str] = ..., all: _Optional[bool] = ..., profiles: _Optional[bool] = ...) -> None: ...
+
+class ListEntitiesReply(_message.Message):
+    __slots__ = ("entities", "profiles")
+    ENTITIES_FIELD_NUMBER: _ClassVar[int]
+    PROFILES_FIELD_NUMBER: _ClassVar[int]
+    entities: _containers.RepeatedCompositeFieldContainer[EntitySummary]
+    profiles: _containers.RepeatedCompositeFieldContainer[EntityProfile]
+    def __init__(self, entities: _Optional[_Iterable[_Union[EntitySummary, _Mapping]]] = ..., profiles: _Optional[_Iterable[_Union[EntityProfile, _Mapping]]] = ...) -> None: ...
+
+class GetProfileRequest(_message.Message):
+    __slots__ = ("user_id", "entity")
+    USER_ID_FIELD_NUMBER: _ClassVar[int]
+    ENTITY_FIELD_NUMBER: _ClassVar[int]
+    user_id: str
+    entity: str
+    def __init__(self, user_id: _Optional[str] = ..., entity: _Optional[str] = ...) -> None: ...
+
+class GetProfileReply(_message.Message):
+    __slots__ = ("profiles",)
+    PROFILES_FIELD_NUMBER: _ClassVar[int]
+    profiles: _containers.RepeatedCompositeFieldContainer[EntityProfile]
+    def __init__(self, profiles: _Optional[_Iterable[_Union[EntityProfile, _Mapping]]] = ...) -> None: ...
+
 class TurnEvent(_message.Message):
     __slots__ = ("user_id", "session_id", "message_id", "role", "content", "ts", "session_date", "speaker", "labels", "tenant_id")
     class LabelsEntry(_message.Message):

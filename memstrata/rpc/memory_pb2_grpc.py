@@ -80,6 +80,16 @@ class MemoryServiceStub:
                 request_serializer=memstrata_dot_v1_dot_memory__pb2.ReadRawRequest.SerializeToString,
                 response_deserializer=memstrata_dot_v1_dot_memory__pb2.RawReply.FromString,
                 _registered_method=True)
+        self.ListEntities = channel.unary_unary(
+                '/memstrata.v1.MemoryService/ListEntities',
+                request_serializer=memstrata_dot_v1_dot_memory__pb2.ListEntitiesRequest.SerializeToString,
+                response_deserializer=memstrata_dot_v1_dot_memory__pb2.ListEntitiesReply.FromString,
+                _registered_method=True)
+        self.GetProfile = channel.unary_unary(
+                '/memstrata.v1.MemoryService/GetProfile',
+                request_serializer=memstrata_dot_v1_dot_memory__pb2.GetProfileRequest.SerializeToString,
+                response_deserializer=memstrata_dot_v1_dot_memory__pb2.GetProfileReply.FromString,
+                _registered_method=True)
         self.Ingest = channel.unary_unary(
                 '/memstrata.v1.MemoryService/Ingest',
                 request_serializer=memstrata_dot_v1_dot_memory__pb2.IngestRequest.SerializeToString,
@@ -192,6 +202,20 @@ class MemoryServiceServicer:
     def ReadRaw(self, request, context):
         """L3 verbatim turns
         """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListEntities(self, request, context):
+        """Entity and persona profiles (docs/profiles.md): the entities of a user, and the
+        profile of one of them (by id, name, alias, relation such as "my sister", or "me").
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetProfile(self, request, context):
+        """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -313,6 +337,16 @@ def add_MemoryServiceServicer_to_server(servicer, server):
                     servicer.ReadRaw,
                     request_deserializer=memstrata_dot_v1_dot_memory__pb2.ReadRawRequest.FromString,
                     response_serializer=memstrata_dot_v1_dot_memory__pb2.RawReply.SerializeToString,
+            ),
+            'ListEntities': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListEntities,
+                    request_deserializer=memstrata_dot_v1_dot_memory__pb2.ListEntitiesRequest.FromString,
+                    response_serializer=memstrata_dot_v1_dot_memory__pb2.ListEntitiesReply.SerializeToString,
+            ),
+            'GetProfile': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetProfile,
+                    request_deserializer=memstrata_dot_v1_dot_memory__pb2.GetProfileRequest.FromString,
+                    response_serializer=memstrata_dot_v1_dot_memory__pb2.GetProfileReply.SerializeToString,
             ),
             'Ingest': grpc.unary_unary_rpc_method_handler(
                     servicer.Ingest,
@@ -608,6 +642,60 @@ class MemoryService:
             '/memstrata.v1.MemoryService/ReadRaw',
             memstrata_dot_v1_dot_memory__pb2.ReadRawRequest.SerializeToString,
             memstrata_dot_v1_dot_memory__pb2.RawReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListEntities(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/memstrata.v1.MemoryService/ListEntities',
+            memstrata_dot_v1_dot_memory__pb2.ListEntitiesRequest.SerializeToString,
+            memstrata_dot_v1_dot_memory__pb2.ListEntitiesReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetProfile(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/memstrata.v1.MemoryService/GetProfile',
+            memstrata_dot_v1_dot_memory__pb2.GetProfileRequest.SerializeToString,
+            memstrata_dot_v1_dot_memory__pb2.GetProfileReply.FromString,
             options,
             channel_credentials,
             insecure,

@@ -150,10 +150,32 @@ def test_early_stop_answers_without_tools(memory: Memory):
     first = chat.of("controller")[0]
     assert first.tool_choice == "auto"
     assert {t["function"]["name"] for t in first.tools or []} == {
-        "search", "read_facts", "read_turns", "read_raw", "interpret_dates", "decompose",
-        "reflect"}
+        "read_profile", "search", "read_facts", "read_turns", "read_raw", "interpret_dates",
+        "decompose", "reflect"}
     gen = chat.of("generator")[0].messages[-1]["content"]
     assert "ANSWER HINT: Pixel" in gen and "No idea yet, probably Pixel" in gen
+
+
+def test_the_llm_reads_a_profile_and_its_bullets_reach_the_answer_step(memory: Memory):
+    chat = ScriptedChatClient(
+        controller=[use(("read_profile", {"question": "What is the name of my kitten?"})),
+                    say("Pixel")],
+        synthesizer=[say("RELEVANT FACTS: the kitten")], generator=[answer_json("Pixel")])
+    a = run(memory, chat)
+    step = next(s for s in a.steps if s.tool == "read_profile")
+    assert step.tokens_out > 0 and a.summary.profiles_read == 1
+    result = tool_messages(chat.of("controller")[1])[-1]["content"]
+    assert result.startswith("Profile read: target=")
+    # Offline-only rules do not override an LLM answer; the bullets go to the notes.
+    assert a.answer == "Pixel" and a.mode == "llm"
+
+
+def test_the_profile_tool_is_not_offered_without_profiles(memory: Memory):
+    chat = ScriptedChatClient(controller=[say("Pixel")], synthesizer=[say("notes")],
+                              generator=[answer_json("Pixel")])
+    run(memory, chat, use_profiles=False)
+    assert "read_profile" not in {t["function"]["name"]
+                                  for t in chat.of("controller")[0].tools or []}
 
 
 def test_descends_l1_l2_l3_then_reflection_ends_the_search(memory: Memory):

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from pydantic import TypeAdapter
 
 from memstrata.model import KeyFacts, L0Unit, Scope, SessionHit, SessionMeta, Turn, TurnNotes
+from memstrata.profile_records import EntityProfile, EntitySummary
 from memstrata.roles import MemoryReader, MemoryStats
 
 T = TypeVar("T")
@@ -35,6 +36,8 @@ _FACTS = TypeAdapter(KeyFacts)
 _NOTES = TypeAdapter(TurnNotes)
 _TURNS = TypeAdapter(list[Turn])
 _SCOPE = TypeAdapter(Scope)
+_PROFILES = TypeAdapter(list[EntityProfile])
+_ENTITIES = TypeAdapter(list[EntitySummary])
 
 
 class WireFormReader:
@@ -82,3 +85,18 @@ class WireFormReader:
     def stats(self, tenant_id: str | None = None) -> MemoryStats:
         self.calls.append("stats")
         return self._inner.stats(tenant_id)
+
+    def profile(self, scope: Scope, entity: str) -> list[EntityProfile]:
+        self.calls.append("profile")
+        return _wire(self._inner.profile(self._scope(scope), entity), _PROFILES)
+
+    def entities(self, scope: Scope, *, everything: bool = False) -> list[EntitySummary]:
+        self.calls.append("entities")
+        return _wire(self._inner.entities(self._scope(scope), everything=everything),
+                     _ENTITIES)
+
+    def entity_profiles(self, scope: Scope, *,
+                        everything: bool = False) -> list[EntityProfile]:
+        self.calls.append("entity_profiles")
+        return _wire(self._inner.entity_profiles(self._scope(scope), everything=everything),
+                     _PROFILES)

@@ -17,6 +17,7 @@ import pytest
 from memstrata.client.errors import RemoteSessionNotFound, Unauthenticated
 from memstrata.client.sync import MemoryClient
 from memstrata.model import Scope
+from memstrata.profile_records import ProfileNotFound
 from memstrata.rpc import memory_pb2 as pb
 from memstrata.rpc import memory_pb2_grpc as pb_grpc
 from workers.readers import serve_memory
@@ -28,6 +29,14 @@ def _dump(items: Any) -> Any:
     if isinstance(items, list):
         return [_dump(i) for i in items]
     return items.model_dump(mode="json")
+
+
+def _no_none(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _no_none(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_no_none(v) for v in value]
+    return value
 
 
 def test_the_actors_reader_reads_what_the_memory_holds(memory, dataset):
@@ -46,12 +55,21 @@ def test_the_actors_reader_reads_what_the_memory_holds(memory, dataset):
         assert hits and _dump(hits) == _dump(memory.search(scope, [question,
                                                                    "a second query"], 3))
         assert reader.stats(scope.tenant_id) == memory.stats(scope.tenant_id)
+        listed = reader.entities(scope, everything=True)
+        assert listed and listed == memory.entities(scope, everything=True)
+        for e in listed:
+            assert reader.profile(scope, e.entity_id) == memory.profile(scope, e.entity_id)
+        # What the actor's controller reads (read_profile): the views, dates left out alike.
+        assert _no_none([p.as_view() for p in reader.entity_profiles(scope, everything=True)]) == \
+            _no_none(memory.profiles.views(scope, everything=True))
         # As through the query service: an unknown user has nothing, an unknown session
         # is SessionNotFound.
         nobody = Scope(tenant_id=scope.tenant_id, user_id="nobody")
         assert reader.sessions(nobody) == [] and reader.search(nobody, "anything") == []
         with pytest.raises(RemoteSessionNotFound):
             reader.session(scope, "no-such-session")
+        with pytest.raises(ProfileNotFound, match="'Zorro'"):
+            reader.profile(scope, "Zorro")
 
 
 def test_a_key_reads_its_own_tenant_only_and_nothing_is_written(memory, dataset):

@@ -128,9 +128,12 @@ def _fields(event: pb.TurnEvent) -> dict[str, Any]:
 def test_a_key_bound_to_one_user_cannot_reach_another(served: Scoped):
     _, key = served.key("a", ["read", "write", "delete"], user="u1")
     assert served.call("ListSessions", pb.ListSessionsRequest(user_id="u1"), key).sessions
+    assert served.call("ListEntities", pb.ListEntitiesRequest(user_id="u1"), key).entities
     for method, request, where in [
             ("ListSessions", pb.ListSessionsRequest(user_id="u2"), "user_id:"),
             ("ReadRaw", pb.ReadRawRequest(user_id="u2", session_id="s-u2"), "user_id:"),
+            ("GetProfile", pb.GetProfileRequest(user_id="u2", entity="me"), "user_id:"),
+            ("ListEntities", pb.ListEntitiesRequest(user_id="u2"), "user_id:"),
             ("DeleteUser", pb.UserRequest(user_id="u2"), "user_id:"),
             ("IngestBatch", pb.IngestBatchRequest(events=[
                 pb.TurnEvent(user_id="u1", session_id="x", message_id="1", role="user",
