@@ -53,11 +53,15 @@ from memstrata.model import (
     TurnNotes,
     turns_digest,
 )
+from memstrata.profile_reads import all_profiles, entity_list, profiles_named
+from memstrata.profile_records import EntityProfile, EntitySummary
 from memstrata.profiles.book import ProfileBook, SessionRead
 from memstrata.profiles.llm_extract import profile_extractor
 from memstrata.redact.redactor import Redactor
 from memstrata.retrieval import indexing
 from memstrata.retrieval.hybrid import HybridRetriever, RetrievalParams
+from memstrata.retrieval.graph_expand import Expansion
+from memstrata.route_plan import RoutePlan
 from memstrata.retrieval.sessions import session_document
 from memstrata.roles import AppendReport, DeleteReceipt, IngestReport, MemoryStats
 from memstrata.store.outage import check_free_space
@@ -145,8 +149,8 @@ def _refuse_other_encoder(settings: Settings, docs: DocStore, embedder: str,
         raise IndexMismatch(
             f"the data dir {settings.data_dir} was indexed with another encoder "
             f"({changes}). Vectors of two encoders cannot share an index: restore the old "
-            f"setting, or re-index into a new data dir: "
-            f"MEMSTRATA_DATA_DIR=<new dir> memstrata ingest <your files>"
+            f"setting, re-encode the stored vectors with `memstrata migrate`, or re-index "
+            f"into a new data dir: MEMSTRATA_DATA_DIR=<new dir> memstrata ingest <your files>"
         )
     return stored
 
@@ -800,10 +804,20 @@ class Memory:
         scope: Scope,
         queries: str | Sequence[str],
         top_k: int | None = None,
+        route: RoutePlan | None = None,
     ) -> list[SessionHit]:
-        """Rank the user's sessions for one or several queries (fused by max)."""
+        """Rank the user's sessions for one or several queries (fused by max); ``route``
+        may expand through the relation graph (memstrata.route_plan)."""
         qs = [queries] if isinstance(queries, str) else list(queries)
-        return self.retriever.search(scope, qs, top_k=top_k)
+        return self.retriever.search(scope, qs, top_k=top_k, route=route)
+
+    def search_expanded(
+        self, scope: Scope, queries: str | Sequence[str], top_k: int | None = None,
+        route: RoutePlan | None = None,
+    ) -> tuple[list[SessionHit], Expansion | None]:
+        """:meth:`search`, with what the relation graph's expansion did (for a trace)."""
+        qs = [queries] if isinstance(queries, str) else list(queries)
+        return self.retriever.search_expanded(scope, qs, top_k=top_k, route=route)
 
     def sessions(self, scope: Scope) -> list[SessionMeta]:
         return self.docs.list_sessions(scope)
@@ -837,6 +851,20 @@ class Memory:
         layers = {k: v for k, v in counts.pop("layers", {}).items()
                   if k not in (PLAN_LAYER, _FINGERPRINT)}
         return MemoryStats(tenant_id=tenant_id, cached_layers=layers, **counts)
+
+    def profile(self, scope: Scope, entity: str) -> list[EntityProfile]:
+        """Every profile ``entity`` names, with its bullets' sources; raises
+        ``ProfileNotFound`` (docs/profiles.md)."""
+        return profiles_named(self.profiles, scope, entity)
+
+    def entities(self, scope: Scope, *, everything: bool = False) -> list[EntitySummary]:
+        """The user's profiled entities, the user and the assistant first."""
+        return entity_list(self.profiles, scope, everything=everything)
+
+    def entity_profiles(self, scope: Scope, *,
+                        everything: bool = False) -> list[EntityProfile]:
+        """Every listed entity's whole profile in one read of the records."""
+        return all_profiles(self.profiles, scope, everything=everything)
 
 
 def _merge_messages(stored: Sequence[Turn], messages: Sequence[Message]

@@ -17,6 +17,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from memstrata.model import L0Unit
@@ -25,7 +26,11 @@ from memstrata.roles import HostedMemory
 if TYPE_CHECKING:
     from memstrata.store.types import SessionTally
 
-__all__ = ["move_aside", "probe_stores", "rebuild_stores", "reindex", "store_paths"]
+__all__ = ["Migration", "move_aside", "plan_migration", "probe_stores", "rebuild_stores",
+           "reencode", "reindex", "store_paths"]
+
+#: Left in the data dir while a re-encode runs: a run cut short is redone by the next.
+REENCODE_MARK = "reencode-pending.json"
 
 #: Units embedded and written per batch while rebuilding.
 _BATCH = 512
@@ -42,16 +47,16 @@ def store_paths(settings: Any) -> dict[str, Path]:
     return paths
 
 
-def move_aside(path: Path) -> Path | None:
-    """Rename ``path`` to ``<name>.damaged-<time>`` beside it; None if it does not exist."""
+def move_aside(path: Path, why: str = "damaged") -> Path | None:
+    """Rename ``path`` to ``<name>.<why>-<time>`` beside it; None if it does not exist."""
     if not path.exists():
         return None
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    target = path.with_name(f"{path.name}.damaged-{stamp}")
+    target = path.with_name(f"{path.name}.{why}-{stamp}")
     n = 1
     while target.exists():
         n += 1
-        target = path.with_name(f"{path.name}.damaged-{stamp}-{n}")
+        target = path.with_name(f"{path.name}.{why}-{stamp}-{n}")
     path.rename(target)
     return target
 
@@ -193,3 +198,100 @@ def reindex(memory: HostedMemory, stores: Collection[str],
                     progress("session-lexical", n, len(open_))
     memory.flush()
     return written
+
+
+@dataclass(frozen=True)
+class Migration:
+    """What ``memstrata migrate`` does to a data dir: the encoder before and after."""
+
+    stored: tuple[str, int] | None  # (embedder, dim) that wrote the vectors; None: new
+    now: tuple[str, int]
+    pending: bool  # a previous re-encode did not finish
+
+    @property
+    def needed(self) -> bool:
+        return self.pending or (self.stored is not None and self.stored != self.now)
+
+    def describe(self) -> str:
+        if self.pending:
+            return f"finish a re-encode cut short: every vector again with {self.now[0]} " \
+                   f"(dim {self.now[1]})"
+        if not self.needed:
+            return f"nothing to migrate: the vectors are {self.now[0]} (dim {self.now[1]})"
+        assert self.stored is not None
+        return (f"re-encode every vector: {self.stored[0]} (dim {self.stored[1]}) -> "
+                f"{self.now[0]} (dim {self.now[1]})")
+
+
+def _fingerprint_record() -> tuple[Any, str, str, str]:
+    """Where memory keeps the index fingerprint in the doc store (scope, session, kind, key)."""
+    from memstrata.memory import _FINGERPRINT, _META_SCOPE, _META_SESSION
+
+    return _META_SCOPE, _META_SESSION, _FINGERPRINT, "1"
+
+
+def plan_migration(settings: Any) -> Migration:
+    """Compare the encoder the settings choose with the one that wrote the vectors."""
+    from memstrata.embed.factory import open_embedder
+    from memstrata.memory import embedder_id
+    from memstrata.store.factory import open_doc_store
+
+    embedder = open_embedder(settings)
+    now = (embedder_id(embedder), embedder.dim)
+    stored = None
+    if not (settings.doc_backend == "sqlite" and not Path(settings.docs_path).is_file()):
+        docs = open_doc_store(settings, read_only=True)
+        try:
+            stored = docs.get_layer(*_fingerprint_record())
+        finally:
+            docs.close()
+    before = None if stored is None else (str(stored.get("embedder")), int(stored.get("dim", 0)))
+    return Migration(before, now, (Path(settings.data_dir) / REENCODE_MARK).exists())
+
+
+def reencode(settings: Any, progress: Callable[[str, int, int], None] | None = None
+             ) -> tuple[Migration, Any]:
+    """Re-encode every L0 unit with the encoder the settings choose; returns the open memory.
+
+    The index fingerprint refuses a data dir whose vectors another encoder wrote
+    (:class:`~memstrata.fingerprint.IndexMismatch`). This is the way across: the
+    old vectors are moved aside (embedded Qdrant Edge; a Qdrant server needs a new,
+    empty ``MEMSTRATA_QDRANT_COLLECTION``), the fingerprint's encoder is set to the
+    new one, and every unit of the doc store is embedded again. A mark file makes
+    a run cut short (crash, Ctrl-C) redo the whole re-encode on the next run.
+    """
+    import json
+
+    from memstrata.memory import Memory
+    from memstrata.store.factory import embedded_backends, open_doc_store
+    from memstrata.store.lock import DataDirLock
+
+    plan = plan_migration(settings)
+    mark = Path(settings.data_dir) / REENCODE_MARK
+    if plan.needed:
+        lock = (DataDirLock(settings.data_dir, purpose="migrate").acquire()
+                if embedded_backends(settings) else None)
+        try:
+            mark.write_text(json.dumps({"from": plan.stored, "to": plan.now}), encoding="utf-8")
+            vectors = store_paths(settings).get("vectors")
+            if vectors is not None:
+                move_aside(vectors, "before-migrate")
+            docs = open_doc_store(settings)
+            try:
+                where = _fingerprint_record()
+                stored = docs.get_layer(*where) or {}
+                docs.put_layer(*where, {**stored, "embedder": plan.now[0], "dim": plan.now[1]})
+            finally:
+                docs.close()
+        finally:
+            if lock is not None:
+                lock.release()  # Memory.open takes it again
+    memory = Memory.open(settings)
+    try:
+        if plan.needed:
+            reindex(memory, ["vectors"], progress)
+            mark.unlink(missing_ok=True)
+    except BaseException:
+        memory.close()
+        raise
+    return plan, memory

@@ -260,8 +260,10 @@ async def build_server(
     address = f"{settings.host}:{settings.port}"
     try:
         if settings.tls_cert is not None and settings.tls_key is not None:
+            ca = settings.tls_client_ca.read_bytes() if settings.tls_client_ca else None
             creds = grpc.ssl_server_credentials(
-                [(settings.tls_key.read_bytes(), settings.tls_cert.read_bytes())])
+                [(settings.tls_key.read_bytes(), settings.tls_cert.read_bytes())],
+                root_certificates=ca, require_client_auth=ca is not None)
             port = server.add_secure_port(address, creds)
         else:
             port = server.add_insecure_port(address)

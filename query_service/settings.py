@@ -33,6 +33,9 @@ class ServiceSettings(BaseSettings):
     #: Both set: TLS. Neither: plaintext (loopback or behind a TLS-terminating proxy).
     tls_cert: Path | None = None
     tls_key: Path | None = None
+    #: PEM CA bundle: with TLS on, every client must present a certificate it signs
+    #: (mutual TLS). Unset: any client may connect (the API key still authenticates).
+    tls_client_ca: Path | None = None
     #: Seconds in-flight calls get to finish on SIGTERM.
     grace_s: float = Field(10.0, ge=0, le=600)
     #: With Ingest going through Kafka, a delete first waits this long for the stream
@@ -166,6 +169,9 @@ class ServiceSettings(BaseSettings):
     def _tls_pair(self) -> "ServiceSettings":
         if (self.tls_cert is None) != (self.tls_key is None):
             raise ValueError("MEMSTRATA_SERVICE_TLS_CERT and MEMSTRATA_SERVICE_TLS_KEY go together")
+        if self.tls_client_ca is not None and self.tls_cert is None:
+            raise ValueError("MEMSTRATA_SERVICE_TLS_CLIENT_CA needs MEMSTRATA_SERVICE_TLS_CERT "
+                             "and MEMSTRATA_SERVICE_TLS_KEY (mutual TLS is TLS first)")
         if self.limit_max is not None and self.limit_min > self.limit_max:
             raise ValueError(f"MEMSTRATA_SERVICE_LIMIT_MIN ({self.limit_min}) must not exceed "
                              f"MEMSTRATA_SERVICE_LIMIT_MAX ({self.limit_max})")

@@ -351,22 +351,50 @@ def search(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
     data_dir: DataDir = None,
     remote: Remote = None,
+    trace: Annotated[bool, typer.Option(
+        "--trace", help="Also print the route plan and the relation graph's expansion "
+                        "(local data dir only).")] = False,
 ) -> None:
-    """Rank a user's sessions for a question."""
+    """Rank a user's sessions for a question.
+
+    A question whose cues ask for a relation or several hops ("what does my sister's
+    cat eat") expands through the relation graph first (local data dir;
+    MEMSTRATA_CONTROLLER_USE_GRAPH=false turns it off).
+    """
     from memstrata.cli.access import Where, open_reader
+    from memstrata.memory import Memory
     from memstrata.retrieval.hybrid import QueryError
 
     _scope(tenant or "default", user)  # a bad --tenant or --user is told before connecting
     _require_text("query", query)
+    expansion = None
     with open_reader(Where(data_dir, remote)) as memory:
         scope = memory.scope(tenant, user)
         try:
-            hits = memory.reader.search(scope, query, top_k=top_k)
+            if isinstance(memory.reader, Memory):
+                hits, expansion = memory.reader.search_expanded(
+                    scope, query, top_k=top_k, route=_route_plan(query[0], data_dir))
+            else:
+                hits = memory.reader.search(scope, query, top_k=top_k)
         except QueryError as exc:  # named as the user typed it: top_k is --top-k here
             message = re.sub(r"^(INVALID_ARGUMENT: )?top_k:", "--top-k:", str(exc))
             err.print(f"[red]{escape(message)}[/red]")
             raise typer.Exit(2) from None
     print_hits(hits, scope, query, as_json=as_json, via=memory.via)
+    if trace:
+        out = (expansion.as_json() if expansion is not None
+               else {"plan": _route_plan(query[0], data_dir).as_json(), "expanded": False})
+        (err if as_json else console).print_json(json.dumps({"graph": out}))
+
+
+def _route_plan(question: str, data_dir: Path | None) -> Any:
+    """The route plan of a question: its cues, and the ``graph`` ablation's setting."""
+    from memstrata.controller.config import ControllerSettings
+    from memstrata.evidence.cues import detect_cues
+    from memstrata.route_plan import RoutePlan
+
+    enabled = _config(data_dir).get(ControllerSettings).use_graph
+    return RoutePlan.for_question(question, detect_cues(question), enabled=enabled)
 
 
 def print_hits(hits: list, scope: object, query: list[str], *, as_json: bool,
@@ -566,12 +594,15 @@ def _register_subcommands() -> None:
     from memstrata.cli import ask_cmd, eval_qa  # noqa: F401 - they register `ask`, `eval qa`
     from memstrata.cli import stream_cmd  # noqa: F401 - `produce`, `worker`, `up`
     from memstrata.cli import check_cmd  # noqa: F401 - `check`
+    from memstrata.cli import migrate_cmd  # noqa: F401 - `migrate`
     from memstrata.cli.eval_cmd import eval_app
 
     app.add_typer(eval_app, name="eval")
     from memstrata.cli import mcp_cmd, service_cmd, workers_cmd
     service_cmd.register()  # serve, keys
     workers_cmd.register()  # workers head|node|check
+    from memstrata.cli import topics_cmd
+    topics_cmd.register()  # topics create|check
     mcp_cmd.register()  # mcp
     from memstrata.cli import export_cmd  # noqa: F401 - `export`
     from memstrata.cli import backup_cmd  # noqa: F401 - `backup`, `restore`

@@ -10,11 +10,12 @@ import grpc
 
 from memstrata.client import plan
 from memstrata.client.errors import from_rpc_error
-from memstrata.client.settings import ClientSettings, from_environment
+from memstrata.client.settings import ClientSettings, from_environment, tls_credentials
 from memstrata.contract import Answer
 from memstrata.lifecycle.records import ExportedSession
 from memstrata.model import KeyFacts, L0Unit, Scope, SessionHit, SessionMeta, TraceStep, Turn
 from memstrata.model import TurnNotes
+from memstrata.profile_records import EntityProfile, EntitySummary
 from memstrata.roles import DeleteReceipt, MemoryStats
 from memstrata.rpc import memory_pb2 as pb
 from memstrata.rpc import memory_pb2_grpc as pb_grpc
@@ -28,7 +29,7 @@ T = TypeVar("T")
 
 def aio_channel_for(address: str, settings: ClientSettings) -> grpc.aio.Channel:
     if settings.ca_file is not None:
-        creds = grpc.ssl_channel_credentials(settings.ca_file.read_bytes())
+        creds = grpc.ssl_channel_credentials(*tls_credentials(settings))
         return grpc.aio.secure_channel(address, creds, interceptors=aio_client_interceptors())
     # The trace context travels in the call's metadata when tracing is on.
     return grpc.aio.insecure_channel(address, interceptors=aio_client_interceptors())
@@ -76,6 +77,8 @@ class AsyncMemoryClient:
             if (exc.code() == grpc.StatusCode.NOT_FOUND
                     and not isinstance(p.if_not_found, plan.NoValue)):
                 return p.if_not_found
+            if exc.code() == grpc.StatusCode.NOT_FOUND and p.not_found is not None:
+                raise p.not_found(exc.details() or "") from None
             raise from_rpc_error(exc) from None
         return p.read(reply)
 
@@ -105,6 +108,26 @@ class AsyncMemoryClient:
 
     async def stats(self, tenant_id: str | None = None) -> MemoryStats:
         return await self._call(plan.stats(tenant_id))
+
+    async def get_profile(self, scope: Scope, entity: str) -> list[EntityProfile]:
+        """The profiles ``entity`` names (an id, name, alias, relation such as "my sister",
+        or "me"), each bullet with its sources; none raises ``ProfileNotFound``."""
+        return await self._call(plan.profile(scope, entity))
+
+    async def list_entities(self, scope: Scope, *,
+                      everything: bool = False) -> list[EntitySummary]:
+        """The user's profiled entities, the user and the assistant first (``everything``:
+        names of unknown kind too); an unknown user has none."""
+        return await self._call(plan.entities(scope, everything))
+
+    async def entity_profiles(self, scope: Scope, *,
+                              everything: bool = False) -> list[EntityProfile]:
+        """Every entity's whole profile in one call, in :meth:`list_entities`' order."""
+        return await self._call(plan.entity_profiles(scope, everything))
+
+    # The reader role's names, as on the blocking client.
+    profile = get_profile
+    entities = list_entities
 
     async def key_tenant(self) -> str:
         """The tenant of this client's API key, as the service resolves it (asked once)."""

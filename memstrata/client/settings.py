@@ -25,6 +25,11 @@ class ClientSettings(BaseSettings):
     address: str | None = None
     #: PEM root certificate to verify a TLS server with; unset: plaintext.
     ca_file: Path | None = None
+    #: PEM client certificate, for a service that requires mutual TLS
+    #: (``MEMSTRATA_SERVICE_TLS_CLIENT_CA``); used only with ``ca_file``.
+    tls_cert_file: Path | None = None
+    #: PEM key of that client certificate.
+    tls_key_file: Path | None = None
     #: Default deadline of a call, in seconds.
     timeout_s: float = Field(30.0, gt=0, le=3600)
 
@@ -39,3 +44,17 @@ def from_environment() -> ClientSettings:
     from memstrata.config import load_namespace
 
     return load_namespace(ClientSettings)
+
+
+def tls_credentials(settings: ClientSettings) -> tuple[bytes, bytes | None, bytes | None]:
+    """Root CA, client key and certificate (PEM) for ``grpc.ssl_channel_credentials``.
+
+    ValueError naming the setting when only one of the client pair is set.
+    """
+    if (settings.tls_cert_file is None) != (settings.tls_key_file is None):
+        raise ValueError("MEMSTRATA_API_TLS_CERT_FILE and MEMSTRATA_API_TLS_KEY_FILE go together")
+    if settings.ca_file is None:
+        raise ValueError("MEMSTRATA_API_CA_FILE is required for TLS")
+    key = settings.tls_key_file.read_bytes() if settings.tls_key_file else None
+    cert = settings.tls_cert_file.read_bytes() if settings.tls_cert_file else None
+    return settings.ca_file.read_bytes(), key, cert

@@ -85,6 +85,12 @@ class KafkaSettings(BaseSettings):
     #: Partitions of every memstrata topic (turns and control must match: same key, same number).
     partitions: int = Field(4, ge=1, le=1024)
     replication: int = Field(1, ge=1, le=16)
+    #: Retention of the turns, control and l0 topics (``memstrata topics create``). The
+    #: stores are the truth once a worker has stored a turn; a week leaves room to replay
+    #: after an outage.
+    retention_hours: int = Field(168, ge=1, le=24 * 365 * 10)
+    #: Retention of the dead-letter topic (kept longer: an operator reads it by hand).
+    dlq_retention_hours: int = Field(720, ge=1, le=24 * 365 * 10)
     session_timeout_s: float = Field(10.0, ge=1, le=600)
     heartbeat_s: float = Field(1.0, gt=0, le=60)
     #: How often consumed offsets are committed (only offsets whose data is stored).

@@ -43,6 +43,13 @@ SHAPES: dict[str, dict[str, Any]] = {
         "streamWorker": {"autoscaling": {"enabled": False, "minReplicas": 1,
                                           "maxReplicas": 2,
                                           "targetCPUUtilizationPercentage": 50}}}},
+    "distributed-grpc-tls": {
+        **DISTRIBUTED,
+        "grpcTls": {"secret": "memstrata-grpc", "clientCaKey": "client-ca.crt"},
+        "config": {"MEMSTRATA_KAFKA_PARTITIONS": "12", "MEMSTRATA_KAFKA_REPLICATION": "3",
+                   "MEMSTRATA_KAFKA_RETENTION_HOURS": "72"},
+    },
+    "embedded-grpc-tls": {"grpcTls": {"secret": "memstrata-grpc"}},
     "distributed-ray-all-flags": {
         **DISTRIBUTED,
         "ray": {"enabled": True, "auth": {"existingSecret": "memstrata-ray"}},

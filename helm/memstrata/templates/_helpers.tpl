@@ -70,6 +70,13 @@ app.kubernetes.io/component: {{ .component }}
 {{- $_ := set $c "MEMSTRATA_DOC_BACKEND" "opensearch" -}}
 {{- $_ := set $c "MEMSTRATA_OPENSEARCH_URL" (required "distributed.opensearchUrl is required when mode=distributed" $d.opensearchUrl) -}}
 {{- end -}}
+{{- with .Values.grpcTls.secret -}}
+{{- $_ := set $c "MEMSTRATA_SERVICE_TLS_CERT" "/etc/memstrata/grpc-tls/tls.crt" -}}
+{{- $_ := set $c "MEMSTRATA_SERVICE_TLS_KEY" "/etc/memstrata/grpc-tls/tls.key" -}}
+{{- with $.Values.grpcTls.clientCaKey -}}
+{{- $_ := set $c "MEMSTRATA_SERVICE_TLS_CLIENT_CA" (printf "/etc/memstrata/grpc-tls/%s" .) -}}
+{{- end -}}
+{{- end -}}
 {{- range $k, $v := .Values.config -}}
 {{- $_ := set $c $k (toString $v) -}}
 {{- end -}}
@@ -177,6 +184,11 @@ volumeMounts:
     mountPath: /etc/memstrata/tls
     readOnly: true
   {{- end }}
+  {{- if .Values.grpcTls.secret }}
+  - name: grpc-tls
+    mountPath: /etc/memstrata/grpc-tls
+    readOnly: true
+  {{- end }}
 {{- end -}}
 
 {{/* Volumes other than "data". */}}
@@ -196,27 +208,68 @@ volumeMounts:
     secretName: {{ .Values.tlsSecret }}
     defaultMode: 0440
 {{- end }}
+{{- if .Values.grpcTls.secret }}
+- name: grpc-tls
+  secret:
+    secretName: {{ .Values.grpcTls.secret }}
+    defaultMode: 0440
+{{- end }}
 {{- end -}}
 
-{{/* gRPC health probes of the query service. */}}
+{{/* gRPC health probes of the query service. The kubelet's gRPC probes speak
+plaintext only: with grpcTls.secret they become exec probes running the image's own
+TLS health check (memstrata.client.health_probe) against the local port. */}}
+{{- define "memstrata.probeAction" -}}
+{{- $ := .ctx -}}
+{{- if $.Values.grpcTls.secret -}}
+{{- $dir := "/etc/memstrata/grpc-tls" -}}
+{{- $name := $.Values.grpcTls.serverName | default (printf "%s.%s.svc" (include "memstrata.fullname" $) $.Release.Namespace) -}}
+exec:
+  command:
+    - /opt/memstrata/bin/python
+    - -m
+    - memstrata.client.health_probe
+    - --address
+    - 127.0.0.1:{{ $.Values.service.grpcPort }}
+    - --ca
+    - {{ $dir }}/{{ $.Values.grpcTls.caKey }}
+    - --server-name
+    - {{ $name }}
+    {{- if $.Values.grpcTls.clientCaKey }}
+    - --cert
+    - {{ $dir }}/tls.crt
+    - --key
+    - {{ $dir }}/tls.key
+    {{- end }}
+    {{- with .service }}
+    - --service
+    - {{ . }}
+    {{- end }}
+    - --timeout
+    - {{ .timeout | quote }}
+{{- else -}}
+grpc:
+  port: {{ $.Values.service.grpcPort }}
+  {{- with .service }}
+  service: {{ . }}
+  {{- end }}
+{{- end -}}
+{{- end -}}
+
 {{- define "memstrata.grpcProbes" -}}
 {{- $p := .Values.probes -}}
 startupProbe:
-  grpc:
-    port: {{ .Values.service.grpcPort }}
+  {{- include "memstrata.probeAction" (dict "ctx" . "service" "" "timeout" $p.startup.timeoutSeconds) | nindent 2 }}
   periodSeconds: {{ $p.startup.periodSeconds }}
   failureThreshold: {{ $p.startup.failureThreshold }}
   timeoutSeconds: {{ $p.startup.timeoutSeconds }}
 livenessProbe:
-  grpc:
-    port: {{ .Values.service.grpcPort }}
+  {{- include "memstrata.probeAction" (dict "ctx" . "service" "" "timeout" $p.liveness.timeoutSeconds) | nindent 2 }}
   periodSeconds: {{ $p.liveness.periodSeconds }}
   failureThreshold: {{ $p.liveness.failureThreshold }}
   timeoutSeconds: {{ $p.liveness.timeoutSeconds }}
 readinessProbe:
-  grpc:
-    port: {{ .Values.service.grpcPort }}
-    service: memstrata.v1.MemoryService
+  {{- include "memstrata.probeAction" (dict "ctx" . "service" "memstrata.v1.MemoryService" "timeout" $p.readiness.timeoutSeconds) | nindent 2 }}
   periodSeconds: {{ $p.readiness.periodSeconds }}
   failureThreshold: {{ $p.readiness.failureThreshold }}
   timeoutSeconds: {{ $p.readiness.timeoutSeconds }}
