@@ -51,8 +51,8 @@ def _pause_ingest() -> None:
                 time.sleep(PAUSE_S)  # a SIGINT raises KeyboardInterrupt here
         return pending
 
-    Memory._commit = committing  # type: ignore[method-assign]
-    Memory._prepare = preparing  # type: ignore[method-assign]
+    Memory._commit = committing  # type: ignore[method-assign, assignment]
+    Memory._prepare = preparing  # type: ignore[method-assign, assignment]
 
 
 def _pause_produce(after: int) -> None:
