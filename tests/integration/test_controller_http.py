@@ -57,9 +57,9 @@ def test_controller_notes_answer_and_judge_request_shapes(tmp_path, embedder):
     first = reqs[0]
     assert first["tool_choice"] == "auto"
     names = [t["function"]["name"] for t in first["tools"]]
-    assert names == ["search", "read_facts", "read_turns", "read_raw", "interpret_dates",
-                     "decompose", "reflect"]
-    search = first["tools"][0]
+    assert names == ["read_profile", "search", "read_facts", "read_turns", "read_raw",
+                     "interpret_dates", "decompose", "reflect"]
+    search = first["tools"][1]
     assert search["type"] == "function"
     assert search["function"]["parameters"]["required"] == ["queries"]
     assert first["messages"][0]["role"] == "system"
