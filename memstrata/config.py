@@ -28,6 +28,8 @@ from typing import Any, Literal, TypeVar
 from pydantic import Field, FilePath, SecretStr, ValidationError, model_validator
 from pydantic_settings import BaseSettings, EnvSettingsSource, SettingsConfigDict
 
+from memstrata.limits import MAX_TOP_K
+
 ENV_PREFIX = "MEMSTRATA_"
 
 
@@ -47,6 +49,74 @@ def _limit_role(role: str) -> str:
 
 class ConfigError(ValueError):
     """A setting is missing or out of range; the message names the variable."""
+
+
+class SettingsGroup:
+    """A read-only view of one concern's fields of :class:`Settings` (``settings.retrieval``).
+
+    The settings stay one flat class so that every variable keeps its name
+    (``MEMSTRATA_RRF_K``, the file's ``rrf_k``); a group lets code that needs one
+    concern take that concern alone: ``settings.retrieval.rrf_k``.
+    """
+
+    __slots__ = ("_name", "_settings")
+
+    def __init__(self, name: str, settings: Settings) -> None:
+        self._name = name
+        self._settings = settings
+
+    def __getattr__(self, field: str) -> Any:
+        if field not in GROUPS[self._name]:
+            raise AttributeError(f"settings.{self._name} has no {field!r} "
+                                 f"(its fields: {', '.join(GROUPS[self._name])})")
+        return getattr(self._settings, field)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {f: getattr(self._settings, f) for f in GROUPS[self._name]}
+
+    def __repr__(self) -> str:
+        return f"SettingsGroup({self._name!r}, {self.as_dict()!r})"
+
+
+#: Every field of :class:`Settings` in exactly one group, in declaration order
+#: (``tests/unit/test_config.py`` holds this to the class).
+GROUPS: dict[str, tuple[str, ...]] = {
+    "paths": ("data_dir", "config_file"),
+    "llm": (
+        "llm_backend", "llm_base_url", "llm_api_key", "llm_timeout_s", "llm_max_retries",
+        "llm_timeout_builder_s", "llm_timeout_controller_s", "llm_timeout_synthesizer_s",
+        "llm_timeout_generator_s", "llm_max_tokens_builder", "llm_max_tokens_controller",
+        "llm_max_tokens_synthesizer", "llm_max_tokens_generator", "llm_breaker_failures",
+        "llm_breaker_cooldown_s", "llm_fallback_retry_s", "llm_model_builder",
+        "llm_model_controller", "llm_model_synthesizer", "llm_model_generator",
+        "llm_temperature",
+    ),
+    "embedding": (
+        "embed_backend", "embed_model", "embed_dim", "embed_model_path", "embed_tokenizer_path",
+        "embed_batch_size", "embed_threads", "embed_arithmetic", "embed_query_arithmetic",
+        "embed_spin_wait", "embed_static_cache_dir", "query_cache_size", "embed_base_url",
+        "embed_api_key",
+    ),
+    "stores": (
+        "vector_backend", "qdrant_url", "qdrant_api_key", "qdrant_collection", "qdrant_ca_file",
+        "lexical_backend", "doc_backend", "opensearch_url", "opensearch_user",
+        "opensearch_password", "opensearch_ca_file", "opensearch_index_prefix",
+        "opensearch_timeout_s", "opensearch_max_retries", "qdrant_edge_hnsw_m",
+        "qdrant_edge_hnsw_ef_construct", "qdrant_edge_full_scan_threshold_kb",
+        "qdrant_edge_hnsw_ef", "qdrant_edge_search_threads", "tantivy_heap_bytes",
+        "tantivy_commit",
+    ),
+    "layers": ("l0_window_turns", "l0_window_overlap", "l0_max_window_chars",
+               "l0_max_summary_words", "l1_max_input_chars"),
+    "retrieval": (
+        "fusion", "rrf_k", "dense_weight", "coverage_weighting", "keyword_alpha",
+        "keyword_max_matches", "top_k_sessions", "max_top_k", "units_per_hit", "candidate_units",
+        "session_lexical_weight", "session_min_unit_coverage", "session_min_session_coverage",
+        "session_candidates", "dense_skip", "dense_skip_coverage", "date_boost",
+        "max_query_chars", "max_queries",
+    ),
+    "writing": ("flush_policy", "flush_interval_s", "min_free_mb", "profiles"),
+}
 
 
 class Settings(BaseSettings):
@@ -177,8 +247,8 @@ class Settings(BaseSettings):
     keyword_alpha: float = Field(0.1, ge=0.0, le=10.0)
     keyword_max_matches: int = Field(3, ge=0, le=100)
     top_k_sessions: int = Field(20, ge=1, le=1000)
-    #: The largest top_k a search may ask for.
-    max_top_k: int = Field(1000, ge=1, le=100_000)
+    #: The largest top_k a search may ask for (memstrata.limits owns the number and the check).
+    max_top_k: int = Field(MAX_TOP_K, ge=1, le=MAX_TOP_K)
     #: Matching L0 units returned with each session hit.
     units_per_hit: int = Field(5, ge=1, le=100)
     #: Units each index returns per query before fusion (enough for top_k_sessions = 20).
@@ -203,6 +273,9 @@ class Settings(BaseSettings):
     dense_skip_coverage: float = Field(1.0, gt=0.0, le=1.0)
     #: Boost (times the best score) for candidate sessions dated in a period the query names.
     date_boost: float = Field(0.5, ge=0.0, le=10.0)
+    #: Request limits of a search: characters per query, queries per call.
+    max_query_chars: int = Field(2000, ge=1, le=100_000)
+    max_queries: int = Field(8, ge=1, le=64)
 
     # -- writing ----------------------------------------------------------
     #: When appends are flushed (index optimisation, OpenSearch refresh): after every
@@ -219,10 +292,6 @@ class Settings(BaseSettings):
     #: of :mod:`memstrata.profiles` read every written session. Off: writes skip them (what
     #: is stored stays; deletes still remove a session's part of it).
     profiles: bool = True
-
-    # -- request limits ---------------------------------------------------
-    max_query_chars: int = Field(2000, ge=1, le=100_000)
-    max_queries: int = Field(8, ge=1, le=64)
 
     @model_validator(mode="after")
     def _check_combinations(self) -> "Settings":
@@ -263,6 +332,40 @@ class Settings(BaseSettings):
     def llm_max_tokens_for(self, role: str) -> int:
         """The ``max_tokens`` sent with every call of ``role``."""
         return int(getattr(self, f"llm_max_tokens_{_limit_role(role)}"))
+
+    # -- groups: one concern's fields each (GROUPS) ------------------------
+    def group(self, name: str) -> SettingsGroup:
+        if name not in GROUPS:
+            raise KeyError(f"no settings group {name!r} (known: {', '.join(GROUPS)})")
+        return SettingsGroup(name, self)
+
+    @property
+    def paths(self) -> SettingsGroup:
+        return self.group("paths")
+
+    @property
+    def llm(self) -> SettingsGroup:
+        return self.group("llm")
+
+    @property
+    def embedding(self) -> SettingsGroup:
+        return self.group("embedding")
+
+    @property
+    def stores(self) -> SettingsGroup:
+        return self.group("stores")
+
+    @property
+    def layers(self) -> SettingsGroup:
+        return self.group("layers")
+
+    @property
+    def retrieval(self) -> SettingsGroup:
+        return self.group("retrieval")
+
+    @property
+    def writing(self) -> SettingsGroup:
+        return self.group("writing")
 
     # -- derived paths ----------------------------------------------------
     @property

@@ -20,13 +20,21 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from memstrata.model import MAX_CONTENT_CHARS, MAX_ID_LEN
 from memstrata.wire import TurnEvent
 
-__all__ = ["ENV_PREFIX", "MAX_LABEL_CHARS", "MAX_SPEAKER_CHARS", "RefusalReason", "TurnLimits",
+__all__ = ["ENV_PREFIX", "MAX_LABEL_CHARS", "MAX_TOP_K", "SERVICE_MAX_TOP_K", "TopKRefused",
+           "check_top_k", "MAX_SPEAKER_CHARS", "RefusalReason", "TurnLimits",
            "TurnRefused", "check_turn", "validate_turn"]
 
 ENV_PREFIX = "MEMSTRATA_TURN_"
 #: Hard caps of the settings below (the model's own content cap is MAX_CONTENT_CHARS).
 MAX_SPEAKER_CHARS = 1024
 MAX_LABEL_CHARS = 1024
+
+#: The most hits one search may ask for, at every edge: the library's default limit
+#: (``MEMSTRATA_MAX_TOP_K``) and the ceiling of both top_k settings.
+MAX_TOP_K = 1000
+#: The query service's default limit (``MEMSTRATA_SERVICE_MAX_TOP_K``): tighter than the
+#: library's, since a remote caller shares the server; never above :data:`MAX_TOP_K`.
+SERVICE_MAX_TOP_K = 100
 
 #: The dead-letter reason codes a refusal maps to (a subset of ``streams.events.REASONS``).
 RefusalReason = Literal["too_large", "missing_field", "bad_id", "bad_role", "bad_field"]
@@ -143,3 +151,18 @@ def _refusal(where: str, exc: ValidationError) -> TurnRefused:
     cause = (err.get("ctx") or {}).get("error")
     why = str(cause) if cause is not None else err.get("msg", "invalid")
     return TurnRefused("bad_field", f"{field}: {why}")
+
+
+class TopKRefused(ValueError):
+    """A search asked for more hits than its edge allows; the message names field and limit."""
+
+
+def check_top_k(top_k: int, limit: int, variable: str, *, field: str = "top_k") -> int:
+    """``top_k`` if it is 1..``limit``, else :class:`TopKRefused` naming ``variable``.
+
+    The one check of a search's size, for the library (``Memory.search``) and the
+    query service's ``Search``, so both refuse in the same words.
+    """
+    if not 1 <= top_k <= limit:
+        raise TopKRefused(f"{field}: must be between 1 and {limit}, got {top_k} ({variable})")
+    return top_k

@@ -16,6 +16,7 @@ import grpc
 from memstrata.config import ConfigError
 from memstrata.executor import ExecutorBusy
 from memstrata.layers.lazy import SessionNotFound
+from memstrata.limits import TopKRefused
 from memstrata.model import MAX_ID_LEN, is_identifier
 from memstrata.profile_records import ProfileNotFound
 from memstrata.retrieval.hybrid import QueryError
@@ -78,7 +79,7 @@ def check_range(field: str, value: int, low: int, high: int) -> int:
 
 def status_for(exc: BaseException) -> tuple[grpc.StatusCode, str] | None:
     """The status a known failure maps to; None for an unexpected one."""
-    if isinstance(exc, (InvalidArgument, QueryError, ChangedMessage)):
+    if isinstance(exc, (InvalidArgument, QueryError, ChangedMessage, TopKRefused)):
         return grpc.StatusCode.INVALID_ARGUMENT, str(exc)
     if isinstance(exc, ConfigError):
         return grpc.StatusCode.INVALID_ARGUMENT, str(exc)

@@ -28,10 +28,10 @@ from memstrata.rpc.convert import (
     unit_to_wire,
 )
 from memstrata.controller.config import ControllerSettings
-from memstrata.controller.result import Answer
+from memstrata.contract import Answer
 from memstrata.controller.run import Controller
 from memstrata.evidence.trace import MEMORY_ROLE
-from memstrata.limits import TurnLimits, TurnRefused, validate_turn
+from memstrata.limits import TurnLimits, TurnRefused, check_top_k, validate_turn
 from memstrata.llm.usage import PriceTable
 from memstrata.model import Scope, SessionMeta, TraceStep
 from memstrata.redact.redactor import Redactor
@@ -274,8 +274,8 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         queries = list(request.queries)
         for i, q in enumerate(queries):
             check_text(f"queries[{i}]", q, self.memory.max_query_chars)
-        top_k = (check_range("top_k", request.top_k, 1, self.settings.max_top_k)
-                 if request.top_k else None)
+        top_k = (check_top_k(request.top_k, self.settings.max_top_k,
+                             "MEMSTRATA_SERVICE_MAX_TOP_K") if request.top_k else None)
 
         def work(token: WorkToken) -> pb.SearchReply:
             with search_span(scope.tenant_id, queries, top_k) as span:  # tracing on only

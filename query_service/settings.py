@@ -15,6 +15,8 @@ from typing import Literal
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from memstrata.limits import MAX_TOP_K, SERVICE_MAX_TOP_K
+
 ENV_PREFIX = "MEMSTRATA_SERVICE_"
 
 
@@ -121,7 +123,8 @@ class ServiceSettings(BaseSettings):
     max_batch_events: int = Field(500, ge=1, le=100_000)
     # A turn event's own limits (content, speaker, labels) are MEMSTRATA_TURN_*
     # (memstrata.limits.TurnLimits), shared with the stream worker.
-    max_top_k: int = Field(100, ge=1, le=1000)
+    #: The largest top_k a Search may ask for (memstrata.limits owns the numbers and the check).
+    max_top_k: int = Field(SERVICE_MAX_TOP_K, ge=1, le=MAX_TOP_K)
     max_answer_steps: int = Field(50, ge=1, le=200)
     #: Largest request in bytes: a larger one gets INVALID_ARGUMENT naming its largest field
     #: and this limit. The gRPC transport's own limits (both directions) are set a little

@@ -34,6 +34,20 @@ __all__ = ["StoredTurns", "StreamRuntime", "write_broker_file"]
 
 log = logging.getLogger("memstrata.stream")
 
+#: The stream worker's settings profile: core settings it runs with unless a variable,
+#: the file or an argument sets them (the operator's value always wins). Logged at start.
+#: - ``tantivy_commit="flush"``: the worker flushes after every batch, before it commits
+#:   offsets, so BM25 commits then instead of on every write (turn-at-a-time appends
+#:   stay cheap; what a committed offset covers is searchable, as with ``write``).
+WORKER_PROFILE: dict[str, Any] = {"tantivy_commit": "flush"}
+
+
+def worker_settings(settings: Settings) -> tuple[Settings, dict[str, Any]]:
+    """``settings`` with :data:`WORKER_PROFILE` on the fields nobody set, and what it changed."""
+    applied = {k: v for k, v in WORKER_PROFILE.items() if k not in settings.model_fields_set}
+    return (settings.model_copy(update=applied) if applied else settings), applied
+
+
 
 def write_broker_file(data_dir: Path, brokers: str, broker: GuardedBroker | None = None) -> Path:
     """Record the embedded broker (0600): its address and where its login is kept."""
@@ -124,11 +138,10 @@ class StreamRuntime:
         broker_file: Path | None = None
         memory: HostedMemory | None = None
         try:
-            settings = self.settings
-            if "tantivy_commit" not in settings.model_fields_set:  # set by no variable or file
-                # The worker flushes after every batch, before it commits offsets:
-                # tantivy can commit then too instead of on every write.
-                settings = settings.model_copy(update={"tantivy_commit": "flush"})
+            settings, applied = worker_settings(self.settings)
+            if applied:
+                log.info("stream worker profile applied to settings left unset: %s",
+                         ", ".join(f"{k}={v}" for k, v in sorted(applied.items())))
             # The stores first: they take the data dir's writer lock, so a second process
             # on this data dir stops here, before it touches the broker state dir.
             memory = (self.open_memory or _open_memory)(settings)

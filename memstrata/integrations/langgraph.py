@@ -49,12 +49,13 @@ from memstrata.client.settings import ClientSettings
 from memstrata.client.sync import MemoryClient
 from memstrata.integrations import items
 from memstrata.integrations.connection import Call, Connection, Plan, gone
+from memstrata.limits import SERVICE_MAX_TOP_K
 from memstrata.model import Scope, SessionMeta
 
 __all__ = ["MemstrataStore"]
 
-#: The service's default ``MEMSTRATA_SERVICE_MAX_TOP_K``.
-MAX_TOP_K = 100
+#: The service's default ``MEMSTRATA_SERVICE_MAX_TOP_K`` (declared once, in memstrata.limits).
+MAX_TOP_K = SERVICE_MAX_TOP_K
 
 
 class MemstrataStore(BaseStore):

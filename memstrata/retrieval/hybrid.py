@@ -53,7 +53,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -61,6 +61,7 @@ from memstrata.config import Settings
 from memstrata.contract import QueryError
 from memstrata.embed.query_cache import QueryVectorCache
 from memstrata.embed.types import Embedder
+from memstrata.limits import TopKRefused, check_top_k
 from memstrata.model import L0Unit, Scope, SessionHit
 from memstrata.profiles.book import ProfileBook
 from memstrata.profiles.graph import load_graph
@@ -72,32 +73,46 @@ from memstrata.store.types import DocStore, Hit, LexicalStore, VectorStore
 from memstrata.text.terms import content_stems, stems
 
 
+def _default(name: str) -> Any:
+    """The documented default of ``Settings.<name>``: declared there once, read here."""
+    return Settings.model_fields[name].default
+
+
+#: RetrievalParams field -> the Settings field it is read from (same name unless listed).
+SETTING_OF: dict[str, str] = {"top_k": "top_k_sessions"}
+
+
 @dataclass(frozen=True, slots=True)
 class RetrievalParams:
-    fusion: Literal["dbsf", "rrf"] = "dbsf"
-    rrf_k: int = 60
+    """The retriever's knobs; every default is the :class:`Settings` field's (one declaration)."""
+
+    fusion: Literal["dbsf", "rrf"] = _default("fusion")
+    rrf_k: int = _default("rrf_k")
     #: The dense side's share when BM25's best hit covers the whole query.
-    dense_weight: float = 0.3
-    coverage_weighting: bool = True
-    keyword_alpha: float = 0.1
-    keyword_max_matches: int = 3
-    top_k: int = 20
-    max_top_k: int = 1000
-    units_per_hit: int = 5
-    candidate_units: int = 40
-    session_lexical_weight: float = 0.7
-    session_min_unit_coverage: float = 0.6
-    session_min_session_coverage: float = 0.8
-    session_candidates: int = 50
-    date_boost: float = 0.5
-    max_query_chars: int = 2000
-    max_queries: int = 8
-    query_cache_size: int = 4096
+    dense_weight: float = _default("dense_weight")
+    coverage_weighting: bool = _default("coverage_weighting")
+    keyword_alpha: float = _default("keyword_alpha")
+    keyword_max_matches: int = _default("keyword_max_matches")
+    top_k: int = _default("top_k_sessions")
+    max_top_k: int = _default("max_top_k")
+    units_per_hit: int = _default("units_per_hit")
+    candidate_units: int = _default("candidate_units")
+    session_lexical_weight: float = _default("session_lexical_weight")
+    session_min_unit_coverage: float = _default("session_min_unit_coverage")
+    session_min_session_coverage: float = _default("session_min_session_coverage")
+    session_candidates: int = _default("session_candidates")
+    date_boost: float = _default("date_boost")
+    max_query_chars: int = _default("max_query_chars")
+    max_queries: int = _default("max_queries")
+    query_cache_size: int = _default("query_cache_size")
     #: A query whose best BM25 hit covers at least this share of its content words is
-    #: ranked by BM25 alone: not encoded, no vector search (None: never).
-    dense_skip_coverage: float | None = 1.0
+    #: ranked by BM25 alone: not encoded, no vector search (None: never, as
+    #: ``MEMSTRATA_DENSE_SKIP=false`` gives).
+    dense_skip_coverage: float | None = (_default("dense_skip_coverage")
+                                         if _default("dense_skip") else None)
     #: A session the relation graph reaches gains this share of the best session score,
     #: times its expansion weight squared (only when a route plan expands; see route_plan).
+    #: Not a setting: only a route plan turns expansion on.
     graph_boost: float = 0.5
 
     @classmethod
@@ -165,9 +180,11 @@ class HybridRetriever:
                 raise QueryError(
                     f"queries[{i}]: {len(q)} characters, limit is {p.max_query_chars}"
                 )
-        cap = self.params.max_top_k
-        if top_k is not None and not 1 <= top_k <= cap:
-            raise QueryError(f"top_k: must be between 1 and {cap}, got {top_k}")
+        if top_k is not None:
+            try:
+                check_top_k(top_k, self.params.max_top_k, "MEMSTRATA_MAX_TOP_K")
+            except TopKRefused as exc:
+                raise QueryError(str(exc)) from None
         cleaned = [q.strip() for q in queries if q.strip()]
         if not cleaned:
             raise QueryError("queries: all queries are empty")

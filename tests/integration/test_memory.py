@@ -179,7 +179,8 @@ def test_retrieval_and_store_knobs_come_from_settings(tmp_path: Path, embedder: 
                open_doc_store(settings))
     try:
         m.ingest(read_file(SAMPLE).sessions)
-        with pytest.raises(QueryError, match="top_k: must be between 1 and 3, got 4"):
+        with pytest.raises(QueryError,
+                           match=r"top_k: must be between 1 and 3, got 4 \(MEMSTRATA_MAX_TOP_K\)"):
             m.search(MAYA, "Lisbon", top_k=4)
         assert all(len(h.units) <= 1 for h in m.search(MAYA, "Lisbon trip sister seafood"))
     finally:
