@@ -31,7 +31,9 @@ from memstrata.profiles.lexicon import (
     ACTIVITIES,
     COMPOUND_RELATIONS,
     DIETS,
+    HOBBY_NOUNS,
     JOBS,
+    NOT_PASTIMES,
     NOT_EVENTS,
     PERSON_RELATIONS,
     PET_SPECIES,
@@ -143,6 +145,21 @@ _CARE = re.compile(
 _REC_VERB = re.compile(r"^(?:recommended|suggested|recommends|suggests)\b", re.IGNORECASE)
 _LEADING_BE = re.compile(r"^(?:(?:am|is|are|was|were|also|still|really|just|now|so)\s+)+",
                          re.IGNORECASE)
+#: "went camping", "go hiking", "love going swimming": a pastime (the gerund).
+_GO_ING = re.compile(r"\b(?:go|goes|went|gone|going|been\s+going)\s+([a-z]{3,}ing)\b",
+                     re.IGNORECASE)
+#: "took a pottery class", "signed up for salsa lessons": a pastime (the subject taught).
+_CLASS = re.compile(
+    r"\b(?:took|take|takes|taking|signed\s+up\s+for|sign\s+up\s+for|joined|join|started|"
+    r"start|attended|attend|attending|enrolled\s+in)\s+(?:in\s+)?(?:a|an|my|some|the|our|"
+    r"these|those)?\s*(?:new\s+|local\s+|weekly\s+|beginner\s+|beginners\s+)?"
+    r"([a-z]+(?:\s[a-z]+)?)\s+(?:class|classes|lesson|lessons|course|courses|workshop|"
+    r"workshops)\b", re.IGNORECASE)
+#: "my home country, Sweden", "our hometown of Lyon": the speaker's origin, by name.
+_HOME_COUNTRY = re.compile(
+    r"\b(my|our|your)\s+(?:home\s+country|hometown|home\s+town|native\s+country|"
+    r"country\s+of\s+origin)(?:\s*,\s*|\s+of\s+|\s+is\s+|\s+was\s+)"
+    r"([A-Z][\w\-]+(?:\s+[A-Z][\w\-]+)?)")
 _ING = re.compile(r"^(?:been\s+)?([a-z]+ing)\b(.*)$", re.IGNORECASE)
 _VERB_OBJECT = re.compile(r"^([a-z]+)\s+(.+)$", re.IGNORECASE)
 _FIRST_WORD = re.compile(r"^([a-z]+)", re.IGNORECASE)
@@ -458,6 +475,10 @@ def _clause(ctx: _Session, c: _Clause) -> bool:
     """Read one clause; True when it held a recommendation by someone other than its author."""
     text = _MARKERS.sub("", c.text)
     pos = c.start + (len(c.text) - len(text))
+    if (home := _HOME_COUNTRY.search(c.text)) and not c.text.rstrip().endswith("?"):
+        # "a gift from my grandma in my home country, Sweden": where the author is from.
+        _fact(ctx, c, c.author if home.group(1).lower() in ("my", "our") else c.other, "from",
+              home.group(2))
     fav = _FAVOURITE.match(text)
     if fav:
         owner: str | None
@@ -591,10 +612,32 @@ def _predicate(ctx: _Session, c: _Clause, key: str, start: int) -> bool:
             _fact(ctx, c, key, "activity",
                   f"{m.group(1)} {noun_phrase(m.group(2), max_words=10)}".strip())
             specific = True
+    if not neg:
+        _pastimes(ctx, c, key, at)
     _possessions(ctx, c, key, start)
     if not specific:
         _event_or_plan(ctx, c, key, rest, after, at, future, dates)
     return False
+
+
+def _pastimes(ctx: _Session, c: _Clause, key: str, at: int) -> None:
+    """Pastimes named in passing: "went camping", "took a pottery class" (kept besides the
+    event the clause may also be), as one short ``activity`` each."""
+    if ctx.kinds.get(key) not in _ALLOWED_SUBJECTS or c.text.rstrip().endswith("?"):
+        return
+    part = c.sentence[at:c.end]
+    if _NEGATION.match(part.lstrip()):
+        return
+    for m in _GO_ING.finditer(part):
+        verb = m.group(1).lower()
+        if verb not in NOT_PASTIMES:
+            _fact(ctx, c, key, "activity", verb)
+    for m in _CLASS.finditer(part):
+        words = m.group(1).lower().split()
+        if words and words[-1] in HOBBY_NOUNS | ACTIVITIES:
+            _fact(ctx, c, key, "activity", words[-1])
+        elif words and words[0] in HOBBY_NOUNS | ACTIVITIES:
+            _fact(ctx, c, key, "activity", words[0])
 
 
 def _liked(obj: str) -> bool:

@@ -65,6 +65,18 @@ ACTIVITIES: frozenset[str] = frozenset(
     volunteering teach teaching cycle cycling ski skiing surf surfing skate skating keep keeping
     collect collecting grow growing study studying train training meditate meditating
     sculpt sculpting""".split())
+#: Hobby nouns: "took a pottery class", "I love yoga" name a pastime, not a thing.
+HOBBY_NOUNS: frozenset[str] = frozenset(
+    """pottery yoga pilates art music photography chess poker football soccer basketball
+    baseball tennis golf volleyball hockey rugby cricket boxing kickboxing karate judo
+    taekwondo archery ballet salsa tango piano guitar violin drums clarinet flute cello
+    saxophone trumpet ukulele meditation calligraphy origami crochet embroidery sewing
+    woodworking gardening birdwatching astronomy poetry theatre theater improv""".split())
+#: Gerunds after "went"/"go" that are errands or states, not pastimes ("went missing").
+NOT_PASTIMES: frozenset[str] = frozenset(
+    """going getting being doing having missing nothing something everything anything morning
+    evening wedding meeting building during thing spring ring king bring sing wing string
+    working""".split())
 #: Verbs that never make an event ("I think", "I guess").
 NOT_EVENTS: frozenset[str] = frozenset(
     """think thought guess know knew mean meant hope feel felt believe wonder wondered see saw

@@ -26,9 +26,16 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from memstrata.model import Scope
-from memstrata.profiles.lexicon import COMPOUND_RELATIONS, PERSON_RELATIONS, PET_SPECIES
+from memstrata.profiles.lexicon import (
+    ACTIVITIES,
+    COMPOUND_RELATIONS,
+    HOBBY_NOUNS,
+    PERSON_RELATIONS,
+    PET_SPECIES,
+)
 from memstrata.profiles.markdown import bullet_text, named
 from memstrata.profiles.model import Source, fold
+from memstrata.profiles.text import noun_phrase
 
 TargetKind = Literal["user", "assistant", "entity", "open"]
 
@@ -72,6 +79,27 @@ def _eats(slot: str, value: str) -> bool:
     return slot == "diet" or _likes(slot, value)
 
 
+#: Verbs of the activity lexicon that say nothing by themselves ("keep bouncing between").
+_NOT_PASTIME_HEADS = frozenset("keep keeping getting going doing making trying having".split())
+
+
+def _pastime_word(word: str) -> bool:
+    w = word.lower()
+    if w in _NOT_PASTIME_HEADS:
+        return False
+    return w in HOBBY_NOUNS or w in ACTIVITIES or (w.endswith("ing") and len(w) > 5)
+
+
+def _pastime(slot: str, value: str) -> bool:
+    """An activity, or a liking whose object is a pastime ("likes pottery", "likes hiking")."""
+    if slot == "activity":
+        return True
+    if not slot.startswith("pref:") or not fold(value).startswith("likes "):
+        return False
+    words = value.split()
+    return len(words) > 1 and _pastime_word(words[1])
+
+
 _PERSONA_SLOTS = ("age", "from", "lives_in", "works_as", "works_at", "diet", "is_a", "activity",
                   "owns")
 
@@ -102,6 +130,10 @@ ATTRIBUTES: tuple[Attribute, ...] = (
     Attribute("recommend", re.compile(r"\b(?:recommend\w*|suggest\w*)\b", re.I),
               _prefixed(exact=("recommended", "recommended_by")), inverse=("recommended_by",),
               evidence=re.compile(r"\b(?:recommend|suggest|try|go to)", re.I)),
+    Attribute("activities", re.compile(
+        r"\b(?:activit(?:y|ies)|hobby|hobbies|pastimes?|for fun|partakes?|partaking|"
+        r"free time|spare time|de-?stress\w*|unwind\w*)\b", re.I), _pastime,
+        evidence=re.compile(r"\b(?:\w+ing|love|enjoy|class|hobby|fun)\b", re.I)),
     Attribute("job", re.compile(
         r"\b(?:job|jobs|occupation|profession|career|employ\w*|do for (?:a )?living|"
         r"work(?:s|ed|ing)?(?! out)(?: as| at| for)?)\b", re.I),
@@ -250,7 +282,99 @@ def attribute_of(question: str) -> Attribute | None:
 
 def wants_profile(question: str) -> bool:
     """Cheap test: does the question ask something a profile may hold?"""
-    return attribute_of(question) is not None or _WHO_REL.search(question) is not None
+    return (attribute_of(question) is not None or _WHO_REL.search(question) is not None
+            or _DEEDS.search(question) is not None)
+
+
+#: A list question about what someone did or does: "What has Mel painted?", "Which cities
+#: has Jon visited?", "What instruments does Tim play?" (a plural noun, or "has"/"have";
+#: "What kind of ..." and "What did ..." ask for one thing and are left to the evidence).
+_DEEDS = re.compile(
+    r"^\s*(?:[Ww]hat|[Ww]hich)\s+(?:(?P<noun>[a-z]+s)\s+(?:has|have|does|do)|(?:has|have))\s+"
+    r"(?P<who>[A-Z][\w'\-]*(?:\s+[A-Z][\w'\-]*)?)\s+(?:ever\s+|also\s+|recently\s+)?"
+    r"(?P<verb>[a-z]+)\s*\??\s*$")
+_IRREGULAR: dict[str, tuple[str, ...]] = {
+    "make": ("made",), "buy": ("bought",), "read": (), "see": ("saw", "seen"),
+    "take": ("took", "taken"), "eat": ("ate", "eaten"), "write": ("wrote", "written"),
+    "draw": ("drew", "drawn"), "sing": ("sang", "sung"), "win": ("won",), "meet": ("met",),
+    "give": ("gave", "given"), "build": ("built",), "find": ("found",),
+    "bring": ("brought",), "teach": ("taught",), "ride": ("rode", "ridden"),
+    "swim": ("swam", "swum"), "run": ("ran",), "fly": ("flew", "flown"), "lose": ("lost",),
+    "keep": ("kept",), "grow": ("grew", "grown"), "wear": ("wore", "worn"),
+}
+_PARTICIPLES = {f: base for base, forms in _IRREGULAR.items() for f in forms}
+#: Verbs too general to say what was done ("What has she done?").
+_VAGUE_VERBS = frozenset("do did done be been have had has get got gotten go gone went".split())
+_OBJECT_HEAD = re.compile(r"^(?:(?:that|this|these|those|another|a|an|the|my|our|his|her|"
+                          r"their|some|two|three|a few|a couple of|some more|more|new)\s+)+",
+                          re.I)
+_OBJECT_TAIL = re.compile(r"\s+(?:last|yesterday|today|recently|this|next|a few|two|with|"
+                          r"for|in|at|on|to|from|after|before|and)\b.*$", re.I)
+
+
+def _verb_forms(verb: str) -> tuple[str, ...]:
+    """ "painted" -> paint, paints, painted, painting; "made" -> make, makes, made, making."""
+    v = verb.lower()
+    if v in _PARTICIPLES:
+        bases = [_PARTICIPLES[v]]
+    elif v.endswith("ed") and len(v) > 4:
+        bases = [v[:-2], v[:-1]]  # "painted" -> paint, "baked" -> bake
+    else:
+        bases = [v]
+    forms = {v}
+    for b in bases:
+        forms |= {b, b + "s", b + "ed" if not b.endswith("e") else b + "d", *_IRREGULAR.get(b, ())}
+        forms.add(b[:-1] + "ing" if b.endswith("e") and not b.endswith("ee") else b + "ing")
+    return tuple(sorted(f for f in forms if len(f) > 2))
+
+
+def _deeds(question: str, target: Target, view: Mapping[str, Any],
+           names: Mapping[str, str]) -> ProfileAnswer | None:
+    """The objects of the asked verb in the target's events and activities."""
+    m = _DEEDS.search(question)
+    if m is None or m.group("verb").lower() in _VAGUE_VERBS:
+        return None
+    forms = _verb_forms(m.group("verb"))
+    # The clause's own verb ("painted a horse", "finished reading Dune"), not a word inside
+    # it ("finished another painting like our last one").
+    pattern = re.compile(r"^(?:(?:" + _LEAD_VERBS + r")\s+)?(?:" + "|".join(map(re.escape, forms))
+                         + r")\s+(.+)$", re.I)
+    hits, objects = [], []
+    for section in ("events", "attributes", "preferences"):
+        for b in view.get("sections", {}).get(section, []):
+            slot, value = b.get("slot", ""), named(str(b.get("value", "")), names)
+            if slot not in ("event", "activity") and not slot.startswith("pref:"):
+                continue
+            found = pattern.search(value)
+            if found is None:
+                continue
+            phrase = re.split(r"\s[\u2013\u2014-]\s", found.group(1))[0]  # "impact - it is"
+            obj = _OBJECT_TAIL.sub("", _OBJECT_HEAD.sub("", noun_phrase(phrase, max_words=6)))
+            words = obj.lower().split()
+            if not words or words[0] in _PRONOUN_LIKE or words[-1] in _LIGHT_OBJECTS:
+                continue
+            objects.append(obj)
+            hits.append(Hit(view["id"], target.name, slot, bullet_text(b, names), value,
+                            b.get("since"),
+                            tuple(Source.from_json(s) for s in b.get("sources", ()))))
+    if not objects:
+        return None
+    return ProfileAnswer(target, "deeds", hits, answer=_join(objects),
+                         forms=tuple(_forms(view, names)))
+
+
+_PRONOUN_LIKE = frozenset(
+    """it that this them those these one ones something anything everything nothing so some
+    myself yourself herself himself out up me you him her us everyone everybody someone too
+    together like for as about with very really just also again there here back lot lots
+    much many more""".split())
+#: Verbs that take the asked one as a gerund: "finished reading Dune".
+_LEAD_VERBS = ("finished|started|began|begun|tried|kept|keep|love|loved|enjoy|enjoyed|been|"
+               "went|gone|also|just|recently|finally|even")
+#: Objects of light-verb phrases, not things done: "made a difference", "took a break".
+_LIGHT_OBJECTS = frozenset(
+    """difference impact progress sense sure decision choice effort mistake point deal change
+    time care place part break chance look step note use fun call sound noise friends""".split())
 
 
 def _forms(view: Mapping[str, Any], names: Mapping[str, str]) -> list[str]:
@@ -338,6 +462,31 @@ def _hits(view: Mapping[str, Any], attr: Attribute, names: Mapping[str, str],
     return out
 
 
+def _pastime_words(h: Hit) -> str:
+    """A pastime as a short answer: "running farther to de-stress" -> "running",
+    "likes pottery" -> "pottery", "play clarinet" -> "playing clarinet"."""
+    words = _value_words(h).split()
+    if not words:
+        return ""
+    first = words[0].lower()
+    if first in ("play", "plays", "playing") and len(words) > 1:
+        return f"playing {words[1]}"
+    if first in HOBBY_NOUNS:
+        return words[0]
+    kept = []
+    for w in words[:3]:
+        if w.lower() in _PASTIME_STOP:
+            break
+        kept.append(w)
+    return " ".join(kept) if kept and _pastime_word(first) else ""
+
+
+_PASTIME_STOP = frozenset(
+    """to with in at on for and or because farther further more again a an the my our your his
+    her their this that these those it them so really lately yesterday today now together
+    about around""".split())
+
+
 def _value_words(h: Hit) -> str:
     """A bullet's value as an answer: "likes garlic prawns" -> "garlic prawns"."""
     v = h.value
@@ -368,6 +517,11 @@ def read(question: str, views: Sequence[dict[str, Any]], names: Mapping[str, str
         if found is not None:
             return found
     if attr is None:
+        target = _target(question, named_, by_id, names) if _DEEDS.search(question) else None
+        view = by_id.get(target.entity_id or "") if target is not None else None
+        deeds = _deeds(question, target, view, names) if target and view else None
+        if deeds is not None:
+            return deeds
         return ProfileAnswer(None, None, why="no attribute the profiles keep")
     wh = bool(_WH.search(question))
     if _OPEN_WHO.search(question):
@@ -442,7 +596,7 @@ _GENERIC = frozenset("like likes love enjoy eat food thing things name names get
                      "made want wanted think much many most best usually before previously "
                      "used originally formerly first last recently old new city town country "
                      "place state area neighbourhood neighborhood company title position role "
-                     "field day days these right".split())
+                     "field day days these right ago year years month months week weeks".split())
 _DATED = re.compile(r" \((?:since )?[\d-]+\)$")
 
 
@@ -450,6 +604,8 @@ def _compose(question: str, attr: Attribute, hits: list[Hit]) -> tuple[str, list
     """The answer's words, and the bullets (or history entries) it rests on."""
     if attr.name == "persona":
         return "; ".join(dict.fromkeys(_DATED.sub("", h.text) for h in hits)), hits
+    if attr.name == "activities":
+        return _join([_pastime_words(h) for h in hits]), hits
     if attr.name in ("home", "job", "origin", "age", "diet"):
         h = hits[0]
         if _WHEN.search(question):  # "when did I move": when the current value began

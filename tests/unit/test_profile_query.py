@@ -108,3 +108,46 @@ def test_a_relation_asked_in_other_words_finds_the_same_person() -> None:
         assert found.answer == "Renata", q
         assert found.hits[0].sources[0].session_id == "s4"
     assert read("Who is my mentor?", views, names).answer is None  # no such tie known
+
+
+def test_a_hobbies_question_answers_with_the_pastimes_only() -> None:
+    s1 = _src("s1", 1)
+    user = build_view("user", ["user"], [], [
+        Fact("user", "activity", "camping", s1, "user", None, "2023-05-01"),
+        Fact("user", "activity", "running farther to de-stress", s1, "user", None, "2023-05-01"),
+        Fact("user", "pref:pottery", "likes pottery", s1, "user", None, "2023-05-01"),
+        Fact("user", "pref:tea", "likes tea", s1, "user", None, "2023-05-01"),
+    ])
+    names = {"user": "the user", "assistant": "the assistant"}
+    found = read("What activities do I partake in?", [user], names)
+    assert found.attribute == "activities"
+    assert set((found.answer or "").split(", ")) == {"camping", "running", "pottery"}
+    # A restriction the bullets do not hold leaves the evidence path to answer.
+    assert not read("What activities have I done with my colleagues?", [user], names).decisive
+
+
+def test_a_list_question_on_a_verb_answers_with_its_objects() -> None:
+    s1 = _src("s1", 1)
+    user = build_view("user", ["user", "name:mel"], [Mention("name:mel", "Mel", s1, "user")], [
+        Fact("user", "event", "painted that lake sunrise last year", s1, "user", "2022",
+             "2023-05-01"),
+        Fact("user", "event", "finished painting a horse", s1, "user", "2023-05", "2023-05-01"),
+        Fact("user", "event", "painted it yesterday", s1, "user", "2023-05", "2023-05-01"),
+        Fact("user", "event", "visited Rome", s1, "user", "2023-05", "2023-05-01"),
+    ])
+    names = {"user": "Mel", "assistant": "the assistant"}
+    assert wants_profile("What has Mel painted?")
+    found = read("What has Mel painted?", [user], names)
+    assert found.answer == "lake sunrise, horse"  # "it" names nothing
+    assert read("Which cities has Mel visited?", [user], names).answer == "Rome"
+    # One thing asked ("What did ..."), or nothing done: the evidence path answers.
+    assert not read("What did Mel paint?", [user], names).decisive
+    assert not read("What has Mel cooked?", [user], names).decisive
+
+
+def test_a_time_phrase_in_the_question_does_not_restrict_the_value() -> None:
+    s1 = _src("s1", 1)
+    user = build_view("user", ["user"], [], [
+        Fact("user", "from", "Sweden", s1, "user", None, "2023-06-27")])
+    names = {"user": "the user", "assistant": "the assistant"}
+    assert read("Where did I move from 4 years ago?", [user], names).answer == "Sweden"

@@ -133,3 +133,19 @@ def test_speaker_names_join_the_participants():
                                                      ("assistant", "name:melanie")}
     event = only(e, "user", "event")
     assert event.value.startswith("went to a support group") and event.date == "2023-05-07"
+
+
+def test_pastimes_named_in_passing_become_activities():
+    e = session("I went camping with my kids last week.",
+                "Yesterday I took a pottery class and it was fun.",
+                "We love going swimming.", "I went missing for a while.",
+                "I did not go hiking.")
+    acts = facts(e, "user").get("activity", [])
+    assert sorted(set(acts)) == ["camping", "pottery", "swimming"]
+    assert "event" in facts(e, "user")  # the dated clause stays an event too
+
+
+def test_a_named_home_country_is_where_the_speaker_is_from():
+    e = session("This necklace is a gift from my grandma in my home country, Sweden.",
+                "Is your hometown of Lyon nice?")
+    assert facts(e, "user").get("from") == ["Sweden"]  # the question states nothing
