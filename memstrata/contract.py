@@ -10,7 +10,7 @@ client of the query service can use them without loading that code: importing
 :mod:`memstrata.client` must not pull in numpy, the stores, the encoder or the
 controller. Only pydantic and :mod:`memstrata.model` are imported.
 
-The producing modules re-export these names (``memstrata.controller.result.Answer``,
+The producing modules re-export these names (``memstrata.controller.Answer``,
 ``memstrata.layers.lazy.SessionNotFound`` ...), so both spellings are one class.
 """
 

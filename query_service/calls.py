@@ -33,14 +33,6 @@ def method_name(full_method: str) -> str:
     return full_method.rsplit("/", 1)[-1] or full_method
 
 
-def current_call(full_method: str = "") -> CallInfo:
-    info = CALL.get()
-    if info is None:
-        info = CallInfo(method=method_name(full_method))
-        CALL.set(info)
-    return info
-
-
 def current_tenant() -> str:
     """The authenticated tenant of the running call (set by the auth interceptor)."""
     info = CALL.get()

@@ -23,7 +23,7 @@ from prometheus_client.gc_collector import GCCollector
 from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 
-from memstrata.controller.result import Answer
+from memstrata.contract import Answer
 from memstrata.evidence.trace import MEMORY_ROLE
 from memstrata.llm.usage import PriceTable
 

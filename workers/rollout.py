@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from memstrata.config import Settings, defaults
 from memstrata.controller.config import ControllerSettings
-from memstrata.controller.result import Answer
+from memstrata.contract import Answer
 from memstrata.executor import (
     ExecutorBusy,
     ExecutorUnavailable,

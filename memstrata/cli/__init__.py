@@ -590,24 +590,31 @@ def show_config(
 
 
 def _register_subcommands() -> None:
-    """Attach command groups that live in their own modules."""
+    """Attach command groups that live in their own modules, and the services' commands.
+
+    The services' come through the ``memstrata.commands`` entry points
+    (:mod:`memstrata.cli.plugins`), each at its place in ``memstrata --help``.
+    """
+    from memstrata.cli.plugins import register_commands, register_the_rest
+
+    done: set[str] = set()
     from memstrata.cli import ask_cmd, eval_qa  # noqa: F401 - they register `ask`, `eval qa`
-    from memstrata.cli import stream_cmd  # noqa: F401 - `produce`, `worker`, `up`
+    register_commands(app, "stream", done)  # produce, worker, up (streams.cli)
     from memstrata.cli import check_cmd  # noqa: F401 - `check`
     from memstrata.cli import migrate_cmd  # noqa: F401 - `migrate`
     from memstrata.cli.eval_cmd import eval_app
 
     app.add_typer(eval_app, name="eval")
-    from memstrata.cli import mcp_cmd, service_cmd, workers_cmd
-    service_cmd.register()  # serve, keys
-    workers_cmd.register()  # workers head|node|check
-    from memstrata.cli import topics_cmd
-    topics_cmd.register()  # topics create|check
+    register_commands(app, "serve", done)  # serve, keys, audit (query_service.cli)
+    register_commands(app, "workers", done)  # workers head|node|check (workers.cli)
+    register_commands(app, "topics", done)  # topics create|check (streams.topics_cli)
+    from memstrata.cli import mcp_cmd
     mcp_cmd.register()  # mcp
     from memstrata.cli import export_cmd  # noqa: F401 - `export`
     from memstrata.cli import backup_cmd  # noqa: F401 - `backup`, `restore`
     from memstrata.cli import retention_cmd  # noqa: F401 - `retention show|dry-run|apply`
     from memstrata.cli import profile_cmd  # noqa: F401 - `profile`
+    register_the_rest(app, done)
 
 
 def _quiet_native_libraries() -> None:

@@ -31,17 +31,19 @@ from memstrata.cli.exits import Exit
 
 if TYPE_CHECKING:
     from memstrata.client.sync import MemoryClient
-    from memstrata.controller.result import Answer
+    from memstrata.contract import Answer
     from memstrata.model import Scope
     from memstrata.roles import HostedMemory, MemoryReader, MemoryWriter
 
-__all__ = ["DEFAULT_TENANT", "Opened", "Remote", "SERVE_FILE", "TenantOrKey", "Where",
-           "open_reader", "open_writer", "serving_address"]
+__all__ = ["DEFAULT_KEYS_FILE", "DEFAULT_TENANT", "Opened", "Remote", "SERVE_FILE", "TenantOrKey",
+           "Where", "keys_path", "open_reader", "open_writer", "serving_address"]
 
 #: The tenant of local commands when ``--tenant`` is not given.
 DEFAULT_TENANT = "default"
 #: Where ``memstrata serve`` records the address it listens on, in the data dir it holds.
 SERVE_FILE = "serve.json"
+#: The service's keys (and tenants' policies) file, in the data dir unless set.
+DEFAULT_KEYS_FILE = "service-keys.json"
 
 Remote = Annotated[Optional[str], typer.Option(
     "--remote", help="HOST:PORT of a memstrata service (MEMSTRATA_API_ADDRESS; key: "
@@ -50,6 +52,22 @@ Remote = Annotated[Optional[str], typer.Option(
 TenantOrKey = Annotated[Optional[str], typer.Option(
     "--tenant", "-t", show_default=False,
     help="Tenant id (default: 'default'; through a service: the API key's tenant).")]
+
+
+def keys_path(keys_file: Path | None, data_dir: Path | None) -> Path:
+    """The keys file a command reads: ``--keys-file``, else MEMSTRATA_SERVICE_KEYS_FILE,
+    else ``service-keys.json`` in the data dir.
+
+    The setting is read from the ``service`` namespace by name: the core imports
+    no service (the query service registers that namespace).
+    """
+    from memstrata.cli import _config
+
+    if keys_file is not None:
+        return keys_file
+    config = _config(data_dir)
+    configured = getattr(config.namespaces.get("service"), "keys_file", None)
+    return Path(configured) if configured else config.settings.data_dir / DEFAULT_KEYS_FILE
 
 
 def serving_address(data_dir: Path | None) -> str | None:

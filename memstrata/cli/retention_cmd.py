@@ -44,10 +44,10 @@ def _fail(message: str, code: Exit) -> NoReturn:
 def _policies(keys_file: Path | None, data_dir: Path | None,
               tenant: str | None) -> tuple[Path, dict[str, Any]]:
     """The file and the policies to apply (one tenant's or all); exits on a bad file."""
-    from memstrata.cli.service_cmd import _keys_path
+    from memstrata.cli.access import keys_path
     from memstrata.lifecycle.retention import RetentionPolicyError, read_policies
 
-    path = _keys_path(keys_file, data_dir)
+    path = keys_path(keys_file, data_dir)
     try:
         policies = read_policies(path)
     except RetentionPolicyError as exc:

@@ -8,7 +8,7 @@ of every step and what it cost. It sees memory only through
 """
 
 from memstrata.controller.config import ABLATIONS, ControllerSettings, load_controller_settings
-from memstrata.controller.result import Answer, SourceRef
+from memstrata.contract import Answer, SourceRef
 from memstrata.controller.run import Controller
 
 __all__ = ["ABLATIONS", "Answer", "Controller", "ControllerSettings", "SourceRef",

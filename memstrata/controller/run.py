@@ -21,7 +21,7 @@ from memstrata.controller.config import ControllerSettings
 from memstrata.evidence.cues import detect_cues
 from memstrata.controller.policy_rules import RulePolicy, RuleReflector
 from memstrata.controller.policy_topk import TopKPolicy
-from memstrata.controller.result import Answer, SourceRef
+from memstrata.contract import Answer, SourceRef
 from memstrata.controller.state import ControllerState, profile_block, render_evidence
 from memstrata.evidence.extract import ABSTAIN_TEXT
 from memstrata.profiles.query import ProfileAnswer

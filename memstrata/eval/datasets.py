@@ -57,9 +57,6 @@ class Dataset:
     def users(self) -> list[Scope]:
         return sorted({s.scope for s in self.parsed.sessions}, key=str)
 
-    def sessions_of(self, scope: Scope) -> int:
-        return sum(1 for s in self.parsed.sessions if s.scope == scope)
-
 
 def load_dataset(path: Path, fmt: DatasetFormat, tenant_id: str = "eval") -> Dataset:
     """Read conversations and questions from one LoCoMo or LongMemEval file."""

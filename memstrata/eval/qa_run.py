@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from memstrata.controller.result import Answer
+from memstrata.contract import Answer
 from memstrata.controller.run import Controller
 from memstrata.eval import judge as judging
 from memstrata.eval.datasets import Dataset, Question

@@ -64,10 +64,6 @@ def format_day(d: date) -> str:
     return f"{d.day} {_MONTHS[d.month - 1]} {d.year}"
 
 
-def session_day(value: datetime | None) -> str:
-    return format_day(value.date()) if value else "unknown date"
-
-
 def _format_annotation(m: re.Match[str]) -> str:
     if m.group(7):  # season
         around = "around " if m.group(6) else ""

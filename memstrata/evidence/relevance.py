@@ -132,15 +132,6 @@ def subject_fit(cues: Cues, line: EvidenceLine) -> int:
     return -1 if len(cues.subjects) == 1 else 0
 
 
-def term_weights(cues: Cues, lines: Sequence[EvidenceLine]) -> dict[str, float]:
-    """IDF of each question term over the lines read (plus one, so unseen terms weigh most)."""
-    q = set(cues.terms)
-    df: Counter[str] = Counter()
-    for line in lines:
-        df.update(q & line_terms(line))
-    return _idf(q, df, len(lines))
-
-
 def _idf(q: Iterable[str], df: Counter[str], n_lines: int) -> dict[str, float]:
     n = n_lines + 1
     return {t: math.log(1.0 + n / (1.0 + df[t])) for t in q}

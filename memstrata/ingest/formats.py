@@ -487,11 +487,6 @@ def _jsonl_line(raw_line: bytes, lineno: int) -> _Line:
                      user=raw.get("role") == "user")
 
 
-def read_jsonl(path: Path) -> Parsed:
-    """JSONL turn events grouped into sessions in file order."""
-    return read_file(path, "jsonl")
-
-
 def _issues_from_validation(where: str, exc: ValidationError) -> list[IngestIssue]:
     issues = []
     for err in exc.errors():

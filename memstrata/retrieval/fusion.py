@@ -29,7 +29,13 @@ then, for both:
 * :func:`max_fuse` -- several queries fuse by each session's best score;
 * :func:`top_k` -- deterministic ordering (score, then id).
 
-Nothing here touches a store, so every rule is unit-tested on its own.
+Nothing here touches a store, so every rule is unit-tested on its own. The
+retriever itself ranks with the numpy form of these rules
+(:mod:`memstrata.retrieval.arrays`); :func:`best_per_session`,
+:func:`keyword_boost`, :func:`blend_sessions`, :func:`date_boost`,
+:func:`max_fuse`, :func:`keyword_matches` and :func:`phrase_matches` are kept
+as its reference: tests/unit/test_retrieval_arrays.py checks that both rank
+alike, bit for bit.
 """
 
 from __future__ import annotations

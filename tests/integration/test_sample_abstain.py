@@ -18,7 +18,7 @@ import pytest
 
 from memstrata.config import Settings
 from memstrata.controller.config import ControllerSettings
-from memstrata.controller.result import Answer
+from memstrata.contract import Answer
 from memstrata.controller.run import Controller
 from memstrata.ingest.formats import read_file
 from memstrata.llm.extractive import ExtractiveBuilder

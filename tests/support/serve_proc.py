@@ -60,7 +60,7 @@ def stop_gracefully(proc: subprocess.Popen[Any], grace_s: float = 30) -> None:
 
 def add_key(data_dir: Path, tenant: str) -> str:
     """A new API key for ``tenant`` in the data dir's keys file (as ``memstrata keys add``)."""
-    from memstrata.cli.service_cmd import DEFAULT_KEYS_FILE
+    from memstrata.cli.access import DEFAULT_KEYS_FILE
     from query_service.keys import add_key as add
 
     return add(data_dir / DEFAULT_KEYS_FILE, tenant)[1]

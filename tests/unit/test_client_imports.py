@@ -61,7 +61,7 @@ def test_importing_the_client_and_making_one_loads_no_engine() -> None:
 def test_the_contract_types_are_the_engines_own() -> None:
     """Moved beside the roles, the classes are still the ones the engine raises and returns."""
     from memstrata import contract
-    from memstrata.controller.result import Answer, SourceRef
+    from memstrata.controller import Answer, SourceRef
     from memstrata.evidence.trace import RoleTokens, TraceSummary
     from memstrata.layers.lazy import SessionNotFound
     from memstrata.memory import SessionNotFound as MemorySessionNotFound

@@ -90,7 +90,7 @@ def test_keys_commands_refuse_a_damaged_file_in_one_line(tmp_path: Path) -> None
     """A damaged file is named with what is wrong, exit 2, no traceback, never rewritten."""
     from typer.testing import CliRunner
 
-    from memstrata.cli.service_cmd import keys_app
+    from query_service.cli import keys_app
 
     path = tmp_path / "keys.json"
     damaged = '{"keys": {"abc": {"tenant": "acme", "sha256": "zz-marker"}}}'

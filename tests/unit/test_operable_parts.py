@@ -43,7 +43,7 @@ def test_the_wait_empty_warning_is_a_count_not_kilobytes() -> None:
 
 
 def test_a_serve_marker_is_removed_only_by_its_writer(tmp_path: Path) -> None:
-    from memstrata.cli.service_cmd import ServeMarker
+    from query_service.cli import ServeMarker
 
     path = tmp_path / "serve.json"
     path.write_text(json.dumps({"address": "127.0.0.1:1", "pid": os.getpid() + 1}))

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from memstrata.cli.topics_cmd import SESSIONS_TABLE, faust_topics, plans_for
+from streams.topics_cli import SESSIONS_TABLE, faust_topics, plans_for
 from memstrata.kafka import KafkaSettings
 from streams import topics
 

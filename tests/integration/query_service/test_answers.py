@@ -9,7 +9,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from memstrata.client import MemoryClient
 from memstrata.controller.config import ControllerSettings
-from memstrata.controller.result import Answer
+from memstrata.contract import Answer
 from memstrata.controller.run import Controller
 from memstrata.model import Layer, TraceStep
 from tests.integration.query_service.conftest import Service

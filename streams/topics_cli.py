@@ -7,7 +7,9 @@ which derives its table changelog and leader topics from the consumer group
 
 Exit status: 0 every topic as configured; 1 drift (a topic missing, or with
 another partition count, replication or retention); 2 bad settings; 4 the
-brokers cannot be reached or refused our TLS/SASL settings.
+brokers cannot be reached or refused our TLS/SASL settings. ``memstrata`` adds
+the group through :func:`streams.cli.register_topics` (a ``memstrata.commands``
+entry point).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Annotated, Any, Optional
 import typer
 from rich.markup import escape
 
-from memstrata.cli import DataDir, _config, app, console, err
+from memstrata.cli import DataDir, _config, console, err
 from memstrata.cli.exits import Exit
 
 #: The stream worker's one Faust table (``streams.app``: ``SessionTable(name="sessions")``);
@@ -115,6 +117,3 @@ def check(brokers: Brokers = None, data_dir: DataDir = None) -> None:
     """Report topics that are missing or differ from the settings (changes nothing)."""
     _run(data_dir, brokers, create=False)
 
-
-def register() -> None:
-    app.add_typer(topics_app, name="topics")

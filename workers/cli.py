@@ -1,10 +1,10 @@
 """``memstrata workers head|node|check``: what a Ray head or worker node needs.
 
-The commands live in the ``workers`` service package (:mod:`workers.node`);
-this module parses options and imports it when a command runs. ``head`` and
-``node`` become ``ray start --block`` with this environment's Python, so the
-node's worker processes import this same memstrata; anything after the known
-options goes to ``ray start`` unchanged.
+``memstrata`` adds the group through :func:`register` (a ``memstrata.commands``
+entry point); loading this module imports no Ray, a command does when it runs.
+``head`` and ``node`` become ``ray start --block`` with this environment's
+Python, so the node's worker processes import this same memstrata; anything
+after the known options goes to ``ray start`` unchanged.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Annotated, Any, Optional
 import typer
 from rich.markup import escape
 
-from memstrata.cli import app, console, err
+from memstrata.cli import console, err
 from memstrata.cli.exits import Exit
 
 workers_app = typer.Typer(no_args_is_help=True, help=(
@@ -119,5 +119,6 @@ def _workers_settings(**given: Any) -> Any:  # -> WorkersSettings (lazy: no ray 
     return _config(workers=given).get(WorkersSettings)
 
 
-def register() -> None:
+def register(app: typer.Typer) -> None:
+    """``memstrata workers head|node|check`` (entry point ``memstrata.commands``)."""
     app.add_typer(workers_app, name="workers")

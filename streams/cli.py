@@ -1,14 +1,16 @@
-"""``memstrata produce``, ``memstrata worker`` and ``memstrata up``: the streaming path.
+"""``memstrata produce``, ``worker``, ``up`` and ``topics``: the streaming commands.
 
-The commands live in the ``streams`` service package (the ``kafka`` extra);
-this module only parses options and imports it when a command runs, so the
-core CLI works without it.
+``memstrata`` finds :func:`register` and :func:`register_topics` through the
+``memstrata.commands`` entry points, and :func:`serve_embedded` (``serve``'s
+embedded broker and worker) through ``memstrata.hosts``: the core imports no
+service. Loading this module imports nothing of the ``kafka`` extra; a command
+does when it runs.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 from rich.markup import escape
@@ -21,8 +23,12 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from memstrata.cli import DataDir, _config, _settings, app, console, err
+from memstrata.cli import DataDir, _config, _settings, console, err
 from memstrata.cli.exits import Exit
+
+if TYPE_CHECKING:
+    from memstrata.cli.plugins import HostedService
+    from memstrata.config import Config
 
 
 def _stream_settings(data_dir: Path | None = None) -> tuple[Any, Any]:
@@ -74,7 +80,6 @@ def _resolved(kafka: Any, data_dir: Path, given: str | None) -> Any:
         raise typer.Exit(2) from None
 
 
-@app.command()
 def produce(
     file: Annotated[Path, typer.Argument(help="LoCoMo JSON, LongMemEval JSON or JSONL turns.")],
     fmt: Annotated[str, typer.Option("--format", "-f",
@@ -214,7 +219,6 @@ def _run(data_dir: Path | None, embedded_broker: bool) -> None:
         raise typer.Exit(Exit.UNREACHABLE if unreachable else Exit.FAILED) from None
 
 
-@app.command()
 def worker(data_dir: DataDir = None) -> None:
     """Run the stream worker against MEMSTRATA_KAFKA_BROKERS (stops on Ctrl-C or SIGTERM).
 
@@ -223,7 +227,6 @@ def worker(data_dir: DataDir = None) -> None:
     _run(data_dir, embedded_broker=False)
 
 
-@app.command()
 def up(data_dir: DataDir = None) -> None:
     """Start an embedded broker and the stream worker over the embedded stores, in one process.
 
@@ -232,3 +235,70 @@ def up(data_dir: DataDir = None) -> None:
     embedded broker keeps topics in memory only: that is lost). A second Ctrl-C stops now.
     """
     _run(data_dir, embedded_broker=True)
+
+
+def serve_embedded(config: Config, service: HostedService) -> None:
+    """Broker, stream worker and ``service`` in one process over one Memory (``serve``)."""
+    import signal
+
+    from memstrata.cli.locked import exit_locked
+    from memstrata.cli.plugins import Hosted
+    from memstrata.kafka import KafkaSettings
+    from memstrata.roles import DataDirLocked, HostedMemory
+    from streams.metrics import StreamMetrics
+    from streams.runtime import StreamRuntime
+    from streams.settings import StreamSettings
+
+    settings = config.settings
+    stream_settings, kafka = config.get(StreamSettings), config.get(KafkaSettings)
+    turns = _turn_limits(config, stream_settings)  # one instance: Ingest and the worker agree
+    brokers: list[str] = []
+    failed: list[Exception] = []
+
+    def ready(address: str) -> None:
+        brokers.append(address)
+
+    stream_metrics = StreamMetrics.create()  # served on --metrics-port with the service's
+
+    async def hosted(memory: HostedMemory) -> None:
+        try:
+            await service(Hosted(memory=memory, kafka=runtime.kafka, stored=runtime.stored,
+                                 turns=turns, registry=stream_metrics.registry,
+                                 broker=brokers[-1]))
+        except Exception as exc:  # noqa: BLE001 - e.g. the port taken after the check
+            # Stop the worker too, and report it below as one line (an error in a Faust
+            # task would end in "We experienced a crash!" and a traceback).
+            failed.append(exc)
+            signal.raise_signal(signal.SIGTERM)
+
+    runtime = StreamRuntime(settings, stream=stream_settings, kafka=kafka,
+                            services=[hosted], on_ready=ready, metrics=stream_metrics,
+                            turns=turns)
+    try:
+        runtime.run(embedded_broker=True)
+    except DataDirLocked as exc:
+        exit_locked(exc)
+    except OSError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the broker failed to start...
+        err.print(f"[red]{escape(str(exc))}[/red]", soft_wrap=True)
+        raise typer.Exit(Exit.FAILED) from None
+    if failed:
+        if isinstance(failed[0], OSError):  # BindError included: serve words it
+            raise failed[0]
+        err.print(f"[red]cannot serve: {escape(str(failed[0]) or type(failed[0]).__name__)}"
+                  f"[/red]", soft_wrap=True)
+        raise typer.Exit(Exit.FAILED)
+
+
+def register(app: typer.Typer) -> None:
+    """``memstrata produce``, ``worker`` and ``up`` (entry point ``memstrata.commands``)."""
+    for command in (produce, worker, up):
+        app.command()(command)
+
+
+def register_topics(app: typer.Typer) -> None:
+    """``memstrata topics create|check`` (entry point ``memstrata.commands``)."""
+    from streams.topics_cli import topics_app
+
+    app.add_typer(topics_app, name="topics")

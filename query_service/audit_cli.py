@@ -1,5 +1,6 @@
 """``memstrata audit show|verify|export``: the audit log of deletes, exports, key changes
-and admin calls (``query_service.audit``).
+and admin calls (:mod:`query_service.audit`); registered with ``serve`` by
+:func:`query_service.cli.register`.
 
 ``show`` and ``export`` read the data dir's log (``MEMSTRATA_SERVICE_AUDIT_FILE``,
 default ``<data dir>/audit.jsonl``); ``show --remote`` asks a running service
@@ -36,7 +37,7 @@ COLUMNS = ("seq", "ts", "via", "key_id", "action", "tenant", "user", "session", 
 
 def audit_path(data_dir: Path | None, given: Path | None = None) -> Path:
     """The log a command reads or appends to: ``--file``, the setting, else the data dir's."""
-    from memstrata.cli.service_cmd import _service_settings
+    from query_service.cli import _service_settings
     from query_service.audit import AUDIT_FILE
 
     if given is not None:

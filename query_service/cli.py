@@ -1,7 +1,10 @@
-"""``memstrata serve`` and ``memstrata keys``.
+"""``memstrata serve``, ``memstrata keys`` and ``memstrata audit``.
 
-Loaded lazily by ``_register_subcommands``; the query service itself is imported
-only when a command runs, so the core CLI works without the grpc extra.
+``memstrata`` adds them through :func:`register` (a ``memstrata.commands`` entry
+point); loading this module imports no gRPC, a command does when it runs, so
+the CLI works without the grpc extra. ``serve --stream`` runs inside the stream
+worker's process through the ``embedded_stream`` host (``memstrata.hosts``):
+the services do not import each other.
 
 While ``memstrata serve`` holds a data dir it records its address in
 ``<data dir>/serve.json`` (:class:`ServeMarker`); memory commands run against
@@ -14,17 +17,18 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Callable, NoReturn, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Callable, NoReturn, Optional
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
-from memstrata.cli import DataDir, _config, _open, _settings, app, console, err
-from memstrata.cli.access import SERVE_FILE, serving_address  # noqa: F401 - where they were
+from memstrata.cli import DataDir, _config, _open, console, err
+from memstrata.cli.access import DEFAULT_KEYS_FILE, SERVE_FILE, keys_path
 from memstrata.cli.exits import Exit
 
-DEFAULT_KEYS_FILE = "service-keys.json"
+if TYPE_CHECKING:
+    from memstrata.cli.plugins import Hosted
 
 keys_app = typer.Typer(help="API keys of the query service (stored hashed).",
                        no_args_is_help=True)
@@ -47,19 +51,12 @@ def _bad_keys_file(exc: Exception) -> NoReturn:
     raise typer.Exit(Exit.USAGE)
 
 
-def _keys_path(keys_file: Path | None, data_dir: Path | None) -> Path:
-    if keys_file is not None:
-        return keys_file
-    configured = _service_settings(data_dir).keys_file
-    return configured or _settings(data_dir).data_dir / DEFAULT_KEYS_FILE
-
-
 def _audit_keys(data_dir: Path | None, action: str, key_id: str, tenant: str,
                 detail: str) -> None:
     """A key change, in the audit log (``memstrata audit show``)."""
     import getpass
 
-    from memstrata.cli.audit_cmd import audit_log
+    from query_service.audit_cli import audit_log
 
     try:
         who = getpass.getuser()
@@ -107,7 +104,7 @@ def keys_add(
     from query_service.keys import KeysFileError, add_key
 
     chosen = _scopes_arg(scopes, "--scopes")
-    path = _keys_path(keys_file, data_dir)
+    path = keys_path(keys_file, data_dir)
     try:
         key_id, key = add_key(path, tenant, scopes=chosen, user=user, tenants=_ids(tenants))
     except KeysFileError as exc:
@@ -140,7 +137,7 @@ def keys_list(keys_file: KeysFile = None, data_dir: DataDir = None) -> None:
         table.add_column("other tenants" if col == "tenants" else col,
                          no_wrap=col in ("id", "scopes"), min_width=12 if col == "id" else None)
     try:
-        rows = dump_for_display(_keys_path(keys_file, data_dir))
+        rows = dump_for_display(keys_path(keys_file, data_dir))
     except KeysFileError as exc:
         _bad_keys_file(exc)
     for row in rows:
@@ -160,7 +157,7 @@ def keys_scopes(
 
     chosen = _scopes_arg(scopes, "SCOPES")
     try:
-        entry = set_scopes(_keys_path(keys_file, data_dir), key_id, chosen)
+        entry = set_scopes(keys_path(keys_file, data_dir), key_id, chosen)
     except KeysFileError as exc:
         _bad_keys_file(exc)
     except KeyError:
@@ -178,7 +175,7 @@ def keys_revoke(key_id: Annotated[str, typer.Argument(help="Key id (see `keys li
     from query_service.keys import KeysFileError, revoke_key
 
     try:
-        tenant = revoke_key(_keys_path(keys_file, data_dir), key_id)
+        tenant = revoke_key(keys_path(keys_file, data_dir), key_id)
     except KeysFileError as exc:
         _bad_keys_file(exc)
     except KeyError:
@@ -188,7 +185,6 @@ def keys_revoke(key_id: Annotated[str, typer.Argument(help="Key id (see `keys li
     console.print(f"revoked key {key_id} of tenant {tenant}")
 
 
-@app.command()
 def serve(
     port: Annotated[Optional[int], typer.Option(
         help="gRPC port (MEMSTRATA_SERVICE_PORT, default 50051).")] = None,
@@ -344,79 +340,49 @@ def _serve_alone(data_dir: Path | None, config: Any, svc: Any,
 
 def _serve_with_stream(config: Any, svc: Any, listening: Callable[[Any], None]) -> None:
     """Broker, stream worker and gRPC server in one process over one Memory."""
-    import signal
+    from typing import cast
 
-    from memstrata.cli.locked import exit_locked
-    from memstrata.cli.stream_cmd import _turn_limits
+    from memstrata.cli.plugins import find_host
     from memstrata.controller.config import ControllerSettings
-    from memstrata.kafka import KafkaSettings
-    from memstrata.roles import DataDirLocked
+    from query_service.publish import StoredOffsets
     from query_service.server import run_server
-    from streams.runtime import StreamRuntime
-    from streams.settings import StreamSettings
 
-    settings = config.settings
-    stream_settings, kafka = config.get(StreamSettings), config.get(KafkaSettings)
-    turns = _turn_limits(config, stream_settings)  # one instance: Ingest and the worker agree
-    brokers: list[str] = []
-    failed: list[Exception] = []
+    try:
+        host = find_host("embedded_stream")
+    except LookupError as exc:
+        err.print(f"[red]{escape(str(exc))}[/red]", soft_wrap=True)
+        raise typer.Exit(Exit.USAGE) from None
 
-    def ready(address: str) -> None:
-        brokers.append(address)
-
-    def announce(handle: Any) -> None:
-        listening(handle)
-        err.print(f"stream worker: embedded broker at {brokers[-1]} (memstrata produce FILE "
-                  "in another shell publishes to it)", soft_wrap=True)
-
-    from streams.metrics import StreamMetrics
-    stream_metrics = StreamMetrics.create()  # served on --metrics-port with the service's
-
-    async def grpc_service(memory: Any) -> None:
+    async def grpc_service(hosted: Hosted) -> None:
         # Ingest answers once this process's worker has stored the turns (the broker
         # keeps them in memory only): see query_service.publish.
         from memstrata.lifecycle.pause import offered
-
         from memstrata.lifecycle.retention_service import serve_retention
 
-        try:
-            # The retention sweep deletes through this process's memory (it owns the stores).
-            retention = serve_retention(memory, config, svc.keys_file)
-            with offered(memory):  # `memstrata backup` may pause the writes (lifecycle.pause)
-                await retention.alongside(run_server(
-                    memory, svc, handle_signals=False, on_listening=announce,
-                    kafka=runtime.kafka,  # the embedded broker's address, login
-                    controller_settings=config.get(ControllerSettings),
-                    config=config, stored=runtime.stored, turn_limits=turns,
-                    extra_metrics=[stream_metrics.registry, *retention.metrics]))
-        except Exception as exc:  # noqa: BLE001 - e.g. the port taken after the check
-            # Stop the worker too, and report it below as one line (an error in a Faust
-            # task would end in "We experienced a crash!" and a traceback).
-            failed.append(exc)
-            signal.raise_signal(signal.SIGTERM)
+        def announce(handle: Any) -> None:
+            listening(handle)
+            err.print(f"stream worker: embedded broker at {hosted.broker} (memstrata produce "
+                      "FILE in another shell publishes to it)", soft_wrap=True)
 
-    runtime = StreamRuntime(settings, stream=stream_settings, kafka=kafka,
-                            services=[grpc_service], on_ready=ready, metrics=stream_metrics,
-                            turns=turns)
-    try:
-        runtime.run(embedded_broker=True)
-    except DataDirLocked as exc:
-        exit_locked(exc)
-    except OSError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - the broker failed to start...
-        err.print(f"[red]{escape(str(exc))}[/red]", soft_wrap=True)
-        raise typer.Exit(Exit.FAILED) from None
-    if failed:
-        if isinstance(failed[0], OSError):  # BindError included: serve words it
-            raise failed[0]
-        err.print(f"[red]cannot serve: {escape(str(failed[0]) or type(failed[0]).__name__)}"
-                  f"[/red]", soft_wrap=True)
-        raise typer.Exit(Exit.FAILED)
+        memory = hosted.memory
+        # The retention sweep deletes through this process's memory (it owns the stores).
+        retention = serve_retention(memory, config, svc.keys_file)
+        with offered(memory):  # `memstrata backup` may pause the writes (lifecycle.pause)
+            await retention.alongside(run_server(
+                memory, svc, handle_signals=False, on_listening=announce,
+                kafka=hosted.kafka,  # the embedded broker's address, login
+                controller_settings=config.get(ControllerSettings),
+                config=config, stored=cast(StoredOffsets, hosted.stored),
+                turn_limits=hosted.turns,
+                extra_metrics=[hosted.registry, *retention.metrics]))
+
+    host(config, grpc_service)
 
 
-def register() -> None:
-    from memstrata.cli.audit_cmd import audit_app
+def register(app: typer.Typer) -> None:
+    """``memstrata serve``, ``keys`` and ``audit`` (entry point ``memstrata.commands``)."""
+    from query_service.audit_cli import audit_app
 
+    app.command()(serve)
     app.add_typer(keys_app, name="keys")
     app.add_typer(audit_app, name="audit")
