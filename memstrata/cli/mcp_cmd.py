@@ -138,7 +138,12 @@ def _run_http(settings: Any, client_settings: Any, address: str) -> None:
                     "whose Host header is loopback are accepted (others get 421)", settings.host)
 
     async def main() -> None:
-        served = build(settings, address, client_settings)
+        try:
+            served = build(settings, address, client_settings)
+        except ValueError as exc:  # JWTs on without a platform key
+            err.print(f"[red]cannot start the MCP server: {escape(str(exc))}[/red]",
+                      soft_wrap=True)
+            raise typer.Exit(Exit.USAGE) from None
         config = uvicorn.Config(http_app(served, settings), host=settings.host,
                                 port=settings.port, log_level="warning", access_log=False,
                                 lifespan="on")
@@ -147,6 +152,10 @@ def _run_http(settings: Any, client_settings: Any, address: str) -> None:
                  "deletes %s%s", settings.host, settings.port, MCP_PATH, address,
                  "allowed" if settings.allow_delete else "refused",
                  f"; bound to user {settings.user}" if settings.user else "")
+        if settings.jwt_enabled:
+            log.info("bearer JWTs accepted beside API keys: issuer %s, audience %s, %s",
+                     settings.jwt_issuer, settings.jwt_audience,
+                     ", ".join(settings.jwt_algorithms))
         try:
             await server.serve()
         finally:

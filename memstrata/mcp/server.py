@@ -31,8 +31,10 @@ from starlette.responses import JSONResponse, Response
 from memstrata import __version__
 from memstrata.client.settings import ClientSettings
 from memstrata.mcp.access import CannotVerify, Caller, ClientPool, KeyVerifier, ToolRefused
+from memstrata.mcp.jwt_auth import BearerVerifier, JwtVerifier, TokenRefused
 from memstrata.mcp.settings import McpSettings
 from memstrata.mcp.tools import MemoryTools
+from memstrata.mcp.tracing import TraceHeaders, replace_sdk_spans
 
 __all__ = ["MCP_PATH", "Served", "build", "http_app", "stdio_caller"]
 
@@ -82,35 +84,61 @@ def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
-async def _http_caller(pool: ClientPool) -> Caller:
+async def _http_caller(pool: ClientPool, service_key: str | None) -> Caller:
     token = get_access_token()
-    tenant = (token.claims or {}).get("tenant") if token is not None else None
+    claims = (token.claims or {}) if token is not None else {}
+    tenant = claims.get("tenant")
     if token is None or not tenant:
         raise ToolRefused("no API key: send Authorization: Bearer <memstrata API key>")
-    return Caller(client=pool.get(token.token), tenant=str(tenant), key=token.token)
+    if claims.get("via") == "jwt":
+        if service_key is None:  # build() refuses this set-up; kept as a guard
+            raise ToolRefused("this server has no platform key for JWT callers")
+        user = claims.get("user")
+        return Caller(client=pool.get(service_key), tenant=str(tenant), key=service_key,
+                      user=str(user) if user else None, scopes=frozenset(token.scopes),
+                      via="jwt")
+    user = claims.get("user")
+    return Caller(client=pool.get(token.token), tenant=str(tenant), key=token.token,
+                  user=str(user) if user else None,
+                  scopes=frozenset(token.scopes) if claims.get("scoped") else None)
 
 
 def build(settings: McpSettings, address: str, client_settings: ClientSettings, *,
           caller: Caller | None = None) -> Served:
-    """The server with its tools: ``caller`` fixed (stdio) or taken from each request's key."""
+    """The server with its tools: ``caller`` fixed (stdio) or taken from each request's key.
+
+    With JWTs on (HTTP only), a token's calls reach the service with ``MEMSTRATA_API_KEY``,
+    a platform key that may act for the tokens' tenants; ValueError when it is not set.
+    """
     pool = ClientPool(address, client_settings, settings.max_clients)
     verifier = KeyVerifier(pool, settings.auth_cache_s)
+    http = caller is None
+    jwts: JwtVerifier | None = None
+    service_key: str | None = None
+    if http and settings.jwt_enabled:
+        if client_settings.key is None:
+            raise ValueError("MEMSTRATA_API_KEY: required when JWT bearer tokens are on: "
+                             "token callers reach the service with it, so it must be a "
+                             "platform key whose tenants include every tenant a token names "
+                             "(memstrata keys add PLATFORM --tenants acme,globex)")
+        service_key = client_settings.key.get_secret_value()
+        jwts = JwtVerifier(settings)
 
     async def who() -> Caller:
-        return caller if caller is not None else await _http_caller(pool)
+        return caller if caller is not None else await _http_caller(pool, service_key)
 
     tools = MemoryTools(settings, verifier, who)
-    http = caller is None
     server: MCPServer[Any] = MCPServer(
         name="memstrata", title="memstrata memory", version=__version__,
         instructions=INSTRUCTIONS,
-        token_verifier=verifier if http else None,
+        token_verifier=BearerVerifier(verifier, jwts) if http else None,
         # No OAuth server: the issuer is never published (no resource_server_url, no
         # provider), but the SDK needs one to turn its bearer-token checks on.
         auth=AuthSettings.model_validate({
             "issuer_url": f"http://{_url_host(settings.host)}:{settings.port}",
             "resource_server_url": None}) if http else None,
         log_level="WARNING")
+    replace_sdk_spans(server.middleware)  # spans to memstrata's provider, _meta context
     for fn, note in ((tools.search_memory, _READ), (tools.ask, _READ),
                      (tools.read_session, _READ), (tools.list_sessions, _READ),
                      (tools.add_turns, _WRITE), (tools.delete_session, _DELETE),
@@ -127,7 +155,8 @@ def build(settings: McpSettings, address: str, client_settings: ClientSettings, 
 
 class _CannotVerifyAs503:
     """ASGI middleware outside the SDK's bearer check: a key the service could not check
-    gets 503 (or 429) with Retry-After, never 401."""
+    gets 503 (or 429) with Retry-After, never 401; a JWT that fails a check gets 401
+    naming the check."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
@@ -135,6 +164,18 @@ class _CannotVerifyAs503:
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         try:
             await self.app(scope, receive, send)
+        except TokenRefused as exc:
+            log.info("refused a bearer JWT: %s", exc)
+            description = f"JWT refused: {exc}"
+            # Header-safe: printable ASCII without quotes (a kid is the caller's text).
+            quoted = "".join(c for c in description[:200]
+                             if " " <= c <= "~" and c not in '"\\')
+            response = JSONResponse(
+                {"error": "invalid_token", "error_description": description},
+                status_code=401,
+                headers={"WWW-Authenticate": f'Bearer error="invalid_token", '
+                                             f'error_description="{quoted}"'})
+            await response(scope, receive, send)
         except CannotVerify as exc:
             response = JSONResponse(
                 {"error": "temporarily_unavailable", "error_description": str(exc)},
@@ -152,7 +193,8 @@ def http_app(served: Served, settings: McpSettings) -> Starlette:
         streamable_http_path=MCP_PATH, stateless_http=True,
         json_response=settings.json_response, transport_security=security,
         host=settings.host)
-    app.add_middleware(_CannotVerifyAs503)  # outermost: around the SDK's auth middleware
+    app.add_middleware(_CannotVerifyAs503)  # around the SDK's auth middleware
+    app.add_middleware(TraceHeaders)  # outermost: the caller's trace context for the request
     return app
 
 
@@ -165,4 +207,4 @@ async def stdio_caller(address: str, client_settings: ClientSettings) -> Caller:
                           "with it (`memstrata keys add TENANT` makes one)")
     key = client_settings.key.get_secret_value()
     client = AsyncMemoryClient(address, api_key=key, settings=client_settings)
-    return Caller(client=client, tenant=await client.key_tenant(), key=key)
+    return Caller(client=client, tenant=await client.key_tenant(), key=key, via="stdio")

@@ -4,8 +4,9 @@ Progressive disclosure: ``search_memory`` ranks sessions and shows their L0
 summaries; ``read_session`` reads chosen layers of one session (L1 key facts,
 L2 per-turn notes, L3 the raw turns); ``ask`` lets the service's controller
 drill as deep as it needs and returns the answer with its sources and depth.
-Every call's tenant is the API key's; the user is bound or named (see
-:func:`memstrata.mcp.access.scope_for`). Profiles do not exist yet, so no tool
+Every call's tenant is the credential's (API key or JWT); the user is bound
+or named (see :func:`memstrata.mcp.access.scope_for`); a tool needs the
+``read``, ``write`` or ``delete`` scope. Profiles do not exist yet, so no tool
 reads one.
 """
 
@@ -41,6 +42,7 @@ from memstrata.mcp.shapes import (
     SessionList,
     Unit,
 )
+from memstrata.mcp.tracing import note_caller
 from memstrata.model import MAX_ID_LEN, Scope
 
 __all__ = ["MemoryTools", "TurnIn"]
@@ -48,8 +50,8 @@ __all__ = ["MemoryTools", "TurnIn"]
 T = TypeVar("T")
 
 User = Annotated[str | None, Field(
-    description="Id of the user whose memory to use, within your API key's tenant. Leave "
-                "it out when the server is bound to one user.")]
+    description="Id of the user whose memory to use, within your credential's tenant. "
+                "Leave it out when your key or token, or the server, is bound to one user.")]
 SessionId = Annotated[str, Field(min_length=1, max_length=MAX_ID_LEN,
                                  description="A session id from search_memory or "
                                              "list_sessions.")]
@@ -76,9 +78,18 @@ class MemoryTools:
         self._caller = caller
 
     # -- plumbing -------------------------------------------------------------------
-    async def _scope(self, user: str | None) -> tuple[Caller, Scope]:
+    async def _scope(self, user: str | None, tool: str,
+                     need: str = "read") -> tuple[Caller, Scope]:
+        """The caller and the call's scope; a credential without the ``need`` scope is
+        refused here, before any call (the service checks an API key's scopes again)."""
         caller = await self._caller()
-        return caller, scope_for(self.settings, caller.tenant, user)
+        credential = "token" if caller.via == "jwt" else "API key"
+        if caller.scopes is not None and need not in caller.scopes:
+            has = ", ".join(sorted(caller.scopes)) or "no scope"
+            raise ToolRefused(f"{tool}: needs the {need!r} scope; this {credential} has {has}")
+        note_caller(caller.tenant, caller.via)
+        return caller, scope_for(self.settings, caller.tenant, user, token_user=caller.user,
+                                 credential=credential)
 
     async def _call(self, caller: Caller, what: str, coro: Awaitable[T]) -> T:
         """Await one service call, turning its failures into messages the model can act on."""
@@ -115,7 +126,7 @@ class MemoryTools:
     ) -> SearchResult:
         """Rank a user's past sessions for a query; each hit shows its best turns' L0
         summaries. Read deeper with read_session, or let ask answer a question."""
-        caller, scope = await self._scope(user)
+        caller, scope = await self._scope(user, "search_memory")
         hits = await self._call(caller, "search_memory",
                                 caller.client.search(scope, [query], top_k=top_k))
         return SearchResult.of(scope.user_id, hits)
@@ -135,7 +146,7 @@ class MemoryTools:
         """Answer a question from the user's memory. Reads coarse layers first and goes
         deeper only where needed; returns the answer, the sources it rests on and how deep
         it read."""
-        caller, scope = await self._scope(user)
+        caller, scope = await self._scope(user, "ask")
         options = {} if max_depth is None else {"max_depth": max_depth}
         answer = await self._call(caller, "ask",
                                   caller.client.answer(scope, question, asked_on, **options))
@@ -153,7 +164,7 @@ class MemoryTools:
     ) -> SessionLayers:
         """Read one session's layers, coarse to fine; ask for the finer ones only when the
         coarser do not hold what you need."""
-        caller, scope = await self._scope(user)
+        caller, scope = await self._scope(user, "read_session")
         c = caller.client
         meta = await self._call(caller, "session_id", c.session(scope, session_id))
         out = SessionLayers(user=scope.user_id, session=SessionInfo.of(meta))
@@ -172,7 +183,7 @@ class MemoryTools:
 
     async def list_sessions(self, user: User = None) -> SessionList:
         """List a user's sessions, oldest first."""
-        caller, scope = await self._scope(user)
+        caller, scope = await self._scope(user, "list_sessions")
         metas = await self._call(caller, "list_sessions", caller.client.sessions(scope))
         return SessionList(user=scope.user_id, sessions=[SessionInfo.of(m) for m in metas])
 
@@ -188,11 +199,13 @@ class MemoryTools:
     ) -> AddResult:
         """Remember messages of a conversation (new or continued session). Messages with a
         message_id already in memory are not added twice."""
-        caller, scope = await self._scope(user)
+        caller, scope = await self._scope(user, "add_turns", "write")
         events = [event(scope.user_id, session_id, t.message_id or f"mcp-{uuid.uuid4().hex}",
                         t.role, t.content, ts=t.ts, session_date=session_date,
                         speaker=t.speaker) for t in turns]
-        reply = await self._call(caller, "add_turns", caller.client.ingest(events))
+        # The tenant stated on every ingest: a JWT caller's client carries the platform key.
+        reply = await self._call(caller, "add_turns",
+                                 caller.client.ingest(events, tenant_id=scope.tenant_id))
         return AddResult(session_id=session_id, accepted=reply.accepted,
                          duplicates=reply.duplicates, durability=str(Durability.of(reply)))
 
@@ -200,7 +213,7 @@ class MemoryTools:
         """Delete one session from every store (raw turns, layers, vectors, index). Cannot
         be undone; refused unless the server allows deletes."""
         self._deletes_allowed("delete_session")
-        caller, scope = await self._scope(user)
+        caller, scope = await self._scope(user, "delete_session", "delete")
         await self._call(caller, "session_id", caller.client.session(scope, session_id))
         receipt = await self._call(caller, "delete_session",
                                    caller.client.delete(scope, session_id))
@@ -210,7 +223,7 @@ class MemoryTools:
         """Delete everything remembered about a user. Cannot be undone; refused unless the
         server allows deletes."""
         self._deletes_allowed("delete_user")
-        caller, scope = await self._scope(user)
+        caller, scope = await self._scope(user, "delete_user", "delete")
         receipt = await self._call(caller, "delete_user", caller.client.delete(scope))
         return DeleteResult.of(receipt)
 

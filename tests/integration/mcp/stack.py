@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from streams.broker import _die_with_parent, free_port
+from tests.integration.mcp.jwt_keys import AUDIENCE, ISSUER, Idp
 from tests.support.serve_proc import ServeProcess, add_key
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -115,9 +116,11 @@ class Stack:
     serve: ServeProcess
     keys: dict[str, str]
     servers: dict[str, McpProcess]
+    #: Signs the tokens the ``jwt`` server accepts.
+    idp: Idp = field(default_factory=Idp)
 
     def keys_file(self) -> Path:
-        from memstrata.cli.service_cmd import DEFAULT_KEYS_FILE
+        from memstrata.cli.access import DEFAULT_KEYS_FILE
 
         return self.data / DEFAULT_KEYS_FILE
 
@@ -130,10 +133,19 @@ def start(tmp: Path) -> Stack:
             "acme-revoked": add_key(data, "acme"), "tiny": add_key(data, "tiny")}
     from query_service.keys import TenantPolicy, set_tenant_policy
 
-    from memstrata.cli.service_cmd import DEFAULT_KEYS_FILE
+    from memstrata.cli.access import DEFAULT_KEYS_FILE
 
     # One call per 2 s after a burst of 2: the key check takes one, a tool call the other.
     set_tenant_policy(data / DEFAULT_KEYS_FILE, "tiny", TenantPolicy(rate_per_s=0.5, burst=2))
+    # The JWT server's platform key: acts for acme and globex, never for initech.
+    from query_service.keys import add_key as add_platform_key
+
+    keys["platform"] = add_platform_key(data / DEFAULT_KEYS_FILE, "platform",
+                                        tenants=["acme", "globex"])[1]
+    # A read-only key and a key bound to maya, both acme's.
+    keys["acme-read"] = add_platform_key(data / DEFAULT_KEYS_FILE, "acme", scopes=["read"])[1]
+    keys["acme-maya"] = add_platform_key(data / DEFAULT_KEYS_FILE, "acme", user="maya")[1]
+    idp = Idp()
     serve = ServeProcess(data)
     base = {"MEMSTRATA_DATA_DIR": str(data), "MEMSTRATA_API_ADDRESS": serve.address}
     servers = {
@@ -141,8 +153,14 @@ def start(tmp: Path) -> Stack:
         "main": McpProcess(base, tmp / "mcp-main.log").start(),
         "deletes": McpProcess({**base, "MEMSTRATA_MCP_ALLOW_DELETE": "true"},
                               tmp / "mcp-deletes.log").start(),
+        # Bearer JWTs beside keys; deletes allowed, so only a token's scopes stop them.
+        "jwt": McpProcess({**base, "MEMSTRATA_MCP_ALLOW_DELETE": "true",
+                           "MEMSTRATA_API_KEY": keys["platform"],
+                           "MEMSTRATA_MCP_JWT_JWKS_FILE": str(idp.write_jwks(tmp / "jwks.json")),
+                           "MEMSTRATA_MCP_JWT_ISSUER": ISSUER,
+                           "MEMSTRATA_MCP_JWT_AUDIENCE": AUDIENCE}, tmp / "mcp-jwt.log").start(),
     }
-    stack = Stack(data, serve, keys, servers)
+    stack = Stack(data, serve, keys, servers, idp)
     try:
         serve.wait_serving()
         # Bound to one user; no MEMSTRATA_API_ADDRESS: it finds serve through serve.json.

@@ -71,13 +71,33 @@ def test_a_key_is_checked_once_per_ttl_and_carries_its_tenant() -> None:
     service = FakeService({"msk_a1_secret": "acme"})
     v, clock = _verifier(service)
     token = asyncio.run(v.verify_token("msk_a1_secret"))
-    assert token is not None and token.claims == {"tenant": "acme"}
+    assert token is not None and token.claims is not None
+    assert (token.claims["tenant"], token.claims["user"]) == ("acme", None)
     assert token.client_id == "memstrata-key:a1"  # the key's id, never its secret
     asyncio.run(v.verify_token("msk_a1_secret"))
     assert service.asked == ["msk_a1_secret"]
     clock.now += 31
     asyncio.run(v.verify_token("msk_a1_secret"))
     assert service.asked == ["msk_a1_secret"] * 2
+
+
+def test_a_keys_bound_user_and_scopes_come_with_its_tenant() -> None:
+    from memstrata.client.plan import KeyInfo
+
+    class Described(FakeClient):
+        async def describe_key(self) -> KeyInfo:  # type: ignore[override]
+            return KeyInfo("k1", "acme", ("acme",), ("read",), "maya")
+
+    class Pool(FakePool):
+        def get(self, key: str) -> Any:
+            return Described(self.service, key)
+
+    v = KeyVerifier(Pool(FakeService({})), 30.0)  # type: ignore[arg-type]
+    grant = asyncio.run(v.grant_of("msk_k1_secret"))
+    assert grant is not None and (grant.tenant, grant.user, grant.scopes) == (
+        "acme", "maya", {"read"})
+    token = asyncio.run(v.verify_token("msk_k1_secret"))
+    assert token is not None and token.scopes == ["read"] and token.claims["user"] == "maya"
 
 
 def test_a_refused_key_is_none_and_forget_asks_again_at_once() -> None:

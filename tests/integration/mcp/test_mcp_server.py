@@ -312,6 +312,112 @@ def test_a_bound_server_acts_for_its_user_only(stack: Stack) -> None:
     assert f"via {stack.serve.address}" in bound.log()
 
 
+def test_a_read_only_key_cannot_write_or_delete(stack: Stack) -> None:
+    url, key = stack.servers["deletes"].url, stack.keys["acme-read"]
+    listed, added, one, everything = calls(
+        url, key, ("list_sessions", {"user": "leo"}),
+        ("add_turns", {"session_id": "r-1", "user": "leo", "turns": [
+            {"role": "user", "content": "Not to be kept.", "message_id": "r-m1"}]}),
+        ("delete_session", {"session_id": "2024-01-05-job", "user": "leo"}),
+        ("delete_user", {"user": "leo"}))
+    assert [s["session_id"] for s in ok(listed)["sessions"]] == ["2024-01-05-job"]
+    refused(added, "add_turns: needs the 'write' scope; this API key has read")
+    refused(one, "delete_session: needs the 'delete' scope; this API key has read")
+    refused(everything, "delete_user: needs the 'delete' scope")
+    still = ok(call(url, stack.keys["acme"], "list_sessions", user="leo"))
+    assert [s["session_id"] for s in still["sessions"]] == ["2024-01-05-job"]
+
+
+def test_a_key_bound_to_a_user_acts_for_that_user_only(stack: Stack) -> None:
+    url, key = stack.servers["main"].url, stack.keys["acme-maya"]
+    mine, other, hostile = calls(url, key, ("list_sessions", {}),
+                                 ("list_sessions", {"user": "leo"}),
+                                 ("search_memory", {"query": "new job", "user": "globex/maya"}))
+    assert {s["session_id"] for s in ok(mine)["sessions"]} == ACME_MAYA
+    refused(other, "this API key is bound to user 'maya'")
+    refused(hostile, "this API key is bound to user 'maya'")
+
+
+# -- bearer JWTs (the ``jwt`` server: a platform key behind, deletes allowed) ------------
+def test_a_jwt_acts_for_its_tenant_and_user(stack: Stack) -> None:
+    url, token = stack.servers["jwt"].url, stack.idp.token()  # acme, maya, read write
+    listed, search, read, asked = calls(
+        url, token, ("list_sessions", {}), ("search_memory", {"query": "adopted a cat"}),
+        ("read_session", {"session_id": "2024-05-20-after-trip", "layers": [1]}),
+        ("ask", {"question": "What is the name of the cat I adopted?"}))
+    assert {s["session_id"] for s in ok(listed)["sessions"]} == ACME_MAYA
+    assert ok(search)["hits"][0]["session_id"] == "2024-05-20-after-trip"
+    assert any("Sardinha" in f["text"] for f in ok(read)["l1"])
+    assert "Sardinha" in ok(asked)["answer"]
+    # The tenant is the token's: globex's token reads globex's maya on the same server.
+    theirs = ok(call(url, stack.idp.token(tenant="globex"), "list_sessions"))
+    assert [s["session_id"] for s in theirs["sessions"]] == [GLOBEX_SESSION]
+    # API keys still work beside tokens.
+    by_key = ok(call(url, stack.keys["acme"], "list_sessions", user="maya"))
+    assert {s["session_id"] for s in by_key["sessions"]} == ACME_MAYA
+
+
+def test_a_jwt_for_acme_never_reaches_globex(stack: Stack) -> None:
+    url = stack.servers["jwt"].url
+    token = stack.idp.token(scope="read write delete")  # acme, maya
+    steps: list[tuple[str, dict[str, Any]]] = [
+        ("search_memory", {"query": "bees hives honey Vermont farmers market"}),
+        ("read_session", {"session_id": GLOBEX_SESSION, "layers": [0, 3]}),
+        ("list_sessions", {"tenant": "globex", "tenant_id": "globex"}),
+        ("list_sessions", {"user": "leo"}),  # another acme user: the token is maya's
+        ("delete_session", {"session_id": GLOBEX_SESSION}),
+    ]
+    for user in HOSTILE_USERS:
+        steps.append(("search_memory", {"query": "bees hives honey", "user": user}))
+    search, read, listed, leo, delete, *rest = calls(url, token, *steps)
+    hits = ok(search)["hits"]
+    assert GLOBEX_SESSION not in [h["session_id"] for h in hits]
+    refused(read, "no such session")
+    assert {s["session_id"] for s in ok(listed)["sessions"]} == ACME_MAYA
+    refused(leo, "this token is bound to user 'maya'")
+    refused(delete, "no such session")
+    for result in rest:
+        refused(result, "this token is bound to user 'maya'")
+    # A tenant the platform key may not act for is refused by the service itself.
+    refused(call(url, stack.idp.token(tenant="initech"), "list_sessions"),
+            "does not belong to tenant 'initech'")
+    theirs = ok(call(url, stack.idp.token(tenant="globex"), "read_session",
+                     session_id=GLOBEX_SESSION, layers=[3]))
+    assert "bees" in theirs["l3"][0]["messages"][0]["content"]  # still there
+
+
+def test_a_read_only_jwt_cannot_write_or_delete(stack: Stack) -> None:
+    url = stack.servers["jwt"].url
+    ro = stack.idp.token(scope="read", user="jwt-temp")
+    rw = stack.idp.token(scope="read write delete", user="jwt-temp")
+    add = ("add_turns", {"session_id": "j-1", "turns": [
+        {"role": "user", "content": "A note to delete.", "message_id": "j-m1"}]})
+    [denied_add] = calls(url, ro, add)
+    refused(denied_add, "add_turns: needs the 'write' scope; this token has read")
+    assert ok(calls(url, rw, add)[0])["accepted"] == 1
+    denied_session, denied_user, still = calls(
+        url, ro, ("delete_session", {"session_id": "j-1"}), ("delete_user", {}),
+        ("list_sessions", {}))
+    refused(denied_session, "delete_session: needs the 'delete' scope")
+    refused(denied_user, "delete_user: needs the 'delete' scope")
+    assert [s["session_id"] for s in ok(still)["sessions"]] == ["j-1"]
+    gone, after = calls(url, rw, ("delete_user", {}), ("list_sessions", {}))
+    assert ok(gone)["complete"] and ok(after)["sessions"] == []
+
+
+def test_a_refused_jwt_gets_401_naming_the_check(stack: Stack) -> None:
+    import httpx2
+
+    url = stack.servers["jwt"].url
+    expired = stack.idp.token(exp=int(time.time()) - 3600)
+    assert _refused_http(url, expired)[:1] == [401]
+    r = httpx2.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                    headers={"Accept": "application/json, text/event-stream",
+                             "Authorization": f"Bearer {stack.idp.token(aud='other')}"})
+    assert r.status_code == 401 and r.json()["error_description"].startswith(
+        "JWT refused: aud:"), r.text
+
+
 # -- transport checks, limits, stdio ---------------------------------------------------
 def test_host_and_origin_are_checked(stack: Stack) -> None:
     import httpx2
