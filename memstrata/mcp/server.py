@@ -141,6 +141,7 @@ def build(settings: McpSettings, address: str, client_settings: ClientSettings, 
     replace_sdk_spans(server.middleware)  # spans to memstrata's provider, _meta context
     for fn, note in ((tools.search_memory, _READ), (tools.ask, _READ),
                      (tools.read_session, _READ), (tools.list_sessions, _READ),
+                     (tools.get_profile, _READ), (tools.list_entities, _READ),
                      (tools.add_turns, _WRITE), (tools.delete_session, _DELETE),
                      (tools.delete_user, _DELETE)):
         server.add_tool(_refusals_as_tool_errors(fn), name=fn.__name__, annotations=note,

@@ -24,6 +24,7 @@ from memstrata.client.errors import (
     InvalidRequest,
     RateLimited,
     RemoteError,
+    RemoteProfileNotFound,
     RemoteSessionNotFound,
     Unauthenticated,
 )
@@ -44,6 +45,7 @@ from memstrata.mcp.shapes import (
 )
 from memstrata.mcp.tracing import note_caller
 from memstrata.model import MAX_ID_LEN, Scope
+from memstrata.profile_records import MAX_ENTITY_CHARS, EntityProfile, EntitySummary
 
 __all__ = ["MemoryTools", "TurnIn"]
 
@@ -66,6 +68,20 @@ class TurnIn(BaseModel):
     #: Give one to make a retry safe: a message id memory already holds is not added twice.
     message_id: str | None = Field(None, max_length=MAX_ID_LEN)
     ts: datetime | None = None
+
+
+class ProfileResult(BaseModel):
+    """The profiles an entity names, every bullet with its source turns."""
+
+    user: str
+    profiles: list[EntityProfile]
+
+
+class EntityList(BaseModel):
+    """Who and what the user's conversations mention: kind, relation, aliases."""
+
+    user: str
+    entities: list[EntitySummary]
 
 
 class MemoryTools:
@@ -186,6 +202,30 @@ class MemoryTools:
         caller, scope = await self._scope(user, "list_sessions")
         metas = await self._call(caller, "list_sessions", caller.client.sessions(scope))
         return SessionList(user=scope.user_id, sessions=[SessionInfo.of(m) for m in metas])
+
+    async def get_profile(
+        self,
+        entity: Annotated[str, Field(
+            min_length=1, max_length=MAX_ENTITY_CHARS,
+            description="Who or what: a name, an alias, a relation ('my sister') or 'me'.")],
+        user: User = None,
+    ) -> ProfileResult:
+        """What memory knows about one person, pet, place or organisation (or the user,
+        'me'): identity, attributes, preferences, events and plans, each bullet with the
+        turns it came from; facts that changed keep their history."""
+        caller, scope = await self._scope(user, "get_profile")
+        try:
+            found = await self._call(caller, "entity", caller.client.get_profile(scope, entity))
+        except RemoteProfileNotFound:
+            raise ToolRefused(f"entity: no profile named {entity!r} for this user") from None
+        return ProfileResult(user=scope.user_id, profiles=found)
+
+    async def list_entities(self, user: User = None) -> EntityList:
+        """List the people, pets, places and organisations the user's conversations
+        mention (the user and the assistant first), with their relation and aliases."""
+        caller, scope = await self._scope(user, "list_entities")
+        found = await self._call(caller, "list_entities", caller.client.list_entities(scope))
+        return EntityList(user=scope.user_id, entities=found)
 
     # -- write tools ------------------------------------------------------------------
     async def add_turns(

@@ -87,12 +87,14 @@ def test_the_tools_are_listed_with_their_annotations(stack: Stack) -> None:
             return (await client.list_tools()).tools
 
     tools = {t.name: t for t in run(go())}
-    assert set(tools) == {"search_memory", "ask", "read_session", "list_sessions", "add_turns",
-                          "delete_session", "delete_user"}  # no profile tool: none exist yet
+    assert set(tools) == {"search_memory", "ask", "read_session", "list_sessions",
+                          "get_profile", "list_entities", "add_turns", "delete_session",
+                          "delete_user"}
     for name in ("delete_session", "delete_user"):
         assert tools[name].annotations.destructive_hint is True
         assert tools[name].annotations.read_only_hint is False
-    for name in ("search_memory", "ask", "read_session", "list_sessions"):
+    for name in ("search_memory", "ask", "read_session", "list_sessions", "get_profile",
+                 "list_entities"):
         assert tools[name].annotations.read_only_hint is True
     assert tools["add_turns"].annotations.destructive_hint is False
     # The tenant is never an argument of any tool.
@@ -152,6 +154,24 @@ def test_the_handshake_era_protocol_gets_the_same_scope(stack: Stack) -> None:
 
     assert {s["session_id"] for s in ok(run(go()))["sessions"]} == ACME_MAYA
     assert statuses.seen and set(statuses.seen) <= {200, 202}
+
+
+def test_profiles_are_read_through_the_tools_within_the_keys_tenant(stack: Stack) -> None:
+    url = stack.servers["main"].url
+    sister, listed, nobody = calls(url, stack.keys["acme"],
+                                   ("get_profile", {"entity": "my sister", "user": "maya"}),
+                                   ("list_entities", {"user": "maya"}),
+                                   ("get_profile", {"entity": "Zorro", "user": "maya"}))
+    profile = ok(sister)["profiles"][0]
+    assert profile["name"] == "Inês"
+    bullets = [b for sec in profile["sections"].values() for b in sec]
+    assert bullets and all(b["sources"] for b in bullets), profile  # each names its turns
+    assert "Inês" in {e["name"] for e in ok(listed)["entities"]}
+    refused(nobody, "no profile named 'Zorro'")
+    # globex has a maya too: its key reads globex's maya, never acme's sister.
+    theirs = call(url, stack.keys["globex"], "get_profile", entity="Inês", user="maya")
+    assert theirs.is_error or all(p["name"] != "Inês" or p["sections"] != profile["sections"]
+                                  for p in ok(theirs)["profiles"])
 
 
 def test_list_sessions_lists_the_users_sessions(stack: Stack) -> None:
