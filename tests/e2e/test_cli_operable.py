@@ -212,11 +212,13 @@ def test_serve_listens_before_it_says_so_and_a_second_signal_stops_it_now(
     assert serve.proc.wait(30) == 130, serve.text
     out = serve.text
     assert "SIGTERM again: stopping now" in out
-    left = re.search(r"stopped by a second signal: (?:(\d+) turn events and \d+ close/delete "
+    left = re.search(r"stopped by a second signal: (?:(\d+) turn events and (\d+) close/delete "
                      r"events|the events not yet stored \(not counted: the broker did not "
                      r"answer in time\)) are not stored; they are lost", out)
     assert left, out
-    assert left[1] is None or int(left[1]) > 0, out  # counted: some were still coming
+    # Counted: some were still coming (turns, or on a slow machine only the closes that
+    # follow them).
+    assert left[1] is None or int(left[1]) + int(left[2]) > 0, out
     assert "\x1b[" not in out  # a piped log has no terminal codes
     assert "Traceback" not in out and "crash" not in out
 
