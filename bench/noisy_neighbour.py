@@ -81,6 +81,8 @@ MODES: dict[str, dict[str, str]] = {
     # --storm: refusals answered at once (the behaviour before refusals were held) or late.
     "refuse-now": {"MEMSTRATA_SERVICE_REFUSAL_HOLD_MAX_S": "0"},
     "refuse-late": {},
+    # Late refusals with one slot of each pool kept for the other tenants.
+    "refuse-late-spare": {"MEMSTRATA_SERVICE_SPARE_SLOTS": "1"},
 }
 STORM_MODES = "refuse-now,refuse-late"
 #: --storm's callers: twice the default concurrency limit (64), so half of them are refused
@@ -308,14 +310,19 @@ def merge_rounds(rounds: Sequence[dict[str, Any]]) -> dict[str, Any]:
     if len(rounds) == 1:
         return dict(rounds[0])
     out: dict[str, Any] = {"rounds": list(rounds)}
+    def kept(part: str, keys: tuple[str, ...]) -> list[str]:
+        # A phase measures only some of these (--storm has no server CPU for A beside).
+        return [k for k in keys if all(k in r[part] for r in rounds)]
+
     for part in ("a_alone", "a_beside"):
         out[part] = {k: max(r[part][k] for r in rounds) if k.startswith("p") else
                      sum(r[part][k] for r in rounds) / len(rounds)
-                     for k in ("p50_ms", "p99_ms", "throughput", "calls", "errors",
-                               "server_cpu")}
+                     for k in kept(part, ("p50_ms", "p99_ms", "throughput", "calls", "errors",
+                                          "server_cpu"))}
     for part in ("b_alone", "b_beside"):
         out[part] = {k: sum(r[part][k] for r in rounds) / len(rounds)
-                     for k in ("throughput", "errors", "refused_per_s", "server_cpu")}
+                     for k in kept(part, ("throughput", "errors", "refused_per_s",
+                                          "server_cpu"))}
     out["load_start"] = min(r["load_start"] for r in rounds)
     out["load_end"] = max(r["load_end"] for r in rounds)
     return out

@@ -19,22 +19,14 @@ import pytest
 pytest.importorskip("mcp", reason="the mcp extra (pip install -e '.[all,test]')")
 pytest.importorskip("opentelemetry.sdk", reason="tracing needs the otel extra")
 
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
 from memstrata.client.settings import ClientSettings
-from memstrata.controller.config import ControllerSettings
-from memstrata.limits import TurnLimits
 from memstrata.mcp.server import build, http_app
 from memstrata.mcp.settings import McpSettings
-from memstrata.telemetry import setup
-from query_service.keys import add_key
-from query_service.server import build_server
-from query_service.settings import ServiceSettings
-from tests.integration.query_service.support import LoopThread
-from tests.support.conversation import open_memory
+from tests.support.traced_service import traced_service
 
 pytestmark = pytest.mark.integration
 
@@ -75,29 +67,11 @@ class Traced:
 def traced(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iterator[Traced]:
     from starlette.testclient import TestClient
 
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    setup.install(provider, kafka=False)
-    tmp = tmp_path_factory.mktemp("mcp-traced")
-    memory = open_memory(tmp / "data", embedder)
-    key = add_key(tmp / "keys.json", "acme")[1]
-    loop = LoopThread()
-    handle = None
-    try:
-        handle = loop.run(build_server(
-            memory, ServiceSettings(port=0, keys_file=tmp / "keys.json", grace_s=1),
-            controller_settings=ControllerSettings(policy="rules"), turn_limits=TurnLimits()))
+    with traced_service(tmp_path_factory.mktemp("mcp-traced"), embedder) as svc:
         settings = McpSettings()
-        served = build(settings, handle.address, ClientSettings())
+        served = build(settings, svc.address, ClientSettings())
         with TestClient(http_app(served, settings), base_url="http://127.0.0.1:8000") as c:
-            yield Traced(exporter, c, key)
-    finally:
-        if handle is not None:
-            loop.run(handle.stop(0))
-        loop.close()
-        memory.close()
-        setup.shutdown()
+            yield Traced(svc.exporter, c, svc.key)
 
 
 def _spans(traced: Traced) -> list[ReadableSpan]:

@@ -16,22 +16,15 @@ import pytest
 
 pytest.importorskip("opentelemetry.sdk", reason="tracing needs the otel extra")
 
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
     InMemorySpanExporter,
 )
 from opentelemetry.trace import SpanKind
 
 from memstrata.client import MemoryClient
-from memstrata.controller.config import ControllerSettings
-from memstrata.limits import TurnLimits
-from memstrata.telemetry import setup
-from query_service.keys import add_key
-from query_service.server import build_server
-from query_service.settings import ServiceSettings
-from tests.integration.query_service.support import LoopThread
-from tests.support.conversation import ASKED_ON, MAYA, open_memory
+from tests.support.conversation import ASKED_ON, MAYA
+from tests.support.traced_service import traced_service
 
 pytestmark = pytest.mark.integration
 
@@ -58,27 +51,9 @@ class Traced:
 
 @pytest.fixture(scope="module")
 def traced(tmp_path_factory: pytest.TempPathFactory, embedder) -> Iterator[Traced]:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    setup.install(provider, kafka=False)
-    tmp = tmp_path_factory.mktemp("traced-service")
-    memory = open_memory(tmp / "data", embedder)
-    key = add_key(tmp / "keys.json", "acme")[1]
-    loop = LoopThread()
-    handle = None
-    try:
-        handle = loop.run(build_server(
-            memory, ServiceSettings(port=0, keys_file=tmp / "keys.json", grace_s=1),
-            controller_settings=ControllerSettings(policy="rules"), turn_limits=TurnLimits()))
-        with MemoryClient(handle.address, api_key=key) as client:
-            yield Traced(client, exporter, handle.address, key)
-    finally:
-        if handle is not None:
-            loop.run(handle.stop(0))
-        loop.close()
-        memory.close()
-        setup.shutdown()
+    with traced_service(tmp_path_factory.mktemp("traced-service"), embedder) as svc:
+        with MemoryClient(svc.address, api_key=svc.key) as client:
+            yield Traced(client, svc.exporter, svc.address, svc.key)
 
 
 def _call(spans: list[ReadableSpan], method: str) -> tuple[ReadableSpan, ReadableSpan]:
