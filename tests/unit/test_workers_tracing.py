@@ -12,25 +12,15 @@ from typing import Any
 
 import pytest
 
-from memstrata.telemetry import setup
+from tests.support.tracing import in_memory_spans
 from workers.tracing import call_in, carrier, restored
 
 
 @pytest.fixture
 def exporter() -> Iterator[Any]:
     pytest.importorskip("opentelemetry.sdk", reason="tracing needs the otel extra")
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-
-    out = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(out))
-    setup.install(provider, kafka=False)
-    try:
+    with in_memory_spans() as out:
         yield out
-    finally:
-        setup.shutdown()
 
 
 def _actor_span(name: str) -> str:

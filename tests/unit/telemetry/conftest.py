@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from memstrata.telemetry import setup
+from tests.support.tracing import in_memory_spans
 
 
 class Spans:
@@ -26,15 +26,5 @@ class Spans:
 @pytest.fixture
 def spans() -> Iterator[Spans]:
     pytest.importorskip("opentelemetry.sdk", reason="tracing needs the otel extra")
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    setup.install(provider, kafka=False)
-    try:
+    with in_memory_spans() as exporter:
         yield Spans(exporter)
-    finally:
-        setup.shutdown()
