@@ -14,8 +14,9 @@ is read from the target's profile bullets, each with the turns it came from;
 a target that is known but has no such attribute is "not stated" (an
 abstention), so facts about someone else are never passed off as its own.
 
-The profiles are read through a :class:`ProfileViews` (``ProfileBook`` has
-that shape); this module depends on no store.
+The profiles come in as their stored views and key names (``ProfileBook``'s,
+or a reader's ``entity_profiles`` turned back into views by the controller);
+this module depends on no store.
 """
 
 from __future__ import annotations
@@ -23,9 +24,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal
 
-from memstrata.model import Scope
 from memstrata.profiles.lexicon import (
     ACTIVITIES,
     COMPOUND_RELATIONS,
@@ -38,15 +38,6 @@ from memstrata.profiles.model import Source, fold
 from memstrata.profiles.text import noun_phrase
 
 TargetKind = Literal["user", "assistant", "entity", "open"]
-
-
-@runtime_checkable
-class ProfileViews(Protocol):
-    """Read access to one user's profiles (``ProfileBook`` is one)."""
-
-    def views(self, scope: Scope, *, everything: bool = False) -> list[dict[str, Any]]: ...
-
-    def key_names(self, scope: Scope) -> dict[str, str]: ...
 
 
 @dataclass(frozen=True)
