@@ -52,7 +52,7 @@ def _reports(sessions: list[Any]) -> list[bytes]:
 def first_reads(memory: Any, sessions: list[Any]) -> list[list[object]]:
     """Part 1: ms of the first L1 read, cold vs pre-warmed, for two builders."""
     from bench.doubles import FixedLatencyBuilder
-    from memstrata.executor import LocalLayerExecutor
+    from memstrata.layers.executor import LocalLayerExecutor
     from workers.prewarm import Prewarmer, memory_warmer
     from workers.settings import WorkersSettings
 

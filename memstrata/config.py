@@ -8,8 +8,9 @@ own a namespace ``MEMSTRATA_<NS>_<NAME>`` each and are registered one way, the
 down; library code never builds settings from the environment itself.
 
 Values can also come from a TOML file named by ``MEMSTRATA_CONFIG_FILE``: the
-core's settings as top-level keys (the names without the prefix, lower case),
-a namespace's in a table named for it (``[stream]`` for ``MEMSTRATA_STREAM_*``).
+core's settings as top-level keys (the names without the prefix, lower case) or
+in their group's table (``[retrieval]`` / ``rrf_k``; :class:`SettingsGroup`), a
+namespace's in a table named for it (``[stream]`` for ``MEMSTRATA_STREAM_*``).
 Environment variables win over the file. Every validation error, whichever
 namespace it is in, is written by one formatter naming the variable (or the
 file's key) that holds the bad value.
@@ -20,12 +21,20 @@ from __future__ import annotations
 import functools
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, cast
 
-from pydantic import Field, FilePath, SecretStr, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    FilePath,
+    SecretStr,
+    ValidationError,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, EnvSettingsSource, SettingsConfigDict
 
 from memstrata.limits import MAX_TOP_K
@@ -51,86 +60,47 @@ class ConfigError(ValueError):
     """A setting is missing or out of range; the message names the variable."""
 
 
-class SettingsGroup:
-    """A read-only view of one concern's fields of :class:`Settings` (``settings.retrieval``).
+class SettingsGroup(BaseModel):
+    """One concern's settings, typed and frozen (``settings.retrieval`` is a :class:`RetrievalGroup`).
 
-    The settings stay one flat class so that every variable keeps its name
-    (``MEMSTRATA_RRF_K``, the file's ``rrf_k``); a group lets code that needs one
-    concern take that concern alone: ``settings.retrieval.rrf_k``.
+    Each field (type, bounds, default and ``#:`` comment) is declared once, in
+    its group below. :class:`Settings` inherits every group, so each variable
+    keeps its flat name (``MEMSTRATA_RRF_K``, the file's ``rrf_k``) and
+    ``settings.rrf_k`` still reads it; ``settings.<group>`` builds the group
+    from those flat values, so code that needs one concern can take it alone,
+    typed (``def rank(params: RetrievalGroup)``).
     """
 
-    __slots__ = ("_name", "_settings")
-
-    def __init__(self, name: str, settings: Settings) -> None:
-        self._name = name
-        self._settings = settings
-
-    def __getattr__(self, field: str) -> Any:
-        if field not in GROUPS[self._name]:
-            raise AttributeError(f"settings.{self._name} has no {field!r} "
-                                 f"(its fields: {', '.join(GROUPS[self._name])})")
-        return getattr(self._settings, field)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {f: getattr(self._settings, f) for f in GROUPS[self._name]}
-
-    def __repr__(self) -> str:
-        return f"SettingsGroup({self._name!r}, {self.as_dict()!r})"
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-#: Every field of :class:`Settings` in exactly one group, in declaration order
-#: (``tests/unit/test_config.py`` holds this to the class).
-GROUPS: dict[str, tuple[str, ...]] = {
-    "paths": ("data_dir", "config_file"),
-    "llm": (
-        "llm_backend", "llm_base_url", "llm_api_key", "llm_timeout_s", "llm_max_retries",
-        "llm_timeout_builder_s", "llm_timeout_controller_s", "llm_timeout_synthesizer_s",
-        "llm_timeout_generator_s", "llm_max_tokens_builder", "llm_max_tokens_controller",
-        "llm_max_tokens_synthesizer", "llm_max_tokens_generator", "llm_breaker_failures",
-        "llm_breaker_cooldown_s", "llm_fallback_retry_s", "llm_model_builder",
-        "llm_model_controller", "llm_model_synthesizer", "llm_model_generator",
-        "llm_temperature",
-    ),
-    "embedding": (
-        "embed_backend", "embed_model", "embed_dim", "embed_model_path", "embed_tokenizer_path",
-        "embed_batch_size", "embed_threads", "embed_arithmetic", "embed_query_arithmetic",
-        "embed_spin_wait", "embed_static_cache_dir", "query_cache_size", "embed_base_url",
-        "embed_api_key",
-    ),
-    "stores": (
-        "vector_backend", "qdrant_url", "qdrant_api_key", "qdrant_collection", "qdrant_ca_file",
-        "lexical_backend", "doc_backend", "opensearch_url", "opensearch_user",
-        "opensearch_password", "opensearch_ca_file", "opensearch_index_prefix",
-        "opensearch_timeout_s", "opensearch_max_retries", "qdrant_edge_hnsw_m",
-        "qdrant_edge_hnsw_ef_construct", "qdrant_edge_full_scan_threshold_kb",
-        "qdrant_edge_hnsw_ef", "qdrant_edge_search_threads", "tantivy_heap_bytes",
-        "tantivy_commit",
-    ),
-    "layers": ("l0_window_turns", "l0_window_overlap", "l0_max_window_chars",
-               "l0_max_summary_words", "l1_max_input_chars"),
-    "retrieval": (
-        "fusion", "rrf_k", "dense_weight", "coverage_weighting", "keyword_alpha",
-        "keyword_max_matches", "top_k_sessions", "max_top_k", "units_per_hit", "candidate_units",
-        "session_lexical_weight", "session_min_unit_coverage", "session_min_session_coverage",
-        "session_candidates", "dense_skip", "dense_skip_coverage", "date_boost",
-        "max_query_chars", "max_queries",
-    ),
-    "writing": ("flush_policy", "flush_interval_s", "min_free_mb", "profiles"),
-}
+class PathsGroup(SettingsGroup):
+    """Where things live: the data dir and the TOML file."""
 
-
-class Settings(BaseSettings):
-    """All of memstrata's settings, with the embedded offline stack as default."""
-
-    model_config = SettingsConfigDict(
-        env_prefix=ENV_PREFIX, extra="forbid", validate_default=True, case_sensitive=False
-    )
-
-    # -- where things live ------------------------------------------------
     data_dir: Path = Field(default_factory=_default_data_dir)
     config_file: Path | None = None
 
-    # -- LLM --------------------------------------------------------------
+    # -- derived paths ----------------------------------------------------
+    @property
+    def vector_dir(self) -> Path:
+        return self.data_dir / "vectors"
+
+    @property
+    def lexical_dir(self) -> Path:
+        return self.data_dir / "lexical"
+
+    @property
+    def session_lexical_dir(self) -> Path:
+        return self.data_dir / "session-lexical"
+
+    @property
+    def docs_path(self) -> Path:
+        return self.data_dir / "docs.sqlite3"
+
+
+class LlmGroup(SettingsGroup):
+    """The LLM endpoint, its models per role, and each role's limits."""
+
     llm_backend: Literal["extractive", "openai"] = "extractive"
     llm_base_url: str | None = None
     llm_api_key: SecretStr | None = None
@@ -163,7 +133,21 @@ class Settings(BaseSettings):
     llm_model_generator: str = "gpt-4.1-mini"
     llm_temperature: float = Field(0.0, ge=0.0, le=2.0)
 
-    # -- embeddings -------------------------------------------------------
+
+    def llm_timeout_for(self, role: str) -> float:
+        """Seconds per attempt for ``role`` (the judge shares the generator's limits)."""
+        own = getattr(self, f"llm_timeout_{_limit_role(role)}_s")
+        return float(own) if own is not None else self.llm_timeout_s
+
+    def llm_max_tokens_for(self, role: str) -> int:
+        """The ``max_tokens`` sent with every call of ``role``."""
+        return int(getattr(self, f"llm_max_tokens_{_limit_role(role)}"))
+
+
+
+class EmbeddingGroup(SettingsGroup):
+    """The encoder of units and queries, and the query vector cache."""
+
     #: ``minilm`` (default), ``openai``, or a static token-table encoder
     #: (:mod:`memstrata.embed.static`): ``wordllama`` (the table the wordllama
     #: wheel ships) or ``minilm-static`` (distilled once from the shipped MiniLM).
@@ -197,7 +181,11 @@ class Settings(BaseSettings):
     embed_base_url: str | None = None
     embed_api_key: SecretStr | None = None
 
-    # -- stores -----------------------------------------------------------
+
+
+class StoresGroup(SettingsGroup):
+    """The vector, lexical and document stores and their tuning."""
+
     vector_backend: Literal["qdrant-edge", "qdrant"] = "qdrant-edge"
     qdrant_url: str | None = None
     qdrant_api_key: SecretStr | None = None
@@ -229,14 +217,23 @@ class Settings(BaseSettings):
     #: become searchable at the next flush (much cheaper turn-at-a-time appends).
     tantivy_commit: Literal["write", "flush"] = "write"
 
-    # -- layers (APDMem Table 5) ------------------------------------------
+
+
+class LayersGroup(SettingsGroup):
+    """How L0 windows and L1 inputs are cut (APDMem Table 5)."""
+
     l0_window_turns: int = Field(4, ge=1, le=32)
     l0_window_overlap: int = Field(1, ge=0, le=16)
     l0_max_window_chars: int = Field(6000, ge=500, le=200_000)
     l0_max_summary_words: int = Field(30, ge=5, le=200)
     l1_max_input_chars: int = Field(12000, ge=1000, le=1_000_000)
 
-    # -- retrieval (APDMem Appendix G; fusion defaults measured, see retrieval.hybrid) --
+
+
+class RetrievalGroup(SettingsGroup):
+    """The retriever's parameters (APDMem Appendix G; fusion defaults measured, see
+    :mod:`memstrata.retrieval.hybrid`) and a search's request limits."""
+
     #: ``dbsf``: normalised scores added with weights; ``rrf``: the appendix's RRF.
     fusion: Literal["dbsf", "rrf"] = "dbsf"
     rrf_k: int = Field(60, ge=1, le=10_000)
@@ -277,7 +274,11 @@ class Settings(BaseSettings):
     max_query_chars: int = Field(2000, ge=1, le=100_000)
     max_queries: int = Field(8, ge=1, le=64)
 
-    # -- writing ----------------------------------------------------------
+
+
+class WritingGroup(SettingsGroup):
+    """When writes are flushed, the free-space floor, and the profiles step."""
+
     #: When appends are flushed (index optimisation, OpenSearch refresh): after every
     #: ``call``, at the end of each ``batch`` (``ingest``, or whenever the caller
     #: calls ``flush()``), or after ``time`` (at most every ``flush_interval_s``).
@@ -292,6 +293,38 @@ class Settings(BaseSettings):
     #: of :mod:`memstrata.profiles` read every written session. Off: writes skip them (what
     #: is stored stays; deletes still remove a session's part of it).
     profiles: bool = True
+
+
+
+#: The groups by name, in declaration order: ``settings.<name>`` is that group.
+GROUP_CLASSES: dict[str, type[SettingsGroup]] = {
+    "paths": PathsGroup, "llm": LlmGroup, "embedding": EmbeddingGroup, "stores": StoresGroup,
+    "layers": LayersGroup, "retrieval": RetrievalGroup, "writing": WritingGroup,
+}
+
+#: Every field of :class:`Settings` in exactly one group, in declaration order
+#: (``tests/unit/test_config_groups.py`` holds this to the class).
+GROUPS: dict[str, tuple[str, ...]] = {name: tuple(cls.model_fields)
+                                      for name, cls in GROUP_CLASSES.items()}
+
+G = TypeVar("G", bound=SettingsGroup)
+
+
+# The groups are listed last to first: pydantic orders inherited fields from the base
+# furthest down the MRO, so this keeps the fields (and every listing of them) in the
+# order of GROUP_CLASSES.
+class Settings(WritingGroup, RetrievalGroup, LayersGroup, StoresGroup,
+               EmbeddingGroup, LlmGroup, PathsGroup, BaseSettings):
+    """All of memstrata's settings, flat, with the embedded offline stack as default.
+
+    The fields come from the groups; this class reads them from the environment
+    and the file and checks the combinations that span groups.
+    """
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX, extra="forbid", validate_default=True, case_sensitive=False,
+        frozen=False,
+    )
 
     @model_validator(mode="after")
     def _check_combinations(self) -> "Settings":
@@ -323,67 +356,46 @@ class Settings(BaseSettings):
                 raise ValueError(f"{name} is required when {because}")
         return self
 
-    # -- per-role LLM limits --------------------------------------------------
-    def llm_timeout_for(self, role: str) -> float:
-        """Seconds per attempt for ``role`` (the judge shares the generator's limits)."""
-        own = getattr(self, f"llm_timeout_{_limit_role(role)}_s")
-        return float(own) if own is not None else self.llm_timeout_s
+    # -- groups: one concern's fields each (GROUP_CLASSES) ----------------
+    def _group(self, cls: type[G]) -> G:
+        """``cls`` built from this instance's (already checked) values."""
+        values = {f: getattr(self, f) for f in cls.model_fields}
+        # mypy binds model_construct's Self to the bound, not to G: the cast says what it is.
+        return cast(G, cls.model_construct(set(values), **values))
 
-    def llm_max_tokens_for(self, role: str) -> int:
-        """The ``max_tokens`` sent with every call of ``role``."""
-        return int(getattr(self, f"llm_max_tokens_{_limit_role(role)}"))
-
-    # -- groups: one concern's fields each (GROUPS) ------------------------
     def group(self, name: str) -> SettingsGroup:
-        if name not in GROUPS:
-            raise KeyError(f"no settings group {name!r} (known: {', '.join(GROUPS)})")
-        return SettingsGroup(name, self)
+        """The group called ``name`` (``settings.group("retrieval")``)."""
+        if name not in GROUP_CLASSES:
+            raise KeyError(f"no settings group {name!r} (known: {', '.join(GROUP_CLASSES)})")
+        return self._group(GROUP_CLASSES[name])
 
     @property
-    def paths(self) -> SettingsGroup:
-        return self.group("paths")
+    def paths(self) -> PathsGroup:
+        return self._group(PathsGroup)
 
     @property
-    def llm(self) -> SettingsGroup:
-        return self.group("llm")
+    def llm(self) -> LlmGroup:
+        return self._group(LlmGroup)
 
     @property
-    def embedding(self) -> SettingsGroup:
-        return self.group("embedding")
+    def embedding(self) -> EmbeddingGroup:
+        return self._group(EmbeddingGroup)
 
     @property
-    def stores(self) -> SettingsGroup:
-        return self.group("stores")
+    def stores(self) -> StoresGroup:
+        return self._group(StoresGroup)
 
     @property
-    def layers(self) -> SettingsGroup:
-        return self.group("layers")
+    def layers(self) -> LayersGroup:
+        return self._group(LayersGroup)
 
     @property
-    def retrieval(self) -> SettingsGroup:
-        return self.group("retrieval")
+    def retrieval(self) -> RetrievalGroup:
+        return self._group(RetrievalGroup)
 
     @property
-    def writing(self) -> SettingsGroup:
-        return self.group("writing")
-
-    # -- derived paths ----------------------------------------------------
-    @property
-    def vector_dir(self) -> Path:
-        return self.data_dir / "vectors"
-
-    @property
-    def lexical_dir(self) -> Path:
-        return self.data_dir / "lexical"
-
-    @property
-    def session_lexical_dir(self) -> Path:
-        return self.data_dir / "session-lexical"
-
-    @property
-    def docs_path(self) -> Path:
-        return self.data_dir / "docs.sqlite3"
-
+    def writing(self) -> WritingGroup:
+        return self._group(WritingGroup)
 
 # -- namespaces owned by other settings classes ------------------------------
 #: Entry-point group through which every settings namespace is registered.
@@ -574,10 +586,19 @@ class _Built:
 
 def _build(cls: type[BaseSettings], table: Mapping[str, Any], *, file: Path | None,
            file_label: str, arguments: Mapping[str, Any],
-           renamed: Mapping[str, tuple[str, str]]) -> _Built:
-    """Build ``cls``: arguments win over the environment, which wins over the file."""
+           renamed: Mapping[str, tuple[str, str]],
+           labels: Mapping[str, str] | None = None) -> _Built:
+    """Build ``cls``: arguments win over the environment, which wins over the file.
+
+    ``labels`` names the file's keys that ``file_label`` does not (the core's
+    keys written in a group's table: ``[retrieval] rrf_k``).
+    """
     prefix = ENV_PREFIX if cls is Settings else _prefix_of(cls)
-    errors = [f"{file_label.format(key=k)} in {file}: not a setting of {prefix}*"
+
+    def label(key: str) -> str:
+        return (labels or {}).get(key) or file_label.format(key=key)
+
+    errors = [f"{label(k)} in {file}: not a setting of {prefix}*"
               for k in table if k not in cls.model_fields and cls is not Settings]
     env = _env_values(cls)
     where: dict[str, str] = {}
@@ -587,10 +608,10 @@ def _build(cls: type[BaseSettings], table: Mapping[str, Any], *, file: Path | No
         if key in cls.model_fields and key not in env:
             init[key] = value
             sources[key] = "file"
-            where[key] = f"{file_label.format(key=key)} in {file}"
+            where[key] = f"{label(key)} in {file}"
         elif cls is Settings and key not in cls.model_fields:
             init[key] = value  # refused below by extra="forbid", named as the file's key
-            where[key] = f"{file_label.format(key=key)} in {file}"
+            where[key] = f"{label(key)} in {file}"
     for key in env:
         sources[key] = "env"
     for key in cls.model_fields:
@@ -610,6 +631,48 @@ def _build(cls: type[BaseSettings], table: Mapping[str, Any], *, file: Path | No
     for key in cls.model_fields:
         sources.setdefault(key, "default")
     return _Built(instance, sources, errors)
+
+
+@dataclass
+class _CoreTable:
+    """The core's part of the file, flat: its keys, how each is named, what is wrong."""
+
+    values: dict[str, Any]
+    labels: dict[str, str]
+    errors: list[str]
+
+
+def _core_table(doc: Mapping[str, Any], tables: Collection[str], path: Path | None) -> _CoreTable:
+    """The core's keys of the file: top-level ones and those of a group's table.
+
+    ``rrf_k = 42`` and ``[retrieval]`` / ``rrf_k = 42`` set the same field;
+    a key in a group's table must belong to that group, and a key may be
+    given once. Tables of namespaces (``tables``) are left to their classes.
+    """
+    out = _CoreTable({}, {}, [])
+    for key, value in doc.items():
+        if not isinstance(value, dict):
+            out.values[key] = value
+        elif key in GROUPS and key not in tables:
+            for name, item in value.items():
+                where = f"[{key}] {name}"
+                home = next((g for g, fields in GROUPS.items() if name in fields), None)
+                if home != key:
+                    out.errors.append(
+                        f"{where} in {path}: not a setting of the {key} group"
+                        + (f" (it is in [{home}])" if home else "")
+                        + f"; its keys: {', '.join(GROUPS[key])}")
+                else:
+                    out.values[name] = item
+                    out.labels[name] = where
+        elif key not in tables:
+            out.errors.append(f"[{key}] in {path}: no settings namespace {key!r} "
+                              f"(known: {', '.join(sorted(tables))}; groups of the core "
+                              f"settings: {', '.join(GROUPS)})")
+    out.errors += [f"{name} in {path}: given twice, also as {out.labels[name]}"
+                   for name, value in doc.items()
+                   if not isinstance(value, dict) and name in out.labels]
+    return out
 
 
 def _file_path(arguments: Mapping[str, Any]) -> Path | None:
@@ -649,18 +712,14 @@ def load_config(*, namespaces: Mapping[str, Mapping[str, Any]] | None = None,
     path = _file_path(arguments)
     doc = _read_file(path) if path is not None else {}
     tables = {table_of(p): cls for p, cls in classes.items()}
-    core_table = {k: v for k, v in doc.items() if not (isinstance(v, dict) and k in tables)}
-    for key, value in core_table.items():
-        if isinstance(value, dict):
-            lines.append(f"[{key}] in {path}: no settings namespace {key!r} "
-                         f"(known: {', '.join(sorted(tables))})")
-    core_table = {k: v for k, v in core_table.items() if not isinstance(v, dict)}
+    core_table = _core_table(doc, tables, path)
+    lines += core_table.errors
     for t in per_ns:
         if t not in tables:
             raise ConfigError(f"no settings namespace {t!r} (known: {', '.join(sorted(tables))})")
     renamed = _renamed(os.environ)
-    core = _build(Settings, core_table, file=path, file_label="{key}",
-                  arguments=arguments, renamed=renamed)
+    core = _build(Settings, core_table.values, file=path, file_label="{key}",
+                  arguments=arguments, renamed=renamed, labels=core_table.labels)
     lines += core.errors
     built: dict[str, BaseSettings] = {}
     sources: dict[str, Mapping[str, Source]] = {"": core.sources}
@@ -689,11 +748,10 @@ def load_settings(**overrides: Any) -> Settings:
     _raise(_stray_lines(failed))
     path = _file_path(arguments)
     doc = _read_file(path) if path is not None else {}
-    tables = {table_of(p) for p in classes}
-    core_table = {k: v for k, v in doc.items() if not (isinstance(v, dict) and k in tables)}
-    got = _build(Settings, core_table, file=path, file_label="{key}", arguments=arguments,
-                 renamed={})
-    _raise(got.errors)
+    core_table = _core_table(doc, {table_of(p) for p in classes}, path)
+    got = _build(Settings, core_table.values, file=path, file_label="{key}", arguments=arguments,
+                 renamed={}, labels=core_table.labels)
+    _raise(core_table.errors + got.errors)
     assert isinstance(got.instance, Settings)
     return got.instance
 

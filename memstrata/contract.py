@@ -3,8 +3,10 @@
 :mod:`memstrata.roles` says what a reader and a writer can do; this module
 holds the values and failures that cross that line and the wire: the
 controller's :class:`Answer` with its :class:`SourceRef` list and
-:class:`TraceSummary`, and the two errors a caller acts on,
-:class:`SessionNotFound` and :class:`QueryError`. They live here, not with the
+:class:`TraceSummary`, and the errors a caller acts on,
+:class:`SessionNotFound`, :class:`QueryError` and :class:`DataDirLocked` (a
+writer refused because another process holds the data dir; the store's lock
+raises it and :mod:`memstrata.roles` names it too). They live here, not with the
 code that produces them (the controller, the lazy layers, the retriever), so a
 client of the query service can use them without loading that code: importing
 :mod:`memstrata.client` must not pull in numpy, the stores, the encoder or the
@@ -22,8 +24,29 @@ from pydantic import BaseModel, Field
 
 from memstrata.model import Layer, TraceStep
 
-__all__ = ["Answer", "QueryError", "RoleTokens", "SessionNotFound", "SourceRef",
-           "TraceSummary"]
+__all__ = ["Answer", "DataDirLocked", "QueryError", "RoleTokens", "SessionNotFound",
+           "SourceRef", "TraceSummary"]
+
+
+class DataDirLocked(RuntimeError):
+    """Another process holds the embedded data dir for writing.
+
+    Carries what an operator needs to act: the data dir and who holds it.
+    """
+
+    def __init__(self, data_dir: str, pid: int | None, host: str | None,
+                 command: str | None) -> None:
+        self.data_dir = data_dir
+        self.pid = pid
+        self.host = host
+        self.command = command
+        holder = f"pid {pid} on {host}" if pid else "another process"
+        if command:
+            holder += f" ({command})"
+        super().__init__(
+            f"the data dir {data_dir} is held for writing by {holder}; embedded stores admit "
+            f"one writer: stop that process, run this command through it, or use server backends"
+        )
 
 
 class SessionNotFound(KeyError):

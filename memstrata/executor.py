@@ -1,18 +1,20 @@
-"""Where L1/L2 builds and controller rollouts run: one seam, several backends.
+"""Where controller rollouts run, and the hooks an executor backend registers.
 
-The core asks for a layer build or a batch of answers through the two
-protocols here and never learns where the work ran. The in-process
-implementations (the default, no extra dependency) run it on the caller's
-thread or a local thread pool; :mod:`workers` provides Ray-backed ones. The
-core never imports :mod:`workers`: a service hands its executor in.
+The rollout seam: the core asks for a batch of answers through
+:class:`RolloutExecutor` and never learns where the work ran. The in-process
+:class:`LocalRolloutExecutor` (the default, no extra dependency) runs the
+controller on the caller's thread or a local thread pool; :mod:`workers`
+provides a Ray-backed one. The core never imports :mod:`workers`: a service
+hands its executor in.
 
-A build request carries everything a builder needs (session meta and turns),
-so an executor needs no store access; the process that owns the memory writes
-the cache (:class:`~memstrata.layers.lazy.LazyLayers`).
-
-The hooks a service registers in :data:`EXECUTOR_GROUP` are typed here too
-(:class:`ServiceWorkersHook`, :class:`EvalRolloutsHook`): what they are handed
-and what they hand back, so neither side passes ``Any`` across the seam.
+The other seam, where L1/L2 layers are built, is the memory's: its types
+(:class:`~memstrata.roles.LayerRequest`, :class:`~memstrata.roles.LayerExecutor`)
+are in :mod:`memstrata.roles` beside the hosted memory that takes one, its
+in-process default in :mod:`memstrata.layers.executor`. The two meet only here,
+in what every backend may raise (:class:`ExecutorBusy`,
+:class:`ExecutorUnavailable`) and in the hooks a service registers in
+:data:`EXECUTOR_GROUP` (:class:`ServiceWorkersHook`, :class:`EvalRolloutsHook`):
+what they are handed and hand back, typed, so neither side passes ``Any``.
 """
 
 from __future__ import annotations
@@ -22,9 +24,9 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal, Protocol, cast, overload, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol, cast, overload, runtime_checkable
 
-from memstrata.model import Scope, SessionMeta, Turn
+from memstrata.model import Scope
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
@@ -32,10 +34,7 @@ if TYPE_CHECKING:
     from memstrata.config import Config
     from memstrata.contract import Answer
     from memstrata.controller.config import ControllerSettings
-    from memstrata.llm.types import Built, LayerBuilder
     from memstrata.roles import HostedMemory
-
-LAYERS = ("L1", "L2")
 
 
 class ExecutorBusy(RuntimeError):
@@ -44,60 +43,6 @@ class ExecutorBusy(RuntimeError):
 
 class ExecutorUnavailable(RuntimeError):
     """The executor's backend cannot be reached (the caller may fall back to in-process)."""
-
-
-@dataclass(frozen=True)
-class LayerRequest:
-    """One L1 or L2 build: the cache key's parts, the turns' digest and the input."""
-
-    scope: Scope
-    session_id: str
-    layer: str
-    builder_version: str
-    digest: str
-    meta: SessionMeta
-    turns: tuple[Turn, ...]
-
-    @property
-    def key(self) -> tuple[str, str, str, str, str]:
-        """The single-flight key: the cache key of :class:`LazyLayers`."""
-        return (self.scope.tenant_id, self.scope.user_id, self.session_id, self.layer,
-                self.builder_version)
-
-
-@runtime_checkable
-class LayerExecutor(Protocol):
-    """Builds one layer and hands back its items (``model_dump`` of each bullet).
-
-    ``Built.fallback`` says why the extractive fallback built them (the LLM failed);
-    the cache marks such a layer so a later read tries the LLM again.
-    """
-
-    def build_layer(self, request: LayerRequest) -> "Built[dict[str, Any]]":
-        ...
-
-
-def build_items(builder: "LayerBuilder", request: LayerRequest) -> "Built[dict[str, Any]]":
-    """Run ``builder`` for the request's layer (shared by every backend)."""
-    from memstrata.llm.types import Built
-
-    if request.layer == "L1":
-        result: Built[Any] = builder.build_facts(request.meta, request.turns)
-    elif request.layer == "L2":
-        result = builder.build_notes(request.meta, request.turns)
-    else:
-        raise ValueError(f"layer: expected one of {', '.join(LAYERS)}, got {request.layer!r}")
-    return Built([x.model_dump() for x in result.items], result.fallback)
-
-
-class LocalLayerExecutor:
-    """Builds on the caller's thread with the memory's own builder (the default)."""
-
-    def __init__(self, builder: "LayerBuilder") -> None:
-        self.builder = builder
-
-    def build_layer(self, request: LayerRequest) -> "Built[dict[str, Any]]":
-        return build_items(self.builder, request)
 
 
 @dataclass(frozen=True)

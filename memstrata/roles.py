@@ -10,9 +10,13 @@ runs on. :class:`HostedMemory` adds what a host process (the query service,
 the stream worker, the Ray workers' hooks, ``memstrata check``) may use of a
 local memory beyond the roles: its settings and usage meter, its stores for
 checking, and the seams plugins hook into (the layer executor and a read
-hook), so no host reaches into a memory's attributes. What the roles return and
-raise beyond the domain model (answers, ``SessionNotFound``, ``QueryError``) is
-in :mod:`memstrata.contract`.
+hook), so no host reaches into a memory's attributes. The layer seam itself is
+here too: a :class:`LayerRequest` carries everything one L1/L2 build needs, and a
+:class:`LayerExecutor` (in-process by default, :mod:`memstrata.layers.executor`;
+Ray in ``workers``) builds it. The other executor seam, answering questions, is
+the controller's and lives in :mod:`memstrata.executor`. What the roles return
+and raise beyond the domain model (answers, ``SessionNotFound``,
+``QueryError``) is in :mod:`memstrata.contract`.
 """
 
 from __future__ import annotations
@@ -20,9 +24,9 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from memstrata.contract import QueryError, SessionNotFound
+from memstrata.contract import DataDirLocked, QueryError, SessionNotFound
 from memstrata.profile_records import EntityProfile, EntitySummary, ProfileNotFound
 from memstrata.model import (
     KeyFacts,
@@ -39,8 +43,7 @@ from memstrata.model import (
 if TYPE_CHECKING:  # annotations only: the client imports this module and no engine
     from memstrata.config import Settings
     from memstrata.embed.types import Embedder
-    from memstrata.executor import LayerExecutor
-    from memstrata.llm.types import LayerBuilder
+    from memstrata.llm.types import Built, LayerBuilder
     from memstrata.llm.usage import UsageMeter
     from memstrata.redact.redactor import Redactor
     from memstrata.retrieval.graph_expand import Expansion
@@ -53,6 +56,8 @@ __all__ = [
     "DeleteReceipt",
     "HostedMemory",
     "IngestReport",
+    "LayerExecutor",
+    "LayerRequest",
     "MemoryReader",
     "MemoryStats",
     "MemoryWriter",
@@ -62,27 +67,6 @@ __all__ = [
     "SessionNotFound",
     "WarmsUp",
 ]
-
-
-class DataDirLocked(RuntimeError):
-    """Another process holds the embedded data dir for writing.
-
-    Carries what an operator needs to act: the data dir and who holds it.
-    """
-
-    def __init__(self, data_dir: str, pid: int | None, host: str | None,
-                 command: str | None) -> None:
-        self.data_dir = data_dir
-        self.pid = pid
-        self.host = host
-        self.command = command
-        holder = f"pid {pid} on {host}" if pid else "another process"
-        if command:
-            holder += f" ({command})"
-        super().__init__(
-            f"the data dir {data_dir} is held for writing by {holder}; embedded stores admit "
-            f"one writer: stop that process, run this command through it, or use server backends"
-        )
 
 
 @dataclass
@@ -306,6 +290,45 @@ class WarmsUp(Protocol):
 
     def warm_up(self) -> None:
         """Load the query encoder (the first search would otherwise pay for it)."""
+        ...
+
+
+@dataclass(frozen=True)
+class LayerRequest:
+    """One L1 or L2 build: the cache key's parts, the turns' digest and the input.
+
+    It carries everything a builder needs (session meta and turns), so an
+    executor needs no store access; the process that owns the memory writes
+    the cache (:class:`~memstrata.layers.lazy.LazyLayers`).
+    """
+
+    scope: Scope
+    session_id: str
+    layer: str
+    builder_version: str
+    digest: str
+    meta: SessionMeta
+    turns: tuple[Turn, ...]
+
+    @property
+    def key(self) -> tuple[str, str, str, str, str]:
+        """The single-flight key: the cache key of :class:`LazyLayers`."""
+        return (self.scope.tenant_id, self.scope.user_id, self.session_id, self.layer,
+                self.builder_version)
+
+
+@runtime_checkable
+class LayerExecutor(Protocol):
+    """Builds one layer and hands back its items (``model_dump`` of each bullet).
+
+    Where the build runs is the executor's business: the caller's thread
+    (:class:`~memstrata.layers.executor.LocalLayerExecutor`, the default) or a
+    worker pool. ``Built.fallback`` says why the extractive fallback built the
+    items (the LLM failed); the cache marks such a layer so a later read tries
+    the LLM again.
+    """
+
+    def build_layer(self, request: LayerRequest) -> Built[dict[str, Any]]:
         ...
 
 

@@ -17,7 +17,8 @@ from contextlib import ExitStack, contextmanager
 
 from memstrata.config import Config, defaults
 from memstrata.controller.config import ControllerSettings
-from memstrata.executor import EvalRolloutsHook, LocalLayerExecutor, RolloutExecutor
+from memstrata.executor import EvalRolloutsHook, RolloutExecutor
+from memstrata.layers.executor import LocalLayerExecutor
 from memstrata.llm.factory import open_builder
 from memstrata.roles import HostedMemory
 from workers.materialize import RayLayerExecutor, attach

@@ -26,15 +26,10 @@ from typing import Any
 from tenacity import RetryCallState, Retrying, stop_after_attempt, wait_exponential
 
 from memstrata.config import Settings
-from memstrata.executor import (
-    ExecutorBusy,
-    ExecutorUnavailable,
-    LayerExecutor,
-    LayerRequest,
-    build_items,
-)
+from memstrata.executor import ExecutorBusy, ExecutorUnavailable
+from memstrata.layers.executor import build_items
 from memstrata.llm.types import Built, LayerBuilder
-from memstrata.roles import HostedMemory
+from memstrata.roles import HostedMemory, LayerExecutor, LayerRequest
 from workers.cluster import connect, is_ray_lost
 from workers.metrics import WorkersMetrics
 from workers.settings import WorkersSettings

@@ -21,7 +21,8 @@ from contextlib import ExitStack
 from prometheus_client import CollectorRegistry
 
 from memstrata.config import Config, defaults
-from memstrata.executor import LocalLayerExecutor, RolloutHost, ServiceWorkersHook
+from memstrata.executor import RolloutHost, ServiceWorkersHook
+from memstrata.layers.executor import LocalLayerExecutor
 from memstrata.kafka import KafkaSettings
 from memstrata.roles import HostedMemory
 from workers.materialize import RayLayerExecutor, SettingsBuilder, attach

@@ -16,6 +16,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
 from pydantic_settings import BaseSettings
 
 PAGE = Path(__file__).resolve().parents[1] / "settings-reference.md"
@@ -59,8 +60,8 @@ def _default(field: Any) -> str:
 def _table(cls: type[BaseSettings]) -> list[str]:
     prefix = str(cls.model_config.get("env_prefix") or "").upper()
     notes: dict[str, str] = {}
-    for klass in reversed(cls.__mro__):
-        if isinstance(klass, type) and issubclass(klass, BaseSettings) and klass is not BaseSettings:
+    for klass in reversed(cls.__mro__):  # the core's fields are declared in its groups
+        if issubclass(klass, BaseModel) and klass not in (BaseModel, BaseSettings):
             notes.update(_comments(klass))
     rows = ["| variable | default | meaning |", "| --- | --- | --- |"]
     for name, field in cls.model_fields.items():

@@ -5,7 +5,7 @@ payload also records a digest of the turns it was built from, so a session
 that grew since (streaming ingestion appends turns) is rebuilt rather than
 served stale. Concurrent first reads of the same key build once
 (single-flight within the process; :mod:`workers` extends this across a Ray
-cluster). Where a build runs is the :class:`~memstrata.executor.LayerExecutor`'s
+cluster). Where a build runs is the :class:`~memstrata.roles.LayerExecutor`'s
 business: in-process by default, on Ray actors when a service hands one in; the
 cache is written here either way, with the same key, digest and builder version.
 
@@ -35,7 +35,7 @@ from contextlib import contextmanager
 from typing import Any, Iterator, TypeVar
 
 from memstrata.contract import SessionNotFound
-from memstrata.executor import LayerExecutor, LayerRequest, LocalLayerExecutor
+from memstrata.layers.executor import LocalLayerExecutor
 from memstrata.llm import budget as answer_budget
 from memstrata.llm.budget import LayerSource
 from memstrata.llm.types import LayerBuilder
@@ -49,6 +49,7 @@ from memstrata.model import (
     TurnNotes,
     turns_digest,
 )
+from memstrata.roles import LayerExecutor, LayerRequest
 from memstrata.store.types import DocStore, StoreError
 
 T = TypeVar("T")

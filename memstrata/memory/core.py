@@ -15,7 +15,6 @@ from typing import Self
 
 from memstrata.config import Settings
 from memstrata.embed.types import Embedder
-from memstrata.executor import LayerExecutor
 from memstrata.layers.lazy import LazyLayers, SessionNotFound
 from memstrata.llm.types import LayerBuilder
 from memstrata.llm.usage import UsageMeter
@@ -23,6 +22,7 @@ from memstrata.model import Scope, SessionMeta
 from memstrata.profiles.book import ProfileBook
 from memstrata.profiles.llm_extract import profile_extractor
 from memstrata.redact.redactor import Redactor
+from memstrata.roles import LayerExecutor
 from memstrata.retrieval.hybrid import HybridRetriever, RetrievalParams
 from memstrata.store.types import DocStore, LexicalStore, VectorStore
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
-from memstrata.executor import LayerExecutor
 from memstrata.layers.plan import PLAN_LAYER
 from memstrata.memory.core import MemoryCore
 from memstrata.memory.fingerprint import _FINGERPRINT
@@ -12,7 +11,7 @@ from memstrata.model import KeyFacts, L0Unit, Scope, SessionHit, SessionMeta, Tu
 from memstrata.profile_reads import all_profiles, entity_list, profiles_named
 from memstrata.profile_records import EntityProfile, EntitySummary
 from memstrata.retrieval.graph_expand import Expansion
-from memstrata.roles import MemoryStats
+from memstrata.roles import LayerExecutor, MemoryStats
 from memstrata.route_plan import RoutePlan
 
 

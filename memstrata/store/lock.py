@@ -5,7 +5,7 @@ owns their files; a second one gets raw ``WouldBlock`` / ``LockBusy`` errors
 from deep inside the engine. So the process that opens the embedded stores
 takes ``<data dir>/writer.lock`` first (an exclusive ``flock``, released by
 the kernel if the process dies) and writes who it is into it: pid, host and
-command. Anyone else who tries gets :class:`~memstrata.roles.DataDirLocked`
+command. Anyone else who tries gets :class:`~memstrata.contract.DataDirLocked`
 naming the data dir and that holder.
 
 The data dir is private to its owner: the holder makes it 0700 and, while it
@@ -28,7 +28,7 @@ import threading
 import time
 from pathlib import Path
 
-from memstrata.roles import DataDirLocked
+from memstrata.contract import DataDirLocked
 
 LOCK_NAME = "writer.lock"
 #: Permission bits a data dir's files never grant: nothing to group or others.

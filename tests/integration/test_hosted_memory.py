@@ -20,10 +20,10 @@ from memstrata.controller.config import ControllerSettings
 from memstrata.controller.run import Controller
 from memstrata.embed.minilm import INT8_MODEL_ID, MODEL_ID, MiniLMEmbedder
 from memstrata.embed.openai_embed import OpenAIEmbedder
-from memstrata.executor import LayerRequest, LocalLayerExecutor
+from memstrata.layers.executor import LocalLayerExecutor
 from memstrata.llm.types import Built
 from memstrata.memory import Memory, embedder_id
-from memstrata.roles import HostedMemory, WarmsUp
+from memstrata.roles import HostedMemory, LayerRequest, WarmsUp
 from tests.support.conversation import MAYA, open_memory
 
 

@@ -351,30 +351,3 @@ def test_no_library_code_reads_memstrata_variables_or_builds_settings_from_them(
                         continue
                     found.append(f"{path.relative_to(root)}: {line.strip()}")
     assert found == []
-
-
-# -- the settings in groups, names unchanged (issue 32) ------------------------------------
-
-
-def test_every_field_is_in_exactly_one_group_in_declaration_order() -> None:
-    from itertools import chain
-
-    from memstrata.config import GROUPS, Settings
-
-    assert list(chain.from_iterable(GROUPS.values())) == list(Settings.model_fields)
-
-
-def test_a_group_reads_the_flat_variables_and_the_files_keys(monkeypatch: pytest.MonkeyPatch,
-                                                             tmp_path: Path) -> None:
-    f = tmp_path / "memstrata.toml"
-    f.write_text('rrf_k = 42\nllm_temperature = 0.5\n', encoding="utf-8")
-    monkeypatch.setenv("MEMSTRATA_CONFIG_FILE", str(f))
-    monkeypatch.setenv("MEMSTRATA_TANTIVY_COMMIT", "flush")
-    s = load_settings(data_dir=tmp_path)
-    assert (s.retrieval.rrf_k, s.llm.llm_temperature, s.stores.tantivy_commit) == (42, 0.5,
-                                                                                  "flush")
-    assert s.retrieval.as_dict()["rrf_k"] == s.rrf_k == 42
-    with pytest.raises(AttributeError, match="settings.retrieval has no 'llm_temperature'"):
-        _ = s.retrieval.llm_temperature
-    with pytest.raises(KeyError, match="no settings group"):
-        s.group("nope")

@@ -9,10 +9,12 @@ from typing import Any
 
 import pytest
 
-from memstrata.executor import ExecutorBusy, LayerRequest, LocalLayerExecutor
+from memstrata.executor import ExecutorBusy
+from memstrata.layers.executor import LocalLayerExecutor
 from memstrata.layers.lazy import LazyLayers
 from memstrata.memory import Memory
 from memstrata.model import turns_digest
+from memstrata.roles import LayerRequest
 from tests.support.builders import FlakyBuilder
 from workers.materialize import BuildFailed, RayLayerExecutor, attach, route
 from workers.metrics import WorkersMetrics
