@@ -13,15 +13,18 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, Optional
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, Optional
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
-from memstrata.cli import DataDir, _settings, console, err
+from memstrata.cli import DataDir, _config, _settings, console, err
 from memstrata.cli.access import Remote
 from memstrata.cli.exits import Exit
+
+if TYPE_CHECKING:
+    from query_service.settings import ServiceSettings
 
 audit_app = typer.Typer(help="The audit log: deletes, exports, key changes, admin calls.",
                         no_args_is_help=True)
@@ -35,14 +38,21 @@ COLUMNS = ("seq", "ts", "via", "key_id", "action", "tenant", "user", "session", 
            "outcome", "detail")
 
 
+def service_settings(data_dir: Path | None = None, **overrides: Any) -> ServiceSettings:
+    """``MEMSTRATA_SERVICE_*`` from the command's configuration, options applied."""
+    from query_service.settings import ServiceSettings
+
+    given = {k: v for k, v in overrides.items() if v is not None}
+    return _config(data_dir, **({"service": given} if given else {})).get(ServiceSettings)
+
+
 def audit_path(data_dir: Path | None, given: Path | None = None) -> Path:
     """The log a command reads or appends to: ``--file``, the setting, else the data dir's."""
-    from query_service.cli import _service_settings
     from query_service.audit import AUDIT_FILE
 
     if given is not None:
         return given
-    return _service_settings(data_dir).audit_file or _settings(data_dir).data_dir / AUDIT_FILE
+    return service_settings(data_dir).audit_file or _settings(data_dir).data_dir / AUDIT_FILE
 
 
 def audit_log(data_dir: Path | None) -> Any:

@@ -36,14 +36,6 @@ KeysFile = Annotated[Optional[Path], typer.Option(
     "--keys-file", help="Keys file (MEMSTRATA_SERVICE_KEYS_FILE; default: in the data dir).")]
 
 
-def _service_settings(data_dir: Path | None = None, **overrides: Any) -> Any:
-    """``MEMSTRATA_SERVICE_*`` from this command's configuration, options applied."""
-    from query_service.settings import ServiceSettings
-
-    given = {k: v for k, v in overrides.items() if v is not None}
-    return _config(data_dir, **({"service": given} if given else {})).get(ServiceSettings)
-
-
 def _bad_keys_file(exc: Exception) -> NoReturn:
     """A keys file that cannot be read or parsed: one line naming it, exit 2."""
     err.print(f"[red]{escape(str(exc))}; fix it, or move it aside and add keys again with "
@@ -219,9 +211,11 @@ def serve(
     config = _config(data_dir, **({"service": given} if given else {}))
     settings = config.settings
     refuse_if_damaged(settings)
-    svc = _service_settings(data_dir, **given)
-    svc = svc.model_copy(update={"keys_file": keys_file or svc.keys_file
-                                 or settings.data_dir / DEFAULT_KEYS_FILE})
+    from query_service.audit_cli import service_settings
+
+    svc = service_settings(data_dir, **given)
+    keys_at = keys_file or svc.keys_file or settings.data_dir / DEFAULT_KEYS_FILE
+    svc = svc.model_copy(update={"keys_file": keys_at})
     if stream is None:
         stream = (not config.get(KafkaSettings).brokers
                   and settings.vector_backend == "qdrant-edge")
@@ -231,7 +225,7 @@ def serve(
         _cannot_listen(svc.host, svc.metrics_port, why, "--metrics-port",
                        "MEMSTRATA_SERVICE_METRICS_PORT")
     try:
-        n_keys = len(read_keys_file(svc.keys_file).keys)
+        n_keys = len(read_keys_file(keys_at).keys)
     except KeysFileError as exc:
         _bad_keys_file(exc)
     marker = ServeMarker(settings.data_dir / SERVE_FILE)
