@@ -7,11 +7,16 @@ doubled. Compare-and-set was chosen over scripted updates because both real
 OpenSearch and osmem-server (the test stand-in, which rejects update scripts)
 support it; one change costs a GET and an index request (about 3 ms on
 loopback against osmem-server, ``bench/ledger.py``).
+
+Leases (:meth:`OpenSearchLedger.hold`) live in the same index, one document per
+key holding every holder's lease as a JSON string (not indexed, so holders never
+add fields to the mapping), changed by the same compare-and-set.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 import time
 from typing import Any
@@ -20,12 +25,14 @@ from opensearchpy import OpenSearch
 from opensearchpy.exceptions import ConflictError, NotFoundError, OpenSearchException
 
 from memstrata.store._opensearch import ensure_index, make_client
-from query_service.ledger import LedgerUnavailable, grant
+from query_service.ledger import Leases, LedgerUnavailable, grant, lease
 
 _MAPPING: dict[str, Any] = {
     "settings": {"number_of_shards": 1},
     "mappings": {"properties": {"key": {"type": "keyword"}, "period": {"type": "keyword"},
-                                "used": {"type": "double"}}},
+                                "used": {"type": "double"},
+                                "leases": {"type": "keyword", "index": False,
+                                           "doc_values": False}}},
 }
 
 
@@ -112,6 +119,44 @@ class OpenSearchLedger:
 
     def give(self, key: str, period: str, amount: float) -> None:
         self._change(key, period, amount, None, -1.0)
+
+    def hold(self, key: str, holder: str, want: float, cap: float, now: float,
+             ttl_s: float) -> float:
+        """Compare-and-set loop over the key's leases (see :meth:`Ledger.hold`)."""
+        doc_id = self._id(f"lease/{key}")
+        try:
+            self._ensure()
+            for attempt in range(self.attempts):
+                try:
+                    got = self._client.get(index=self.index, id=doc_id,
+                                           request_timeout=self.timeout_s)
+                except NotFoundError:
+                    got = None
+                raw = got["_source"].get("leases") if got is not None else None
+                stored: Leases = {h: (float(v[0]), float(v[1]))
+                                  for h, v in json.loads(raw or "{}").items()}
+                held, leases = lease(stored, holder, want, cap, now, ttl_s)
+                if leases == stored:
+                    return held
+                body = {"key": key, "leases": json.dumps(leases, sort_keys=True)}
+                try:
+                    if got is None:
+                        self._client.index(index=self.index, id=doc_id, body=body,
+                                           op_type="create", request_timeout=self.timeout_s)
+                    else:
+                        self._client.index(index=self.index, id=doc_id, body=body,
+                                           if_seq_no=got["_seq_no"],
+                                           if_primary_term=got["_primary_term"],
+                                           request_timeout=self.timeout_s)
+                    return held
+                except ConflictError:
+                    time.sleep(random.uniform(0, 0.002 * min(attempt + 1, 10)))
+        except (OpenSearchException, OSError, ValueError) as exc:
+            raise LedgerUnavailable(
+                f"the shared ledger at {self.url} is unreachable ({type(exc).__name__})"
+            ) from exc
+        raise LedgerUnavailable(f"the shared ledger kept conflicting on {key!r} "
+                                f"({self.attempts} attempts)")
 
     def used(self, key: str, period: str) -> float:
         try:

@@ -1,4 +1,4 @@
-"""Which ledger counts a service's rates and budgets (``MEMSTRATA_SERVICE_LEDGER``)."""
+"""Which ledger counts a service's rates, caps and budgets (``MEMSTRATA_SERVICE_LEDGER``)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from query_service.ledger import LedgerUnavailable
+from query_service.ledger_caps import CapLeases
 from query_service.ledger_lease import RateLeases, SharedSpendLedger
 from query_service.limits import SpendLedger
 from query_service.settings import ServiceSettings
@@ -32,11 +33,13 @@ def shared_url(settings: ServiceSettings, app: Any) -> str | None:
 
 
 def open_ledgers(settings: ServiceSettings, app: Any, spend_file: Path
-                 ) -> tuple[SpendLedger | SharedSpendLedger, RateLeases | None]:
-    """The spend ledger and the shared rate (None: per process) the service counts with."""
+                 ) -> tuple[SpendLedger | SharedSpendLedger, RateLeases | None,
+                            CapLeases | None]:
+    """The spend ledger, the shared rate and the shared concurrency caps (None: per
+    process) the service counts with."""
     url = shared_url(settings, app)
     if url is None:
-        return SpendLedger(spend_file), None
+        return SpendLedger(spend_file), None, None
     from query_service.ledger_opensearch import OpenSearchLedger
 
     password = getattr(app, "opensearch_password", None)
@@ -57,4 +60,8 @@ def open_ledgers(settings: ServiceSettings, app: Any, spend_file: Path
                       slice_fraction=settings.ledger_slice,
                       outage_share=settings.ledger_outage_share,
                       retry_s=settings.ledger_retry_s)
-    return spend, rate
+    caps = CapLeases(ledger, slice_fraction=settings.ledger_slice,
+                     ttl_s=settings.ledger_lease_ttl_s,
+                     outage_share=settings.ledger_outage_share,
+                     retry_s=settings.ledger_retry_s)
+    return spend, rate, caps

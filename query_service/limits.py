@@ -5,8 +5,9 @@ the concurrency limit counts calls in flight. Both answer RESOURCE_EXHAUSTED
 with a ``retry-after-ms`` hint in trailing metadata. Budgets count LLM tokens
 and USD per tenant and UTC day; with a spend file the day's count survives a
 restart. With a shared ledger (``MEMSTRATA_SERVICE_LEDGER=opensearch``, or
-``auto`` over OpenSearch stores) the rate and the budgets hold across replicas
-(:mod:`query_service.ledger_lease`); concurrency caps and fair shares stay per
+``auto`` over OpenSearch stores) the rate and the budgets
+(:mod:`query_service.ledger_lease`) and the concurrency caps
+(:mod:`query_service.ledger_caps`) hold across replicas; fair shares stay per
 replica.
 
 The gate reads time from an injectable clock (monotonic seconds), so its tests
@@ -30,6 +31,7 @@ from query_service.keys import KeyRing, TenantPolicy
 from query_service.settings import ServiceSettings
 
 if TYPE_CHECKING:
+    from query_service.ledger_caps import CapLeases
     from query_service.ledger_lease import RateLeases
 
 _log = logging.getLogger(__name__)
@@ -73,16 +75,18 @@ class TenantGate:
 
     ``clock``: monotonic seconds (``time.monotonic``; tests pass a fake one).
     ``shared``: the rate across replicas (a call needs a local token and a shared
-    one); None keeps the rate per process.
+    one); None keeps the rate per process. ``caps``: the concurrency cap across
+    replicas (a call needs a local slot and a leased one); None keeps it per process.
     """
 
     def __init__(self, settings: ServiceSettings, keys: KeyRing,
                  clock: Callable[[], float] = time.monotonic,
-                 shared: RateLeases | None = None) -> None:
+                 shared: RateLeases | None = None, caps: CapLeases | None = None) -> None:
         self.settings = settings
         self.keys = keys
         self.clock = clock
         self.shared = shared
+        self.caps = caps
         self._buckets: dict[str, _Bucket] = {}
 
     def limits(self, tenant: str) -> TenantLimits:
@@ -106,18 +110,26 @@ class TenantGate:
         return None
 
     def close(self) -> None:
-        """Nothing to give back: the spend file is written at every change."""
+        """Give leased concurrency slots back (blocking: a ledger round trip)."""
+        if self.caps is not None:
+            self.caps.close()
 
     def admit(self, tenant: str) -> tuple[str, float] | None:
         """None when admitted (the caller must :meth:`release`); else (limit, retry seconds)."""
         lim = self.limits(tenant)
         b = self._refill(tenant, lim)
         refused = self._refusal(b, lim)
+        slot = False
+        if refused is None and self.caps is not None:
+            refused = self.caps.take(tenant, lim)
+            slot = refused is None
         if refused is None and self.shared is not None:
             refused = self.shared.take(tenant, lim)
         if refused is None:
             b.tokens -= 1.0
             b.in_flight += 1
+        elif slot and self.caps is not None:
+            self.caps.release(tenant)  # refused by the rate: the slot goes back
         return refused
 
     def peek(self, tenant: str) -> tuple[str, float] | None:
@@ -137,6 +149,8 @@ class TenantGate:
         b = self._buckets.get(tenant)
         if b is not None and b.in_flight > 0:
             b.in_flight -= 1
+            if self.caps is not None:
+                self.caps.release(tenant)
 
     def weight(self, tenant: str) -> float:
         """The tenant's share of the pools (keys file ``weight``, default 1)."""

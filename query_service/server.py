@@ -127,6 +127,8 @@ class ServiceHandle:
         self.servicer.close()
         # Unspent budget slices go back to the shared ledger (query_service.ledger_lease).
         await asyncio.get_running_loop().run_in_executor(None, self.servicer.ledger.close)
+        # Leased concurrency slots too (query_service.ledger_caps).
+        await asyncio.get_running_loop().run_in_executor(None, self.servicer.gate.close)
         if self.publisher is not None:
             await self.publisher.stop()
         if self.controls is not None:
@@ -223,8 +225,9 @@ async def build_server(
     for registry in extra_metrics:  # e.g. the stream worker's, when serve hosts it
         metrics.include(registry)
     keys = KeyRing(settings.keys_file)
-    spend, shared_rate = open_ledgers(settings, memory.settings, spend_path(memory, settings))
-    gate = TenantGate(settings, keys, shared=shared_rate)
+    spend, shared_rate, caps = open_ledgers(settings, memory.settings,
+                                            spend_path(memory, settings))
+    gate = TenantGate(settings, keys, shared=shared_rate, caps=caps)
     pools = build_pools(settings, metrics, weight_of=gate.weight)
     if publisher is None and kafka is not None and kafka.brokers:
         if stored is not None and settings.ingest_ack == "stored":

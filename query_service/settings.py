@@ -143,10 +143,11 @@ class ServiceSettings(BaseSettings):
     #: Where each tenant's spend today is kept across restarts with the ``local`` ledger;
     #: default ``<data dir>/service/spend.json`` (per replica: see ``ledger``).
     spend_file: Path | None = None
-    #: Where rates and spend budgets are counted (``query_service.ledger_lease``): ``local``
-    #: per process (N replicas allow N times a limit); ``opensearch`` in the index
-    #: ``<prefix>-ledger`` of MEMSTRATA_OPENSEARCH_URL, shared by every replica; ``auto``:
-    #: ``opensearch`` when the document store is OpenSearch, else ``local``.
+    #: Where rates, concurrency caps and spend budgets are counted (``ledger_lease``,
+    #: ``ledger_caps``): ``local`` per process (N replicas allow N times a limit);
+    #: ``opensearch`` in the index ``<prefix>-ledger`` of MEMSTRATA_OPENSEARCH_URL, shared
+    #: by every replica; ``auto``: ``opensearch`` when the document store is OpenSearch,
+    #: else ``local``.
     ledger: Literal["auto", "local", "opensearch"] = "auto"
     #: The OpenSearch the shared ledger lives in; unset: MEMSTRATA_OPENSEARCH_URL (with its
     #: user, password and CA file).
@@ -162,11 +163,16 @@ class ServiceSettings(BaseSettings):
     #: Seconds the ledger is left alone after it failed: budgets then fail safe (UNAVAILABLE
     #: or the offline answer, per ``on_budget_exhausted``), rates use the outage share.
     ledger_retry_s: float = Field(5.0, gt=0, le=600)
-    #: Share of a tenant's rate each replica admits on its own while the ledger is down.
+    #: Share of a tenant's rate (and concurrency cap) each replica admits on its own while
+    #: the ledger is down.
     ledger_outage_share: float = Field(0.5, ge=0, le=1)
     #: The audit log (deletes, exports, key changes, admin calls; append-only JSONL, 0600);
     #: default ``<data dir>/audit.jsonl``. ``memstrata audit verify`` checks its hash chain.
     audit_file: Path | None = None
+    #: Seconds a replica's lease of a tenant's concurrency slots lasts in the shared ledger
+    #: unless renewed (renewed each third of it, unused slots given back then): a replica
+    #: that dies frees its slots after this long (``query_service.ledger_caps``).
+    ledger_lease_ttl_s: float = Field(15.0, ge=1, le=600)
 
     @model_validator(mode="after")
     def _tls_pair(self) -> "ServiceSettings":

@@ -57,7 +57,9 @@ SHAPES: dict[str, dict[str, Any]] = {
                           "grpcFrom": [{"namespaceSelector": {"matchLabels": {"team": "chat"}}}]},
         "serviceMonitor": {"enabled": True},
         "prometheusRule": {"enabled": True},
-        "mcp": {"enabled": True, "user": "maya", "allowedHosts": ["mcp.example.com"]},
+        "mcp": {"enabled": True, "user": "maya", "allowedHosts": ["mcp.example.com"],
+                "jwt": {"enabled": True, "issuer": "https://idp.example.com/",
+                        "audience": "memstrata-mcp", "jwksSecret": "idp-jwks"}},
     },
 }
 

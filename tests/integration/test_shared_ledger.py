@@ -1,14 +1,15 @@
-"""The shared ledger of rates and budgets: one suite, every Ledger implementation (issue 37, 2).
+"""The shared ledger of rates, caps and budgets: one suite, every Ledger implementation (issue 37, 2).
 
 Each test runs against the in-process ledger and against OpenSearchLedger on an
 osmem-server clone. A "replica" is a limiter (SharedSpendLedger, or TenantGate
-with RateLeases) with its own ledger handle (its own HTTP client for
+with RateLeases or CapLeases) with its own ledger handle (its own HTTP client for
 OpenSearch), as two service processes would have.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -19,6 +20,7 @@ import pytest
 from query_service.errors import retry_after_s, status_for
 from query_service.keys import KeyRing, TenantPolicy, set_tenant_policy
 from query_service.ledger import InProcessLedger, Ledger, LedgerUnavailable
+from query_service.ledger_caps import CapLeases
 from query_service.ledger_lease import RateLeases, SharedSpendLedger
 from query_service.ledger_opensearch import OpenSearchLedger
 from query_service.ledger_select import open_ledgers, shared_url
@@ -59,6 +61,10 @@ class FailingLedgerDouble:
         raise LedgerUnavailable("unreachable")
 
     def used(self, key: str, period: str) -> float:
+        raise LedgerUnavailable("unreachable")
+
+    def hold(self, key: str, holder: str, want: float, cap: float, now: float,
+             ttl_s: float) -> float:
         raise LedgerUnavailable("unreachable")
 
     def close(self) -> None:
@@ -198,10 +204,13 @@ def test_the_ledger_follows_the_stores(tmp_path: Path) -> None:
     assert shared_url(ServiceSettings(ledger="local"), over_os) is None
     with pytest.raises(ValueError, match="MEMSTRATA_OPENSEARCH_URL"):
         shared_url(ServiceSettings(ledger="opensearch"), embedded)
-    spend, rate = open_ledgers(ServiceSettings(), embedded, tmp_path / "spend.json")
-    assert isinstance(spend, SpendLedger) and rate is None
-    spend, rate = open_ledgers(ServiceSettings(), over_os, tmp_path / "spend.json")
+    spend, rate, caps = open_ledgers(ServiceSettings(), embedded, tmp_path / "spend.json")
+    assert isinstance(spend, SpendLedger) and rate is None and caps is None
+    spend, rate, caps = open_ledgers(ServiceSettings(ledger_lease_ttl_s=9), over_os,
+                                     tmp_path / "spend.json")
     assert isinstance(spend, SharedSpendLedger) and rate is not None
+    assert isinstance(caps, CapLeases) and caps.ttl_s == 9
+    caps.close()
 
 
 def test_a_rate_under_one_call_per_window_still_admits_its_calls(
@@ -221,3 +230,118 @@ def test_a_rate_under_one_call_per_window_still_admits_its_calls(
             gate.release("slow")
         now[0] += 0.5
     assert admitted == [4000.0, 4002.0], admitted
+
+
+# -- concurrency caps across replicas (leases) ------------------------------------------------
+def test_leases_never_sum_past_the_cap_and_lapse_unless_renewed(open_ledger: Opener) -> None:
+    a, b = open_ledger(), open_ledger()
+    assert a.hold("cap/x", "A", 6, 10, 100.0, 15) == 6
+    assert b.hold("cap/x", "B", 6, 10, 100.0, 15) == 4  # what A's live lease leaves
+    assert a.hold("cap/x", "A", 2, 10, 101.0, 15) == 2  # shrinks at once
+    assert b.hold("cap/x", "B", 9, 10, 102.0, 15) == 8
+    assert a.hold("cap/x", "A", 3, 10, 103.0, 15) == 2  # never below what it holds
+    # A stops renewing (its replica died): its 2 slots lapse at 118.
+    assert b.hold("cap/x", "B", 10, 10, 117.0, 15) == 8
+    assert b.hold("cap/x", "B", 10, 10, 118.5, 15) == 10
+    assert b.hold("cap/x", "B", 0, 10, 119.0, 15) == 0  # all given back
+    assert a.hold("cap/x", "A", 10, 10, 119.0, 15) == 10
+
+
+CAP = 10
+
+
+def _capped(tmp_path: Path, ledger: Ledger, now: list[float]) -> TenantGate:
+    keys = tmp_path / "keys.json"
+    set_tenant_policy(keys, "acme", TenantPolicy(rate_per_s=1000, burst=1000,
+                                                 max_concurrent=CAP))
+    caps = CapLeases(ledger, slice_fraction=0.2, ttl_s=15.0, clock=lambda: now[0],
+                     renew=False)
+    return TenantGate(ServiceSettings(), KeyRing(keys), clock=lambda: now[0], caps=caps)
+
+
+def test_a_concurrency_cap_holds_across_two_replicas(open_ledger: Opener,
+                                                     tmp_path: Path) -> None:
+    """Stated error: none over the cap while the ledger answers; a refusal may come while
+    the other replica holds up to ``spare`` idle slots, until its next renewal."""
+    now = [1000.0]
+    gates = [_capped(tmp_path, open_ledger(), now) for _ in range(2)]
+    held = [0, 0]
+    for i in range(40):  # calls arrive at both replicas in turn and none ends
+        if gates[i % 2].admit("acme") is None:
+            held[i % 2] += 1
+    assert sum(held) == CAP and min(held) > 0, held
+    # Per process, for contrast, each replica admits the whole cap.
+    keys = tmp_path / "keys.json"
+    alone = [TenantGate(ServiceSettings(), KeyRing(keys), clock=lambda: now[0])
+             for _ in range(2)]
+    assert sum(1 for i in range(40) if alone[i % 2].admit("acme") is None) == 2 * CAP
+    refused = gates[1].admit("acme")
+    assert refused is not None and refused[0] == "concurrency"
+    for _ in range(held[0]):  # replica 0's calls end, its slots stay leased ...
+        gates[0].release("acme")
+    assert gates[1].admit("acme") is not None
+    now[0] += 5.0
+    for g in gates:  # ... until its renewal gives back what it did not use
+        assert g.caps is not None
+        g.caps.renew()
+    gates[0].caps.renew()  # type: ignore[union-attr]  # idle now: nothing kept
+    assert gates[0].caps.held("acme") == 0  # type: ignore[union-attr]
+    took = sum(1 for _ in range(40) if gates[1].admit("acme") is None)
+    assert took == held[0], (took, held)
+
+
+def test_a_dead_replicas_slots_come_back_when_its_lease_lapses(open_ledger: Opener,
+                                                               tmp_path: Path) -> None:
+    now = [2000.0]
+    dead, live = (_capped(tmp_path, open_ledger(), now) for _ in range(2))
+    assert all(dead.admit("acme") is None for _ in range(CAP))  # then it dies, holding all
+    assert live.admit("acme") is not None
+    now[0] += 15.5  # past the lease: the dead replica never renewed
+    assert sum(1 for _ in range(20) if live.admit("acme") is None) == CAP
+
+
+def test_an_outage_caps_each_replica_at_its_outage_share(tmp_path: Path) -> None:
+    now = [3000.0]
+    gate = _capped(tmp_path, FailingLedgerDouble(), now)
+    assert sum(1 for _ in range(20) if gate.admit("acme") is None) == CAP // 2
+
+
+def test_a_slot_refused_by_the_rate_goes_back(open_ledger: Opener, tmp_path: Path) -> None:
+    keys = tmp_path / "keys.json"
+    set_tenant_policy(keys, "acme", TenantPolicy(rate_per_s=2, burst=100, max_concurrent=CAP))
+    now = [5000.25]
+    caps = CapLeases(open_ledger(), clock=lambda: now[0], renew=False)
+    gate = TenantGate(ServiceSettings(), KeyRing(keys), clock=lambda: now[0],
+                      shared=RateLeases(open_ledger(), clock=lambda: now[0]), caps=caps)
+    results = [gate.admit("acme") for _ in range(5)]
+    assert [r is None for r in results] == [True, True, False, False, False]
+    assert results[-1] is not None and results[-1][0] == "rate"
+    gate.release("acme")
+    gate.release("acme")
+    now[0] += 5.0
+    caps.renew()
+    caps.renew()
+    assert caps.held("acme") == 0  # no slot kept for the refused calls
+
+
+def test_the_renewing_thread_keeps_busy_leases_and_returns_idle_ones() -> None:
+    """Real time, short lease (0.3 s, renewed every 0.1 s): a live replica's slots outlast
+    the lease while its calls run, and go back once it is idle."""
+    ledger = InProcessLedger()
+    lim = limits_for(ServiceSettings(), TenantPolicy(max_concurrent=4))
+    busy = CapLeases(ledger, ttl_s=0.3)
+    other = CapLeases(ledger, renew=False)
+    try:
+        assert all(busy.take("acme", lim) is None for _ in range(4))
+        time.sleep(0.6)  # two lease lengths: only renewals keep the slots
+        assert other.take("acme", lim) is not None
+        for _ in range(4):
+            busy.release("acme")
+        deadline = time.monotonic() + 3
+        while busy.held("acme") and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert busy.held("acme") == 0
+        assert sum(1 for _ in range(8) if other.take("acme", lim) is None) == 4
+    finally:
+        busy.close()
+        other.close()
