@@ -41,7 +41,7 @@ from query_service.ledger import Ledger, LedgerUnavailable
 from query_service.ledger_lease import _Breaker
 
 if TYPE_CHECKING:
-    from query_service.limits import TenantLimits
+    from query_service.tenant_limits import TenantLimits
 
 #: The retry-after hint of a concurrency refusal (a slot frees when a call ends).
 RETRY_S = 0.05

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 from query_service.ledger import Ledger, LedgerUnavailable
 
 if TYPE_CHECKING:
-    from query_service.limits import TenantLimits
+    from query_service.tenant_limits import TenantLimits
 
 _log = logging.getLogger(__name__)
 

@@ -27,40 +27,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from query_service.keys import KeyRing, TenantPolicy
+from query_service.keys import KeyRing
 from query_service.settings import ServiceSettings
+from query_service.tenant_limits import TenantLimits, limits_for
 
 if TYPE_CHECKING:
     from query_service.ledger_caps import CapLeases
     from query_service.ledger_lease import RateLeases
 
 _log = logging.getLogger(__name__)
-
-
-@dataclass
-class TenantLimits:
-    rate_per_s: float
-    burst: int
-    max_concurrent: int
-    daily_tokens: int | None
-    daily_usd: float | None
-    on_budget_exhausted: str
-    #: Share of the read and answer pools under contention (query_service.scheduler).
-    weight: float = 1.0
-
-
-def limits_for(settings: ServiceSettings, policy: TenantPolicy) -> TenantLimits:
-    def pick(value: object, default: object) -> object:
-        return default if value is None else value
-
-    return TenantLimits(
-        rate_per_s=float(pick(policy.rate_per_s, settings.rate_per_s)),  # type: ignore[arg-type]
-        burst=int(pick(policy.burst, settings.burst)),  # type: ignore[call-overload]
-        max_concurrent=int(pick(policy.max_concurrent,  # type: ignore[call-overload]
-                                settings.max_concurrent)),
-        daily_tokens=policy.daily_tokens, daily_usd=policy.daily_usd,
-        on_budget_exhausted=str(pick(policy.on_budget_exhausted, settings.on_budget_exhausted)),
-        weight=float(pick(policy.weight, 1.0)))  # type: ignore[arg-type]
 
 
 @dataclass
