@@ -11,6 +11,11 @@ no graph is read and the ranking is unchanged.
 When the plan expands, :mod:`memstrata.retrieval.graph_expand` walks the
 graph from the entities the question names and lifts the sessions that are
 sources of what the reached entities' profiles say about the question.
+
+A plan may also *match* (opt-in, ``MEMSTRATA_CONTROLLER_USE_PROFILE_MATCH``):
+the profile bullets of the entities a question names that are closest to it
+in meaning ("activities" and "went camping") lift the sessions they came
+from, whatever its cues (:func:`memstrata.retrieval.graph_expand.match_bullets`).
 """
 
 from __future__ import annotations
@@ -55,18 +60,26 @@ class RoutePlan:
     #: Switched off by the ``graph`` ablation (``--without graph``): never expands.
     disabled: bool = False
     question: str = field(default="", compare=False)
+    #: Lift the sessions of the named entities' bullets closest to the question in meaning.
+    match: bool = False
 
     @classmethod
     def for_question(cls, question: str, cues: CueFlags | None = None, *, enabled: bool = True,
-                     hops: int = 2, decay: float = 0.5) -> "RoutePlan":
-        """Expand when a relation, attribute, multi-hop or chain cue fires (and enabled)."""
+                     hops: int = 2, decay: float = 0.5, match: bool = False) -> "RoutePlan":
+        """Expand when a relation, attribute, multi-hop or chain cue fires (and enabled);
+        ``match``: also match the named entities' bullets, whatever the cues."""
         reasons = [name for name in ("relation", "multi_hop", "attribute")
                    if cues is not None and getattr(cues, name, False)]
         if _CHAIN.search(question):
             reasons.append("chain")
         return cls(expand=enabled and bool(reasons), reasons=tuple(reasons), hops=hops,
-                   decay=decay, disabled=not enabled, question=question)
+                   decay=decay, disabled=not enabled, question=question, match=match)
+
+    @property
+    def active(self) -> bool:
+        """Whether the search reads the profiles at all (a walk, a match or both)."""
+        return self.expand or self.match
 
     def as_json(self) -> dict[str, Any]:
         return {"expand": self.expand, "reasons": list(self.reasons), "hops": self.hops,
-                "decay": self.decay, "disabled": self.disabled}
+                "decay": self.decay, "disabled": self.disabled, "match": self.match}

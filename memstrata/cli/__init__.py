@@ -388,13 +388,15 @@ def search(
 
 
 def _route_plan(question: str, data_dir: Path | None) -> Any:
-    """The route plan of a question: its cues, and the ``graph`` ablation's setting."""
+    """The route plan of a question: its cues, and the ``graph`` and ``profile_match``
+    settings (as answers use them)."""
     from memstrata.controller.config import ControllerSettings
     from memstrata.evidence.cues import detect_cues
     from memstrata.route_plan import RoutePlan
 
-    enabled = _config(data_dir).get(ControllerSettings).use_graph
-    return RoutePlan.for_question(question, detect_cues(question), enabled=enabled)
+    c = _config(data_dir).get(ControllerSettings)
+    return RoutePlan.for_question(question, detect_cues(question), enabled=c.use_graph,
+                                  match=c.use_profile_match)
 
 
 def print_hits(hits: list, scope: object, query: list[str], *, as_json: bool,

@@ -78,6 +78,21 @@ def write_plot(draw: Any, *args: Any) -> bool:
     return True
 
 
+#: The parts of the search ``eval retrieval --without`` may switch off.
+RETRIEVAL_PARTS = ("graph", "profile_match")
+
+
+def retrieval_parts(off: set[str]) -> tuple[bool, bool]:
+    """Whether searches expand through the relation graph and match the named entities'
+    bullets: as the answer path's settings say (``MEMSTRATA_CONTROLLER_USE_GRAPH``,
+    ``..._USE_PROFILE_MATCH``), unless ``--without`` names the part."""
+    from memstrata.cli import _config
+    from memstrata.controller.config import ControllerSettings
+
+    c = _config(None).get(ControllerSettings)
+    return "graph" not in off and c.use_graph, "profile_match" not in off and c.use_profile_match
+
+
 @eval_app.command("retrieval")
 def retrieval(
     dataset: Annotated[Path, typer.Option("--dataset", "-d", help="LoCoMo or LongMemEval JSON.")],
@@ -93,26 +108,32 @@ def retrieval(
     = None,
     without: Annotated[Optional[list[str]], typer.Option(
         "--without", help="Switch a part of the retriever off: graph (relation-graph "
-                          "expansion).")] = None,
+                          "expansion) or profile_match (the named entities' closest "
+                          "bullets); each follows its MEMSTRATA_CONTROLLER_USE_* setting "
+                          "as answers do.")] = None,
 ) -> None:
     """Session and turn Recall@k and NDCG@k of the hybrid retriever and two raw-turn baselines.
 
     The dataset is ingested into a fresh temporary embedded store; retrieval
-    settings come from the usual MEMSTRATA_* variables. ``--previous`` adds the
-    paired difference to an earlier run (another retriever setting), with its
-    bootstrap interval, as ``system_vs.previous``.
+    settings come from the usual MEMSTRATA_* variables, and the relation graph
+    expands searches only when answers do (MEMSTRATA_CONTROLLER_USE_GRAPH, off by
+    default; MEMSTRATA_CONTROLLER_USE_PROFILE_MATCH likewise), so the numbers are the
+    product's. ``--previous`` adds the paired difference to an earlier run (another
+    retriever setting), with its bootstrap interval, as ``system_vs.previous``.
     """
     from memstrata.cli import _settings
     from memstrata.eval.retrieval import compare_runs, evaluate, plot_curves
 
     ks = parse_ks(k)
     off = {w.strip().lower() for w in without or ()}
-    if off - {"graph"}:
-        raise typer.BadParameter(f"retrieval ablations are: graph; got {sorted(off - {'graph'})}",
-                                 param_hint="--without")
+    if off - set(RETRIEVAL_PARTS):
+        raise typer.BadParameter(
+            f"retrieval ablations are: {', '.join(RETRIEVAL_PARTS)}; got "
+            f"{sorted(off - set(RETRIEVAL_PARTS))}", param_hint="--without")
     before = json.loads(previous.read_text()) if previous is not None else None
     data = load_eval_dataset(dataset, fmt, limit)
     settings = _settings(None)
+    graph, match = retrieval_parts(off)
     with Progress(TextColumn("{task.description:<10}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=err) as bar:
         tasks: dict[str, TaskID] = {}
@@ -122,7 +143,7 @@ def retrieval(
                 tasks[stage] = bar.add_task(stage, total=total)
             bar.update(tasks[stage], completed=done)
 
-        run = evaluate(data, ks, settings, progress=tick, graph="graph" not in off)
+        run = evaluate(data, ks, settings, progress=tick, graph=graph, match=match)
     if before is not None:
         try:
             run.result["system_vs"]["previous"] = compare_runs(run.result, before, ks)

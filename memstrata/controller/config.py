@@ -32,6 +32,7 @@ ABLATIONS: dict[str, str] = {
     "draft": "use_draft",
     "profiles": "use_profiles",
     "graph": "use_graph",
+    "profile_match": "use_profile_match",
 }
 
 Policy = Literal["auto", "rules", "llm"]
@@ -97,6 +98,11 @@ class ControllerSettings(BaseSettings):
     #: neither session recall nor answers beyond noise, and a remote reader ranks flat,
     #: so answers over a client would differ from a local memory's (docs/profiles.md).
     use_graph: bool = False
+    #: Searches lift the sessions of the profile bullets, of the entities a question
+    #: names, closest to it in meaning (route_plan ``match``). Off by default: LoCoMo dev
+    #: multi-hop session R@5 +0.037 overall, but within noise on the half it was tuned
+    #: on, and answers did not move (docs/profiles.md).
+    use_profile_match: bool = False
 
     # -- cost ---------------------------------------------------------------
     #: JSON or TOML price table; the example table of :mod:`memstrata.llm.usage` otherwise.

@@ -375,10 +375,15 @@ class MemoryTools:
         k = _as_int(top_k, "top_k") or self.settings.search_top_k
         expansion: Any = None
         with self.trace.memory_time():
-            if isinstance(self.memory, GraphSearcher) and self.settings.use_graph:
+            settings = self.settings
+            if isinstance(self.memory, GraphSearcher) and (settings.use_graph
+                                                           or settings.use_profile_match):
                 # The question's route plan: relation / multi-hop cues expand the search
-                # through the relation graph (memstrata.route_plan).
-                route = RoutePlan.for_question(self.state.question, self.state.cues)
+                # through the relation graph, the named entities' bullets may lift the
+                # sessions they came from (memstrata.route_plan).
+                route = RoutePlan.for_question(self.state.question, self.state.cues,
+                                               enabled=settings.use_graph,
+                                               match=settings.use_profile_match)
                 hits, expansion = self.memory.search_expanded(
                     self.state.scope, qs, top_k=k, route=route)
             else:
@@ -415,8 +420,11 @@ class MemoryTools:
         if expansion is not None:
             data["graph"] = expansion.as_json()
             reached = [e for e in data["graph"].get("reached", []) if e.get("hops", 0) > 0]
-            summary += (f"; graph: {len(data['graph'].get('sessions', {}))} sessions lifted "
-                        f"via {len(reached)} linked entities")
+            if expansion.plan.expand:
+                summary += (f"; graph: {len(data['graph'].get('sessions', {}))} sessions "
+                            f"lifted via {len(reached)} linked entities")
+            if "matched" in data["graph"]:
+                summary += f"; profile match: {len(data['graph']['matched'])} sessions lifted"
         return ToolResult("search", content, [h.session_id for h in hits], Layer.L0, added,
                           tokens, data=data, summary=summary)
 

@@ -58,14 +58,17 @@ class HybridRanker:
 
     name = "system"
 
-    def __init__(self, memory: Memory, *, graph: bool = True) -> None:
+    def __init__(self, memory: Memory, *, graph: bool = False, match: bool = False) -> None:
         self.memory = memory
-        #: Expand through the relation graph when the question's cues ask for it
-        #: (``--without graph``: never).
+        #: Expand through the relation graph when the question's cues ask for it (as the
+        #: answer path's ``use_graph``: off unless asked for).
         self.graph = graph
+        #: Lift the sessions of the named entities' closest bullets (``use_profile_match``).
+        self.match = match
 
     def rank(self, q: Question) -> Ranked:
-        route = RoutePlan.for_question(q.question, detect_cues(q.question), enabled=self.graph)
+        route = RoutePlan.for_question(q.question, detect_cues(q.question), enabled=self.graph,
+                                       match=self.match)
         r = self.memory.retriever.rank(q.scope, [q.question], route=route)
         return Ranked(sessions=[s for s, _ in r.sessions[:RANK_DEPTH]],
                       turns=[u.source_ids for u in r.units[:RANK_DEPTH]])
@@ -199,12 +202,14 @@ def evaluate(
     *,
     progress: Callable[[str, int, int], None] | None = None,
     work_dir: Path | None = None,
-    graph: bool = True,
+    graph: bool = False,
+    match: bool = False,
 ) -> EvalRun:
     """Ingest, build baselines, ask every question of every system, and score.
 
-    ``progress(stage, done, total)`` is called as work advances; ``graph=False``
-    is the ``graph`` ablation (no expansion through the relation graph).
+    ``progress(stage, done, total)`` is called as work advances; ``graph=True``
+    expands searches through the relation graph (the controller's opt-in ``use_graph``),
+    ``match=True`` lifts the named entities' closest bullets' sessions (``use_profile_match``).
     """
     tick = progress or (lambda stage, done, total: None)
     turn_level = dataset.format == "locomo"
@@ -217,7 +222,7 @@ def evaluate(
                           progress=_counter("ingest", dataset.parsed.turns, tick))
             raw.build(dataset.parsed.sessions,
                       progress=_counter("baselines", dataset.parsed.turns, tick))
-            rankers: list[Ranker] = [HybridRanker(memory, graph=graph), BM25RawRanker(raw),
+            rankers: list[Ranker] = [HybridRanker(memory, graph=graph, match=match), BM25RawRanker(raw),
                                      DenseRawRanker(raw)]
             answered: dict[str, list[tuple[Question, Ranked]]] = {r.name: [] for r in rankers}
             for i, q in enumerate(dataset.questions, start=1):
@@ -237,7 +242,8 @@ def evaluate(
         "baselines": {"bm25_raw": metrics["bm25_raw"], "dense_raw": metrics["dense_raw"]},
         "system_vs": {name: compare(scored["system"], scored[name], ks)
                       for name in ("bm25_raw", "dense_raw")},
-        "retriever": {**retriever_settings(settings), "graph": graph},
+        "retriever": {**retriever_settings(settings), "graph": graph,
+                      "profile_match": match},
         "dataset": str(dataset_name(dataset)),
         "format": dataset.format,
         "questions": len(dataset.questions),

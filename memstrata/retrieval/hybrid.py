@@ -64,9 +64,15 @@ from memstrata.embed.types import Embedder
 from memstrata.limits import TopKRefused, check_top_k
 from memstrata.model import L0Unit, Scope, SessionHit
 from memstrata.profiles.book import ProfileBook
-from memstrata.profiles.graph import load_graph
+from memstrata.profiles.graph import load_graph, named_entities
 from memstrata.retrieval import arrays, dates, fusion
-from memstrata.retrieval.graph_expand import Expansion, expand
+from memstrata.retrieval.graph_expand import (
+    MATCH_BOOST,
+    BulletVectors,
+    Expansion,
+    expand,
+    match_bullets,
+)
 from memstrata.route_plan import RoutePlan
 from memstrata.retrieval.sessions import session_text
 from memstrata.store.types import DocStore, Hit, LexicalStore, VectorStore
@@ -167,6 +173,8 @@ class HybridRetriever:
         self.query_vectors = QueryVectorCache(embedder, self.params.query_cache_size)
         #: What each candidate unit brings besides its scores, derived once per unit.
         self.facts = arrays.UnitFacts()
+        #: Profile bullets' vectors, for route plans that match (encoded once each).
+        self.bullet_vectors = BulletVectors(embedder.embed_documents)
 
     def validate(self, queries: Sequence[str], top_k: int | None) -> list[str]:
         """Reject requests over the limits, naming the field (never truncate silently)."""
@@ -294,7 +302,7 @@ class HybridRetriever:
         final_list = final.tolist()
         session_scores = dict((cands.session_ids[i], final_list[i])
                               for i in np.flatnonzero(final_has).tolist())
-        if expansion is not None and expansion.sessions:
+        if expansion is not None and (expansion.sessions or expansion.matched):
             self._lift(session_scores, expansion, session_ids)
         return Ranking(
             sessions=fusion.top_k(session_scores, len(session_scores)),
@@ -306,11 +314,19 @@ class HybridRetriever:
 
     def _expand(self, scope: Scope, qs: list[str], route: RoutePlan | None
                 ) -> Expansion | None:
-        """The relation graph's walk for this search (None: the plan does not expand)."""
-        if route is None or not route.expand or self.params.graph_boost <= 0.0:
+        """The relation graph's walk and the bullet match for this search (None: the plan
+        does neither)."""
+        if route is None or not route.active:
             return None
         graph = load_graph(ProfileBook(self.docs), scope)
-        return expand(graph, route.question or qs[0], route)
+        question = route.question or qs[0]
+        out = expand(graph, question, route)
+        if route.match:
+            named = list(out.named or named_entities(graph, question))
+            if named:
+                qvec = self.query_vectors.embed(scope, [question])[0]
+                out.matched = match_bullets(graph, named, qvec, self.bullet_vectors)
+        return out
 
     def _lift(self, scores: dict[str, float], expansion: Expansion,
               session_ids: Collection[str] | None) -> None:
@@ -321,10 +337,14 @@ class HybridRetriever:
         """
         allowed = None if session_ids is None else set(session_ids)
         top = max(scores.values(), default=0.0) or 1.0
-        expansion.boost = self.params.graph_boost
-        for sid, w in expansion.sessions.items():
-            if allowed is None or sid in allowed:
-                scores[sid] = scores.get(sid, 0.0) + self.params.graph_boost * top * w ** 2
+        lifts = [(expansion.sessions, self.params.graph_boost if expansion.plan.expand else 0.0),
+                 (expansion.matched, MATCH_BOOST)]
+        expansion.boost = lifts[0][1] if expansion.sessions else 0.0
+        expansion.match_boost = lifts[1][1] if expansion.matched else 0.0
+        for weights, boost in lifts:
+            for sid, w in weights.items():
+                if boost > 0.0 and (allowed is None or sid in allowed):
+                    scores[sid] = scores.get(sid, 0.0) + boost * top * w ** 2
 
     def _units(self, scope: Scope, unit_ids: list[str]) -> dict[str, L0Unit]:
         """The stored units of ``unit_ids`` by id (one doc-store call; none for no ids)."""

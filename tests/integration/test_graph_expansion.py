@@ -117,3 +117,38 @@ def test_questions_without_relation_cues_are_ranked_exactly_as_before(
     flat = memory.retriever.rank(scope, [question])
     planned = memory.retriever.rank(scope, [question], route=route)
     assert planned.sessions == flat.sessions and planned.expansion is None
+
+
+def test_a_match_lifts_the_named_entitys_closest_bullets_sessions(memory: Memory) -> None:
+    question = "What food does Mochi have?"  # no relation, attribute or chain cue
+    plan = RoutePlan.for_question(question, detect_cues(question), enabled=False, match=True)
+    assert not plan.expand and plan.match
+    flat = memory.retriever.rank(ME, [question])
+    matched = memory.retriever.rank(ME, [question], route=plan)
+    expansion = matched.expansion
+    assert expansion is not None and expansion.named == {"name:mochi": "mochi"}
+    assert expansion.sessions == {}  # no walk: the graph ablation is off
+    # Mochi's bullets come from the adoption and the food sessions only.
+    assert set(expansion.matched) <= {"s01-adoption", "s02-food"}
+    assert max(expansion.matched.values()) == 1.0
+    trace = expansion.as_json()
+    assert trace["match_boost"] > 0 and set(trace["matched"]) == set(expansion.matched)
+    # Sessions the match did not lift keep their order and scores.
+    untouched = [(sid, v) for sid, v in flat.sessions if sid not in expansion.matched]
+    assert [(sid, v) for sid, v in matched.sessions if sid not in expansion.matched] == untouched
+    lifted = dict(matched.sessions)
+    before = dict(flat.sessions)
+    assert all(lifted[sid] > before.get(sid, 0.0) for sid in expansion.matched)
+
+
+@pytest.mark.parametrize("match", [False, True])
+def test_the_controller_matches_only_when_its_setting_says(memory: Memory, match: bool) -> None:
+    from memstrata.controller.config import ControllerSettings
+    from memstrata.controller.run import Controller
+
+    settings = ControllerSettings(policy="rules", use_profile_match=match)
+    answer = Controller.for_memory(memory, settings).answer(ME, "What food does Mochi have?")
+    notes = [st.note or "" for st in answer.steps if st.tool == "search"]
+    assert notes
+    assert any("profile match:" in n for n in notes) is match
+    assert not any("graph:" in n for n in notes)  # no walk: use_graph is off

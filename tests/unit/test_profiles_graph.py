@@ -122,6 +122,10 @@ def test_graph_is_an_ablation_of_the_controller_settings() -> None:
     assert "graph" not in ControllerSettings().ablations  # opt-in: off is not an ablation
     off = ControllerSettings(use_graph=True).without(["graph"])
     assert not off.use_graph
+    assert ABLATIONS["profile_match"] == "use_profile_match"
+    assert not ControllerSettings().use_profile_match  # opt-in (not beyond noise everywhere)
+    assert not ControllerSettings(use_profile_match=True).without(
+        ["profile_match"]).use_profile_match
 
 
 def test_eval_retrieval_takes_without_graph_and_names_an_unknown_part(tmp_path: Path) -> None:
@@ -130,3 +134,44 @@ def test_eval_retrieval_takes_without_graph_and_names_an_unknown_part(tmp_path: 
     result = CliRunner().invoke(eval_app, ["retrieval", "-d", str(tmp_path / "x.json"),
                                            "-f", "locomo", "--without", "profiles"])
     assert result.exit_code == 2 and "--without" in result.output
+
+
+class _Stopped(Exception):
+    """Raised by the evaluate test double once it has seen its arguments."""
+
+
+@pytest.mark.parametrize("env, without, expected", [
+    ({}, [], (False, False)),                                  # the answer path's defaults
+    ({"USE_GRAPH": "true"}, [], (True, False)),                # opted in: measured with it
+    ({"USE_GRAPH": "true"}, ["graph"], (False, False)),        # the ablation wins
+    ({"USE_PROFILE_MATCH": "true"}, [], (False, True)),
+    ({"USE_GRAPH": "true", "USE_PROFILE_MATCH": "true"}, ["profile_match"], (True, False)),
+])
+def test_eval_retrieval_expands_and_matches_only_when_answers_do(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, env: dict[str, str],
+        without: list[str], expected: tuple[bool, bool]) -> None:
+    import memstrata.cli
+    import memstrata.cli.eval_qa  # registers `eval qa`: eval is a group of two
+    import memstrata.eval.retrieval as retrieval
+
+    seen: dict[str, bool] = {}
+
+    def evaluate_double(*args: object, graph: bool, match: bool = False,
+                        **kwargs: object) -> None:
+        seen.update(graph=graph, match=match)
+        raise _Stopped
+
+    for name in ("USE_GRAPH", "USE_PROFILE_MATCH"):
+        monkeypatch.delenv(f"MEMSTRATA_CONTROLLER_{name}", raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(f"MEMSTRATA_CONTROLLER_{name}", value)
+    monkeypatch.setenv("MEMSTRATA_DATA_DIR", str(tmp_path / "dd"))
+    monkeypatch.setattr(retrieval, "evaluate", evaluate_double)
+    monkeypatch.setattr(memstrata.cli, "_loaded", {})  # settings as this test's variables say
+    mini = Path(__file__).resolve().parents[1] / "fixtures" / "longmemeval_mini.json"
+    args = ["retrieval", "-d", str(mini), "-f", "longmemeval", "-o", str(tmp_path / "r.json")]
+    for w in without:
+        args += ["--without", w]
+    result = CliRunner().invoke(eval_app, args)
+    assert isinstance(result.exception, _Stopped), result.output
+    assert (seen["graph"], seen["match"]) == expected
