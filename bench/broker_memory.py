@@ -10,8 +10,14 @@ readable in the turns topic. This measures, on the guarded embedded broker:
 - whether a topic created with ``retention.ms``/``retention.bytes`` drops anything;
 - the RSS after the topic is deleted (the only release the measurements found).
 
-Usage: ``python -m bench.broker_memory [--messages 20000] [--mode single|batched]``;
-prints JSON and writes ``bench/out/broker_memory.json``.
+``--delete-topic`` measures that release alone, over a few generations: each cycle
+creates a topic, fills it, deletes it and reads the RSS again a second later, so it
+shows whether DeleteTopics gives the memory back and whether the next generation
+reuses it (the peak stays flat) or adds to it (ADR 0006).
+
+Usage: ``python -m bench.broker_memory [--messages 20000] [--mode single|batched]
+[--delete-topic [--cycles 3]]``; prints JSON and writes ``bench/out/broker_memory.json``
+(``broker_memory_delete.json`` with ``--delete-topic``).
 """
 
 from __future__ import annotations
@@ -28,6 +34,9 @@ from memstrata.kafka import clients
 from streams.broker import GuardedBroker
 
 OUT = Path(__file__).resolve().parent / "out" / "broker_memory.json"
+OUT_DELETE = OUT.with_name("broker_memory_delete.json")
+#: Bounds that keep a run to a couple of minutes on a shared 2-core machine.
+MAX_MESSAGES, MAX_CYCLES = 200_000, 10
 TEXT = ("We moved to Porto in March; the flat looks over the river and the light in the "
         "evening is wonderful. My cat Humbert sleeps on the balcony. ")  # ~150 bytes
 
@@ -149,14 +158,72 @@ async def measure(messages: int, mode: str) -> dict[str, Any]:
     return out
 
 
+async def measure_delete(messages: int, mode: str, cycles: int) -> dict[str, Any]:
+    """Fill a topic generation, delete it, repeat: RSS before and after each delete."""
+    from aiokafka.admin import NewTopic
+
+    out: dict[str, Any] = {"messages": messages, "mode": mode, "cycles": []}
+    with TemporaryDirectory() as tmp, GuardedBroker(log_dir=Path(tmp)) as b:
+        assert isinstance(b, GuardedBroker) and b.tansu_pid is not None
+        pid = b.tansu_pid
+        out["isolated"] = b.isolated
+        await _admin(b, create=[NewTopic("warm-up", 1, 1)])
+        await _produce(b, "warm-up", 100, "batched")  # the clients' first-use allocations
+        time.sleep(0.5)
+        out["rss_kib_empty"] = rss_kib(pid)
+        for gen in range(cycles):
+            topic = f"turns.g{gen}"
+            await _admin(b, create=[NewTopic(topic, 1, 1)])
+            secs = await _produce(b, topic, messages, mode)
+            full = rss_kib(pid)
+            await _admin(b, delete=[topic])
+            time.sleep(1.0)
+            after = rss_kib(pid)
+            out["cycles"].append({
+                "topic": topic, "produce_s": round(secs, 2), "rss_kib_full": full,
+                "rss_kib_after_delete": after,
+                "released_kib": full - after,
+                "bytes_per_message": round((full - out["rss_kib_empty"]) * 1024 / messages)})
+        out.update(delete_verdict(out["rss_kib_empty"], out["cycles"]))
+    return out
+
+
+def delete_verdict(empty_kib: int, cycles: list[dict[str, Any]]) -> dict[str, bool]:
+    """``released``: every delete gave back at least 80% of what the first generation
+    took; ``reused``: the last generation's peak is within 10% of that growth above
+    the first's, so generations do not add up."""
+    if not cycles:
+        raise ValueError("cycles must hold at least one measured generation")
+    first, last = cycles[0], cycles[-1]
+    grown = first["rss_kib_full"] - empty_kib
+    return {"released": grown > 0 and all(c["released_kib"] >= 0.8 * grown for c in cycles),
+            "reused": last["rss_kib_full"] <= first["rss_kib_full"] + 0.1 * grown}
+
+
+def _bounded(value: int, name: str, low: int, high: int) -> int:
+    if not low <= value <= high:
+        raise SystemExit(f"{name} must be between {low} and {high} (got {value})")
+    return value
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--messages", type=int, default=20_000)
     ap.add_argument("--mode", choices=("single", "batched"), default="batched")
+    ap.add_argument("--delete-topic", action="store_true",
+                    help="only measure what DeleteTopics releases, over --cycles generations")
+    ap.add_argument("--cycles", type=int, default=3)
     args = ap.parse_args()
-    result = asyncio.run(measure(args.messages, args.mode))
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(result, indent=2))
+    messages = _bounded(args.messages, "--messages", 1, MAX_MESSAGES)
+    if args.delete_topic:
+        cycles = _bounded(args.cycles, "--cycles", 1, MAX_CYCLES)
+        result = asyncio.run(measure_delete(messages, args.mode, cycles))
+        out = OUT_DELETE
+    else:
+        result = asyncio.run(measure(messages, args.mode))
+        out = OUT
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2))
     print(json.dumps(result, indent=2))
 
 
