@@ -3,8 +3,8 @@
 The query service publishes turn events and the stream worker consumes them;
 both import this one definition (the core imports no service, so it lives
 here), which keeps producer and consumer from drifting apart. Every value is
-UTF-8 JSON; the key is ``tenant/user/session``, so a session stays in order on
-one partition.
+UTF-8 JSON; the key is ``tenant/user/`` (:func:`user_key`, ADR 0005), so every
+event of a user, all sessions and the deletes, stays in order on one partition.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from memstrata.model import Identifier, Message, Role, Scope, SessionMeta
 
 __all__ = ["CONTROL_TOPIC", "EVENT_TIME_RANGE", "MAX_EVENT_TIME", "MESSAGE_ID_PATTERN",
            "MIN_EVENT_TIME", "L0_TOPIC", "TURNS_TOPIC", "ControlEvent", "ControlType", "MessageId",
-           "TurnEvent", "WireEvent", "check_event_time", "event_key", "is_message_id"]
+           "TurnEvent", "WireEvent", "check_event_time", "event_key", "is_message_id", "user_key"]
 
 TURNS_TOPIC = "memstrata.turns.v1"
 #: Closes and deletes, keyed and partitioned like the turns (see :class:`ControlEvent`).
@@ -68,12 +68,22 @@ def check_event_time(value: datetime) -> datetime:
 
 
 def event_key(tenant_id: str, user_id: str, session_id: str | None) -> bytes:
-    """The record key: ``tenant/user/session`` keeps a session on one partition, in order.
+    """The session key ``tenant/user/session`` (``tenant/user/`` without a session).
 
-    An event about a whole user (``delete_user``) has no session and is keyed
-    ``tenant/user/``.
+    Turn and control records were keyed so before ADR 0005; the worker still
+    accepts that form, and the L0 notices keep it (a close's receipt names its session).
     """
     return f"{tenant_id}/{user_id}/{session_id or ''}".encode()
+
+
+def user_key(tenant_id: str, user_id: str) -> bytes:
+    """The record key of every turn and control event: ``tenant/user/`` (ADR 0005).
+
+    One key per user puts all of a user's sessions and their deletes on one
+    partition of ``turns`` and ``control`` (co-partitioned), so one worker
+    orders them by the log, whatever the number of replicas and workers.
+    """
+    return event_key(tenant_id, user_id, None)
 
 
 class WireEvent(BaseModel):
@@ -125,6 +135,12 @@ class TurnEvent(WireEvent):
 
     @property
     def key(self) -> bytes:
+        """``tenant/user/``: the user's partition (ADR 0005); sessions are apart in the worker."""
+        return user_key(self.tenant_id, self.user_id)
+
+    @property
+    def legacy_key(self) -> bytes:
+        """The key before ADR 0005 (``tenant/user/session``), still accepted when read."""
         return event_key(self.tenant_id, self.user_id, self.session_id)
 
     def meta(self) -> SessionMeta:
@@ -164,5 +180,11 @@ class ControlEvent(WireEvent):
 
     @property
     def key(self) -> bytes:
+        """``tenant/user/`` for every type: on the partition of the user's turns (ADR 0005)."""
+        return user_key(self.tenant_id, self.user_id)
+
+    @property
+    def legacy_key(self) -> bytes:
+        """The key before ADR 0005 (the session's, or ``tenant/user/``), still accepted."""
         sid = None if self.type == "delete_user" else self.session_id
         return event_key(self.tenant_id, self.user_id, sid)

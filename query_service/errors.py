@@ -22,7 +22,7 @@ from memstrata.profile_records import ProfileNotFound
 from memstrata.retrieval.hybrid import QueryError
 from memstrata.store.outage import store_failure
 from memstrata.store.types import StoreError
-from query_service.publish import StoreFailed
+from query_service.publish import ShareTooLarge, StoreFailed
 from query_service.scheduler import Shed
 from query_service.ledger import LedgerUnavailable
 from query_service.work import WorkCancelled
@@ -79,7 +79,7 @@ def check_range(field: str, value: int, low: int, high: int) -> int:
 
 def status_for(exc: BaseException) -> tuple[grpc.StatusCode, str] | None:
     """The status a known failure maps to; None for an unexpected one."""
-    if isinstance(exc, (InvalidArgument, QueryError, ChangedMessage, TopKRefused)):
+    if isinstance(exc, (InvalidArgument, QueryError, ChangedMessage, TopKRefused, ShareTooLarge)):
         return grpc.StatusCode.INVALID_ARGUMENT, str(exc)
     if isinstance(exc, ConfigError):
         return grpc.StatusCode.INVALID_ARGUMENT, str(exc)

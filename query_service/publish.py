@@ -14,7 +14,8 @@
 
 Records go to the turns topic (``MEMSTRATA_KAFKA_TOPIC_TURNS``, default
 ``memstrata.turns.v1``), one per message, keyed
-``tenant/user/session`` so a session stays in order on one partition. The
+``tenant/user/`` so every event of a user, deletes included, is ordered on one
+partition (ADR 0005), each user's share of a call appended as one record batch. The
 record schema is :class:`memstrata.wire.TurnEvent`, the class the stream worker
 decodes with; this module holds the producer side only.
 """
@@ -24,7 +25,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from datetime import datetime, timezone
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, NamedTuple, Protocol
 
 from memstrata.kafka import clients
 from memstrata.kafka.offsets import wait_committed
@@ -32,9 +33,13 @@ from memstrata.kafka.security import start_checked
 from memstrata.kafka.settings import KafkaSettings
 from memstrata.wire import TURNS_TOPIC, TurnEvent
 
-__all__ = ["TURNS_TOPIC", "Durability", "KafkaSettings", "KafkaPublisher",
-           "NotStored", "Refused", "StoreFailed", "StoredOffsets", "StoredPublisher", "TurnEvent",
-           "TurnPublisher", "now_utc"]
+__all__ = ["TURNS_TOPIC", "Durability", "KafkaSettings", "KafkaPublisher", "NotStored", "Placed",
+           "Refused", "ShareTooLarge", "StoreFailed", "StoredOffsets", "StoredPublisher",
+           "TurnEvent", "TurnPublisher", "now_utc", "send_per_user"]
+
+#: Largest record batch a user's share of one call may take (Kafka's default
+#: ``max.message.bytes`` is about 1 MiB; a share is appended whole, never split).
+MAX_USER_BATCH_BYTES = 1_000_000
 
 #: What an acknowledged publish promises (the reply's ``durability``).
 Durability = Literal["stored", "broker"]
@@ -83,7 +88,8 @@ class KafkaPublisher:
         self._producer: Any = None
 
     async def start(self) -> None:
-        self._producer = clients.producer(self.kafka, brokers=self.brokers, acks="all")
+        self._producer = clients.producer(self.kafka, brokers=self.brokers, acks="all",
+                                          max_batch_size=MAX_USER_BATCH_BYTES)
         await start_checked(self._producer, self.brokers, self.kafka)
 
     async def publish(self, records: Sequence[TurnEvent],
@@ -91,12 +97,15 @@ class KafkaPublisher:
         await self._send(records)
 
     async def _send(self, records: Sequence[TurnEvent]) -> list[Any]:
-        """Send every record; their metadata (partition, offset) once the broker has them."""
+        """Send every record; their metadata (partition, offset) once the broker has them.
+
+        Each user's records go as one record batch (ADR 0005): the broker appends
+        it whole, so a delete's ``after`` (the end offsets it reads) falls before
+        or after all of them, never inside, whichever replica sends the delete.
+        """
         if self._producer is None:
             raise RuntimeError("the Kafka producer is not started")
-        futures = [await self._producer.send(self.topic, r.to_bytes(), key=r.key)
-                   for r in records]
-        return [await f for f in futures]
+        return await send_per_user(self._producer, self.topic, records)
 
     async def wait_stored(self, timeout_s: float, poll_s: float = 0.2) -> bool:
         """Wait until the stream worker has stored every turn on the topic now.
@@ -221,6 +230,53 @@ class StoredPublisher(KafkaPublisher):
             raise Refused(i, f"events[{i}]: refused by the stream worker ({why}); "
                           f"{len(refused)} of {len(records)} events refused, the others are "
                           f"stored", [j for j, _ in refused])
+
+
+class Placed(NamedTuple):
+    """Where the broker put one record of a user's batch."""
+
+    partition: int
+    offset: int
+
+
+class ShareTooLarge(ValueError):
+    """A user's events of one call do not fit one record batch (refused, nothing sent)."""
+
+
+async def send_per_user(producer: Any, topic: str,
+                        records: Sequence[TurnEvent]) -> list[Placed]:
+    """Append each user's records as one record batch on the user's partition.
+
+    Every batch is built before any is sent, so a share too large for one batch
+    (``max_batch_size``) refuses the whole call rather than splitting it: a split
+    share could straddle a delete sent by another replica.
+    """
+    from aiokafka.partitioner import DefaultPartitioner
+
+    parts = sorted(await producer.partitions_for(topic))
+    place = DefaultPartitioner()  # murmur2, as every Kafka client places keyed records
+    shares: dict[bytes, list[int]] = {}
+    for i, r in enumerate(records):
+        shares.setdefault(r.key, []).append(i)
+    built: list[tuple[bytes, list[int], Any]] = []
+    for key, idx in shares.items():
+        batch = producer.create_batch()
+        for n, i in enumerate(idx):
+            if batch.append(key=key, value=records[i].to_bytes(), timestamp=None) is None:
+                raise ShareTooLarge(
+                    f"events: user {records[i].user_id!r} has {len(idx)} events in this call "
+                    f"and only {n} fit one record batch (limit {MAX_USER_BATCH_BYTES} bytes); "
+                    f"a user's events of one call are appended whole, so send fewer per call")
+        batch.close()
+        built.append((key, idx, batch))
+    sent = [(idx, await producer.send_batch(batch, topic, partition=int(place(key, parts, parts))))
+            for key, idx, batch in built]
+    out: list[Placed | None] = [None] * len(records)
+    for idx, fut in sent:
+        meta = await fut
+        for n, i in enumerate(idx):
+            out[i] = Placed(int(meta.partition), int(meta.offset) + n)
+    return [m for m in out if m is not None]
 
 
 def now_utc() -> datetime:

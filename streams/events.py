@@ -172,10 +172,12 @@ def _from_validation(exc: ValidationError) -> Invalid:
     return Invalid("bad_field", f"field {field!r}: {msg}")
 
 
-def _check_key(key: bytes | None, expected: bytes) -> None:
-    if key is not None and key != expected:
+def _check_key(key: bytes | None, ev: TurnEvent | ControlEvent) -> None:
+    """The record key must be the event's user key, or its pre-ADR-0005 session key
+    (records produced before the re-keying are still read during a migration)."""
+    if key is not None and key != ev.key and key != ev.legacy_key:
         raise Invalid("bad_key", f"record key {key[:200]!r} does not match the event: expected "
-                      f"{expected!r} (tenant/user/session keeps a session on one partition)")
+                      f"{ev.key!r} (tenant/user/ keeps a user's events on one partition)")
 
 
 def _guarded(decode: Callable[[], _E]) -> _E:
@@ -211,7 +213,7 @@ def _decode_turn(raw: bytes | None, limits: StreamSettings, turns: TurnLimits,
         ev = validate_turn(data, turns)
     except TurnRefused as refused:
         raise Invalid(refused.reason, str(refused)) from None
-    _check_key(key, ev.key)
+    _check_key(key, ev)
     return ev
 
 
@@ -234,5 +236,5 @@ def _decode_control(raw: bytes | None, limits: StreamSettings,
         if partition < 0 or offset < 0:
             raise Invalid("bad_field", f"field 'after': partitions and offsets must be >= 0, "
                           f"got {partition}: {offset}")
-    _check_key(key, ev.key)
+    _check_key(key, ev)
     return ev

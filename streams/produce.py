@@ -2,7 +2,8 @@
 
 A file holds finished conversations, so each session ends with
 ``close_session`` (unless asked not to, to replay live traffic). Messages are
-sent in file order per session, keyed ``tenant/user/session``.
+sent in file order per session, keyed ``tenant/user/`` (one partition per
+user, ADR 0005).
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ from memstrata.kafka.ends import log_end_offsets
 from memstrata.kafka.security import start_checked
 from memstrata.kafka.settings import KafkaSettings
 from memstrata.model import Scope, Session
+from memstrata.wire import user_key
 from streams import topics
-from streams.events import ControlEvent, TurnEvent, event_key, utcnow
+from streams.events import ControlEvent, TurnEvent, utcnow
 
 __all__ = ["ProduceReport", "StreamProducer", "produce_file", "session_events"]
 
@@ -144,8 +146,7 @@ class StreamProducer:
             after = await self.end_offsets()
             after = {p: max(o, self.sent_after.get(p, 0)) for p, o in after.items()}
         else:
-            key = event_key(scope.tenant_id, scope.user_id, session_id)
-            p = await self.partition_of(key)
+            p = await self.partition_of(user_key(scope.tenant_id, scope.user_id))
             if p not in self.sent_after:  # turns sent by someone else: follow all of them
                 ends = await self.end_offsets()
                 self.sent_after = {q: max(o, self.sent_after.get(q, 0)) for q, o in ends.items()}

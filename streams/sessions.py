@@ -6,8 +6,8 @@ hold ``/``, so the old ``tenant/user/session`` text made tenant ``acme`` user
 old key (written before this format) is told apart by its first character and
 is still read (:func:`parse_key`, :meth:`streams.processor.Processor` moves it
 to the new key when it rebuilds the index). The changelog partition of an
-entry is the partition of its session's turns, whatever the key's form
-(:func:`route_of`): an entry moves with its partition on a rebalance.
+entry is the partition of its session's turns, which is its user's
+(``tenant/user/``, ADR 0005; :func:`route_of`): an entry moves with its partition on a rebalance.
 
 Open sessions. :class:`OpenSessions` holds the sessions noted since their last
 close, ordered by their last event time, so a sweep visits the sessions that
@@ -22,7 +22,7 @@ import itertools
 import json
 
 from memstrata.model import Scope, is_identifier
-from memstrata.wire import event_key
+from memstrata.wire import user_key
 
 __all__ = ["OpenSessions", "is_legacy_key", "parse_key", "route_of", "session_key"]
 
@@ -58,13 +58,16 @@ def parse_key(key: str) -> tuple[Scope, str] | None:
 def route_of(key: str) -> bytes:
     """The record key of the session's turns: what places the entry on their partition.
 
-    An old key is that record key already; a new one is turned back into it.
+    A new-form key routes by its user (``tenant/user/``, ADR 0005: a user's
+    sessions share a partition). An old key was the session's record key
+    before the re-keying and keeps the placement it had (the migration in
+    ADR 0005 drains and closes such sessions before the switch).
     """
     got = parse_key(key)
     if got is None:
         return key.encode()
-    scope, sid = got
-    return event_key(scope.tenant_id, scope.user_id, sid)
+    scope, _ = got
+    return user_key(scope.tenant_id, scope.user_id)
 
 
 class OpenSessions:

@@ -1,8 +1,9 @@
 """Topic names and how they are declared.
 
-``turns`` and ``control`` share their key (``tenant/user/session``) and their
-partition count, so partition *p* of both lands on the same worker and a
-control event can wait for the turns it follows.
+``turns`` and ``control`` share their key (``tenant/user/``, ADR 0005) and their
+partition count, so every event of a user, turns and deletes alike, lands on
+partition *p* of both, owned by one worker: a control event waits for the
+turns it follows on that one partition, whatever the number of workers.
 """
 
 from __future__ import annotations

@@ -80,7 +80,7 @@ async def _storing_worker(brokers: str, memory: Any, stop: asyncio.Event,
     """Stand-in stream worker: store each record of the topic into ``memory``, note it."""
     from aiokafka import AIOKafkaConsumer
 
-    from streams.processor import Record
+    from streams.records import Record
 
     loop = asyncio.get_running_loop()
     consumer = AIOKafkaConsumer(TURNS_TOPIC, bootstrap_servers=brokers,
@@ -175,7 +175,7 @@ def test_kafka_route_counts_in_flight_and_stored_replays_exactly(
                     await _until(lambda: len(handle.servicer.pending) == 0)
         finally:
             await handle.stop(0)
-        out["published"] = await _published(broker, "acme/acct-kafka/k1")
+        out["published"] = await _published(broker, "acme/acct-kafka/")  # ADR 0005: user key
         return out
 
     out = asyncio.run(scenario())

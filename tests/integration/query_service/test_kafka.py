@@ -114,7 +114,8 @@ def test_ingest_publishes_turn_events(service: Service, broker: str, tmp_path):
     reply, records = asyncio.run(scenario())
     assert (reply.accepted, reply.route) == (2, "kafka")
     assert Durability.of(reply) == Durability.BROKER  # acks=all; as durable as the topic
-    assert [k for k, _ in records] == ["acme/kim/k1", "acme/kim/k1"]
+    # ADR 0005: keyed by user (``tenant/user/``), every session of a user on one partition.
+    assert [k for k, _ in records] == ["acme/kim/", "acme/kim/"]
     first = records[0][1]
     assert first["v"] == 1 and first["tenant_id"] == "acme" and first["message_id"] == "chat#1"
     assert first["role"] == "user" and first["content"] == "I moved to Porto."
@@ -128,6 +129,75 @@ def test_ingest_publishes_turn_events(service: Service, broker: str, tmp_path):
     for key_text, value in records:
         parsed = TurnEvent.model_validate(value)
         assert parsed.key.decode() == key_text
+
+
+async def _placed(brokers: str, keys: set[str]) -> list[tuple[str, int, int, str]]:
+    """(key, partition, offset, message_id) of every record under ``keys``, read to the end."""
+    from aiokafka import AIOKafkaConsumer, TopicPartition
+
+    consumer = AIOKafkaConsumer(bootstrap_servers=brokers, group_id=None)
+    await consumer.start()
+    try:
+        parts = [TopicPartition(TURNS_TOPIC, p)
+                 for p in sorted(consumer.partitions_for_topic(TURNS_TOPIC) or {0})]
+        consumer.assign(parts)
+        await consumer.seek_to_beginning(*parts)
+        ends = await consumer.end_offsets(parts)
+        out = []
+        async with asyncio.timeout(20):
+            while [tp for tp in parts if await consumer.position(tp) < ends[tp]]:
+                for msgs in (await consumer.getmany(timeout_ms=200)).values():
+                    out += [(m.key.decode(), m.partition, m.offset,
+                             json.loads(m.value)["message_id"])
+                            for m in msgs if m.key.decode() in keys]
+        return out
+    finally:
+        await consumer.stop()
+
+
+def test_each_users_share_of_a_call_is_one_batch_in_call_order(service: Service, broker: str,
+                                                               tmp_path):
+    """ADR 0005: the events of one user in a call (several sessions, interleaved with another
+    user's) are appended as one record batch: consecutive offsets on the user's partition,
+    in the call's order, so a delete sent by another replica lands before or after all of
+    them. A share too big for one batch is refused whole (INVALID_ARGUMENT), nothing sent."""
+    from query_service.publish import MAX_USER_BATCH_BYTES
+
+    keys = tmp_path / "keys.json"
+    _, key = add_key(keys, "acme")
+    settings = ServiceSettings(port=0, keys_file=keys)
+    calls = [event(u, s, f"{u}-{s}#{n}", "user", f"{u} in {s}, message {n}.")
+             for n in (1, 2) for s in ("s1", "s2", "s3") for u in ("bea", "cai")]
+    big = "x" * 20_000  # TurnLimits' default content limit
+    too_big = [event("dov", f"d{n % 3}", f"dov#{n}", "user", big)
+               for n in range(MAX_USER_BATCH_BYTES // len(big) + 5)]
+
+    async def scenario():
+        await _create_topic(broker)
+        handle = await build_server(service.memory, settings,
+                                    kafka=KafkaSettings(brokers=broker),
+                                    turn_limits=TurnLimits())
+        try:
+            async with AsyncMemoryClient(handle.address, api_key=key) as c:
+                reply = await c.ingest(calls)
+                with pytest.raises(RemoteError) as refused:
+                    await c.ingest(too_big)
+        finally:
+            await handle.stop(0)
+        return reply, refused.value, await _placed(broker, {"acme/bea/", "acme/cai/",
+                                                            "acme/dov/"})
+
+    reply, refused, placed = asyncio.run(scenario())
+    assert reply.accepted == len(calls)
+    for user in ("bea", "cai"):
+        mine = [p for p in placed if p[0] == f"acme/{user}/"]
+        assert [m for *_, m in mine] == [e.message_id for e in calls if e.user_id == user]
+        assert len({part for _, part, _, _ in mine}) == 1
+        offsets = [off for _, _, off, _ in mine]
+        assert offsets == list(range(offsets[0], offsets[0] + len(offsets))), placed
+    assert refused.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert "events: user 'dov'" in refused.details and str(MAX_USER_BATCH_BYTES) in refused.details
+    assert not [p for p in placed if p[0] == "acme/dov/"]  # nothing of the refused call sent
 
 
 def test_ingest_refuses_a_year_one_date_and_counts_repeated_ids_once(service: Service,
@@ -160,8 +230,8 @@ def test_ingest_refuses_a_year_one_date_and_counts_repeated_ids_once(service: Se
                 reply = await c.ingest([event("zed", "z1", "z#1", "user", "Hello again.")] * 3)
         finally:
             await handle.stop(0)
-        records = await _consume(broker, 1_000, stop_at=lambda k: k == "acme/zed/z1")
-        return refused.value, reply, [v for k, v in records if k == "acme/zed/z1"]
+        records = await _consume(broker, 1_000, stop_at=lambda k: k == "acme/zed/")
+        return refused.value, reply, [v for k, v in records if k == "acme/zed/"]
 
     refused, reply, published = asyncio.run(scenario())
     assert refused.code() == grpc.StatusCode.INVALID_ARGUMENT
@@ -176,7 +246,7 @@ def test_embedded_ingest_acknowledges_only_what_the_worker_stored(service: Servi
     and UNAVAILABLE (nothing claimed) when they do not within the wait."""
     import grpc
 
-    from streams.processor import Record
+    from streams.records import Record
     from streams.runtime import StoredTurns
 
     keys = tmp_path / "keys.json"

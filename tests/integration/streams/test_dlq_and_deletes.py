@@ -8,6 +8,7 @@ a turn for the deleted session produced after the delete is indexed as new data.
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
@@ -15,8 +16,9 @@ import pytest
 
 from memstrata.memory import Memory
 from memstrata.model import Scope
+from memstrata.wire import user_key
 from streams import topics
-from streams.events import DeadLetter, TurnEvent, event_key, utcnow
+from streams.events import DeadLetter, TurnEvent, utcnow
 from streams.produce import StreamProducer
 from tests.integration.streams.one_worker import Part, register
 
@@ -38,7 +40,9 @@ def bad(**change: Any) -> bytes:
     return json.dumps({k: v for k, v in d.items() if v is not None}).encode()
 
 
-KEY = event_key("t-dlq", "pat", "p1")
+#: The key every turn of pat carries (ADR 0005: ``tenant/user/``), the bad records too, so
+#: they sit between pat's good turns on one partition.
+KEY = user_key("t-dlq", "pat")
 BAD_EVENTS = {
     "not_json": b'{"v": 1, "tenant_id": "t-dlq", ',
     "missing_field": bad(content=None),
@@ -101,6 +105,9 @@ def test_each_poison_event_is_in_the_dlq_with_its_reason(run: dict[str, Any]) ->
     for d in dead:
         assert d.original() == BAD_EVENTS[d.reason]
         assert d.partition >= 0 and d.offset >= 0 and d.detail
+        assert d.key_b64 is not None and base64.b64decode(d.key_b64) == KEY == b"t-dlq/pat/"
+    # One user, one partition: the poison sits on the partition of the good turns around it.
+    assert len({d.partition for d in dead}) == 1
     too_large = next(d for d in dead if d.reason == "too_large")
     assert "200" in too_large.detail and "content" in too_large.detail
 

@@ -19,15 +19,18 @@ import pytest
 
 from memstrata.memory import Memory
 from memstrata.model import Scope
+from memstrata.wire import user_key
 from streams import topics
-from streams.events import DeadLetter, TurnEvent, event_key, utcnow
+from streams.events import DeadLetter, TurnEvent, utcnow
 from streams.produce import StreamProducer
 from tests.integration.streams.one_worker import Part, register
 
 pytestmark = pytest.mark.integration
 
 ROB = Scope(tenant_id="t-poison", user_id="rob")
-KEY = event_key(ROB.tenant_id, ROB.user_id, "r1")
+#: rob's key (ADR 0005: every turn of a user is keyed ``tenant/user/``): the poison records
+#: sit between his good turns on one partition.
+KEY = user_key(ROB.tenant_id, ROB.user_id)
 
 
 def turn(n: int, text: str, role: str = "user") -> TurnEvent:
@@ -75,6 +78,8 @@ def _letter(run: dict[str, Any], value: bytes) -> DeadLetter:
 def test_the_worker_keeps_running_and_stores_the_turns_after_the_poison(
         run: dict[str, Any]) -> None:
     assert run["alive"], run["log"][-3000:]
+    assert KEY == b"t-poison/rob/" and len(run["dead"]) == 3
+    assert len({d.partition for d in run["dead"].values()}) == 1  # rob's one partition
     assert run["stored"] == ["r1#1", "r1#4", "r1#5"]
     assert "Traceback" not in run["log"], run["log"][-3000:]
 

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from memstrata.limits import TurnLimits
+from memstrata.wire import user_key
 from streams.events import (
     ControlEvent,
     Invalid,
@@ -35,9 +36,13 @@ def reason(value: bytes, key: bytes | None = None) -> str:
     return info.value.reason
 
 
-def test_good_event_round_trips_and_keys_by_session() -> None:
-    ev = decode_turn(raw(), LIMITS, b"acme/maya/s1", turns=TURNS)
-    assert ev.key == b"acme/maya/s1" == event_key("acme", "maya", "s1")
+def test_good_event_round_trips_and_keys_by_user() -> None:
+    """ADR 0005: a turn is keyed ``tenant/user/`` (all of a user's sessions on one partition);
+    the session key it had before is still read, so records produced before the switch decode."""
+    ev = decode_turn(raw(), LIMITS, b"acme/maya/", turns=TURNS)
+    assert ev.key == b"acme/maya/" == user_key("acme", "maya") == event_key("acme", "maya", None)
+    assert ev.legacy_key == b"acme/maya/s1" == event_key("acme", "maya", "s1")
+    assert decode_turn(ev.to_bytes(), LIMITS, b"acme/maya/s1", turns=TURNS) == ev
     assert decode_turn(ev.to_bytes(), LIMITS, turns=TURNS) == ev
     assert ev.message().source_id == "s1#1"
     assert ev.meta().scope.user_id == "maya"
@@ -69,8 +74,15 @@ def test_the_detail_names_the_field_and_the_limit() -> None:
                                  "(MEMSTRATA_TURN_MAX_CONTENT_CHARS)")
 
 
-def test_a_key_that_does_not_match_the_event_is_refused() -> None:
-    assert reason(raw(), key=b"acme/maya/other") == "bad_key"
+@pytest.mark.parametrize("key", [b"acme/maya/other", b"acme/maya", b"acme/other/", b"acme//s1"])
+def test_a_key_that_does_not_match_the_event_is_refused(key: bytes) -> None:
+    assert reason(raw(), key=key) == "bad_key"
+
+
+def test_the_bad_key_detail_names_the_expected_user_key() -> None:
+    with pytest.raises(Invalid) as info:
+        decode_turn(raw(), LIMITS, b"acme/maya/other", turns=TURNS)
+    assert "expected b'acme/maya/'" in info.value.detail
 
 
 def test_dead_letter_keeps_the_original_bytes() -> None:
@@ -82,9 +94,18 @@ def test_dead_letter_keeps_the_original_bytes() -> None:
 def test_control_events() -> None:
     ev = ControlEvent(type="delete_user", tenant_id="acme", user_id="maya",
                       ts="2024-01-01T00:00:00Z", after={0: 3, 2: 9})
-    assert ev.key == b"acme/maya/"
+    assert ev.key == ev.legacy_key == b"acme/maya/"
     back = decode_control(ev.to_bytes(), LIMITS, ev.key)
     assert back.after == {0: 3, 2: 9}
+    close = ControlEvent(type="close_session", tenant_id="acme", user_id="maya",
+                         session_id="s1", ts="2024-01-01T00:00:00Z")
+    # A close goes to the user's partition too (where the session's turns are), and the
+    # session key it had before ADR 0005 is still read.
+    assert close.key == b"acme/maya/" and close.legacy_key == b"acme/maya/s1"
+    assert decode_control(close.to_bytes(), LIMITS, b"acme/maya/s1") == close
+    with pytest.raises(Invalid) as bad:
+        decode_control(close.to_bytes(), LIMITS, b"acme/maya/s2")
+    assert bad.value.reason == "bad_key"
     missing = json.dumps({"v": 1, "type": "close_session", "tenant_id": "acme",
                           "user_id": "maya", "ts": "2024-01-01T00:00:00Z"}).encode()
     with pytest.raises(Invalid) as info:
