@@ -2,14 +2,16 @@
 
 ```bash
 LOCOMO_PATH=... .venv/bin/python -m bench.service_load --noisy [--seconds 10] \
-    [--callers 64] [--quiet-rate 10] [--modes fifo,fair,fair-spare] [--rounds 1] [--limit N] \
-    [--storm]
+    [--callers 64] [--quiet-rate 10] [--modes fifo,fair-nospare,fair] [--rounds 1] [--limit N] \
+    [--storm] [--unique]
 ```
 
 (the same as ``python -m bench.noisy_neighbour ...``). LoCoMo dev is ingested
 for two tenants, ``quiet`` and ``flood``. For each scheduler (``fifo``: the
-old path, ``MEMSTRATA_SERVICE_SCHEDULER=fifo``; ``fair``: the default;
-``fair-spare``: fair with ``MEMSTRATA_SERVICE_SPARE_SLOTS=1``) the query
+old path, ``MEMSTRATA_SERVICE_SCHEDULER=fifo``; ``fair``: the default, fair
+with one spare slot; ``fair-nospare``: fair with
+``MEMSTRATA_SERVICE_SPARE_SLOTS=0``, the default before 2026-12-04;
+``fair-spare``: ``MEMSTRATA_SERVICE_SPARE_SLOTS=1`` named) the query
 service runs in its own process over a copy of that data (as ``serve
 --no-stream``: no stream worker, offline, the query-vector cache off, since
 each phase asks the questions of the phase before again) and is measured
@@ -43,15 +45,29 @@ RESOURCE_EXHAUSTED whatever its ``retry-after-ms`` says, are mostly refused:
 there are 128 of them by default, twice the concurrency limit, since on a
 2-core machine 64 callers get fewer Searches than the 200/s rate limit lets
 through. The query cache stays on (as in ``serve``; A asks new questions in
-every phase). The modes default to ``refuse-now``
-(``MEMSTRATA_SERVICE_REFUSAL_HOLD_MAX_S=0``: every refusal answered at once, as
-before, though already without reading the request) and ``refuse-late`` (the
-default: refusals held until their retry-after, a tenant's refusals paced,
-``query_service/interceptors/refusals.py``). Printed per mode, besides A's
+every phase). The modes default to ``refuse-late-nospare`` (refusals held
+until their retry-after, a tenant's refusals paced,
+``query_service/interceptors/refusals.py``, no spare slot:
+``MEMSTRATA_SERVICE_SPARE_SLOTS=0``, the default before 2026-12-04) and
+``refuse-late`` (the default: held refusals and one spare slot). Also known:
+``refuse-now`` (``MEMSTRATA_SERVICE_REFUSAL_HOLD_MAX_S=0`` and no spare slot:
+every refusal answered at once, as before issue 31, though already without
+reading the request) and ``refuse-late-spare`` (one spare slot, named).
+Printed per mode, besides A's
 p50/p99 alone and beside: B's served and refused calls/s and the service
 process's CPU (share of one core) in each phase. Target (``refuse-late``): A's
 p99 beside the storm <= 3x alone. Results go to
 ``bench/out/noisy_neighbour_storm.json`` and ``.png``.
+
+``--unique``: every flood call asks a question of its own (the dataset's
+question with the flood process's id and a running number appended), so with
+the query cache on (as with ``--storm``) no flood call finds its query vector
+cached: each pays the encoder, as a flood of real users' questions would.
+Without it each phase's flood asks the same questions in the same order from
+the first, so "B beside" re-asks what "B alone" asked (and a caller's retry
+asks the question it was refused), and with the cache on these cost the server
+less than new ones: ``--storm`` without ``--unique`` flatters B's calls/s
+beside A, and makes the storm lighter for A.
 """
 
 from __future__ import annotations
@@ -76,15 +92,20 @@ QUIET, FLOOD = "quiet", "flood"
 #: The schedulers compared (``--modes``): the service's environment for each.
 MODES: dict[str, dict[str, str]] = {
     "fifo": {"MEMSTRATA_SERVICE_SCHEDULER": "fifo"},
-    "fair": {"MEMSTRATA_SERVICE_SCHEDULER": "fair"},
+    "fair": {"MEMSTRATA_SERVICE_SCHEDULER": "fair"},  # the default: one spare slot
+    "fair-nospare": {"MEMSTRATA_SERVICE_SCHEDULER": "fair", "MEMSTRATA_SERVICE_SPARE_SLOTS": "0"},
     "fair-spare": {"MEMSTRATA_SERVICE_SCHEDULER": "fair", "MEMSTRATA_SERVICE_SPARE_SLOTS": "1"},
-    # --storm: refusals answered at once (the behaviour before refusals were held) or late.
-    "refuse-now": {"MEMSTRATA_SERVICE_REFUSAL_HOLD_MAX_S": "0"},
+    # --storm: refusals answered at once, as before issue 31 (and no spare slot) ...
+    "refuse-now": {"MEMSTRATA_SERVICE_REFUSAL_HOLD_MAX_S": "0",
+                   "MEMSTRATA_SERVICE_SPARE_SLOTS": "0"},
+    # ... or late: the default (with one slot of each pool kept for the other tenants),
+    # without the spare slot (the default before 2026-12-04), with it named.
     "refuse-late": {},
-    # Late refusals with one slot of each pool kept for the other tenants.
+    "refuse-late-nospare": {"MEMSTRATA_SERVICE_SPARE_SLOTS": "0"},
     "refuse-late-spare": {"MEMSTRATA_SERVICE_SPARE_SLOTS": "1"},
 }
-STORM_MODES = "refuse-now,refuse-late"
+STORM_MODES = "refuse-late-nospare,refuse-late"
+DEFAULT_MODES = "fifo,fair-nospare,fair"
 #: --storm's callers: twice the default concurrency limit (64), so half of them are refused
 #: on any machine; where 64 callers get more than the default 200 Searches/s (the issue's
 #: machine), the rate limit refuses them too, and --callers 64 shows that storm.
@@ -94,11 +115,13 @@ STORM_CALLERS = 128
 # -- the flood: its own process -------------------------------------------------------
 
 def flood_main(address: str, key: str, questions_file: str, callers: int,
-               seconds: float, out: str) -> None:
+               seconds: float, out: str, unique: bool = False) -> None:
     """``--flood``: ``callers`` closed-loop Search callers for ``seconds``; completions to JSON.
 
     A caller waits 10 ms after a failed call, whatever the failure and its
-    ``retry-after-ms``. RESOURCE_EXHAUSTED answers count as ``refused``, other
+    ``retry-after-ms``. ``unique``: each call's question gets this process's id and a
+    running number, so none is asked twice, in this phase or any other (a retry after
+    a refusal asks a new one too). RESOURCE_EXHAUSTED answers count as ``refused``, other
     failures as ``errors``. Prints ``ready`` once connected; times are
     ``time.monotonic()`` (one clock for every process on Linux), so the parent
     can count calls inside its own window.
@@ -121,7 +144,10 @@ def flood_main(address: str, key: str, questions_file: str, callers: int,
 
         async def caller() -> None:
             while time.monotonic() < end:
-                user, question = asks[next(counter) % len(asks)]
+                n = next(counter)
+                user, question = asks[n % len(asks)]
+                if unique:  # the pid too: each phase's flood is a process of its own
+                    question = f"{question} (ask {os.getpid()}-{n})"
                 try:
                     await client.search(Scope(tenant_id=FLOOD, user_id=user), question)
                     done.append(time.monotonic())
@@ -143,11 +169,11 @@ class Flood:
     """The flood process: started, waited for until ready, then read back."""
 
     def __init__(self, address: str, key: str, questions: Path, callers: int,
-                 seconds: float, out: Path) -> None:
+                 seconds: float, out: Path, unique: bool = False) -> None:
         self.out = out
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "bench.noisy_neighbour", "--flood", address, key,
-             str(questions), str(callers), str(seconds), str(out)],
+             str(questions), str(callers), str(seconds), str(out), str(int(unique))],
             cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
             text=True)
 
@@ -261,7 +287,7 @@ def measure_mode(mode: str, data_dir: Path, keys: Path, key_a: str, key_b: str,
         bar.update(task, description=f"{mode}: B alone ({args.callers} callers)")
         warm = 2.0
         flood = Flood(svc.address, key_b, asks_b_file, args.callers, args.seconds + warm,
-                      tmp / f"flood-{mode}-alone.json")
+                      tmp / f"flood-{mode}-alone.json", args.unique)
         floods.append(flood)
         flood.wait_ready()
         time.sleep(warm)
@@ -279,7 +305,7 @@ def measure_mode(mode: str, data_dir: Path, keys: Path, key_a: str, key_b: str,
 
         bar.update(task, description=f"{mode}: A beside B")
         flood = Flood(svc.address, key_b, asks_b_file, args.callers, args.seconds + 2 * warm,
-                      tmp / f"flood-{mode}-beside.json")
+                      tmp / f"flood-{mode}-beside.json", args.unique)
         floods.append(flood)
         flood.wait_ready()
         time.sleep(warm)  # the flood's queue builds up first
@@ -332,7 +358,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["--flood"]:
         a = argv[1:]
-        flood_main(a[0], a[1], a[2], int(a[3]), float(a[4]), a[5])
+        flood_main(a[0], a[1], a[2], int(a[3]), float(a[4]), a[5],
+                   unique=len(a) > 6 and a[6] == "1")
         return
     ap = argparse.ArgumentParser(prog="bench.service_load --noisy",
                                  description=(__doc__ or "").split("\n\n")[0])
@@ -346,16 +373,19 @@ def main(argv: Sequence[str] | None = None) -> None:
                     help="Tenant A's calls per second (0: closed loop, as fast as answered).")
     ap.add_argument("--modes", default=None,
                     help=f"Modes to compare, in order ({', '.join(MODES)}); default "
-                         f"fifo,fair,fair-spare, with --storm {STORM_MODES}.")
+                         f"{DEFAULT_MODES}, with --storm {STORM_MODES}.")
     ap.add_argument("--storm", action="store_true",
                     help="Both tenants keep the default limits: B's retrying callers are "
                          "mostly refused (a retry storm).")
+    ap.add_argument("--unique", action="store_true",
+                    help="Every flood call asks a question of its own (none found in the "
+                         "query cache).")
     ap.add_argument("--rounds", type=int, default=1,
                     help="Repeat, alternating the order of the schedulers.")
     args = ap.parse_args(argv)
     args.dataset = require_dataset(args.dataset)
     if args.modes is None:
-        args.modes = STORM_MODES if args.storm else "fifo,fair,fair-spare"
+        args.modes = STORM_MODES if args.storm else DEFAULT_MODES
     if args.callers is None:
         args.callers = STORM_CALLERS if args.storm else 64
     modes = [m for m in args.modes.split(",") if m]
@@ -379,7 +409,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                   f"{len(parts[QUIET][1])} questions each; load average {load_average():.2f}")
     results: dict[str, Any] = {"load_average_start": load_average(), "seconds": args.seconds,
                                "callers": args.callers, "quiet_rate": args.quiet_rate, "sessions": len(sessions),
-                               "storm": args.storm, "modes": {}}
+                               "storm": args.storm, "unique": args.unique, "modes": {}}
     with tempfile.TemporaryDirectory(prefix="memstrata-bench-noisy-") as tmp_name:
         tmp = Path(tmp_name)
         data_dir = tmp / "data"
@@ -486,6 +516,11 @@ def report_storm(results: dict[str, Any]) -> None:
                 ["refusals", "A p50 alone", "A p99 alone", "A p50 beside", "A p99 beside",
                  "A p99 x", "B served/s alone", "B refused/s alone", "B served/s beside",
                  "B refused/s beside", "server CPU A / B / A+B", "errors A/B", "load"], rows)
+    for mode, r in results["modes"].items():  # the worst p99s above may come from
+        if "rounds" in r:                        # different rounds: each round's own
+            console.print(f"{mode}: A p99 x per round: " + ", ".join(
+                f"{x['a_beside']['p99_ms'] / x['a_alone']['p99_ms']:.2f}x"
+                for x in r["rounds"]))
     checks = []
     late = results["modes"].get("refuse-late")
     if late is not None:

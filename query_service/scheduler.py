@@ -36,8 +36,9 @@ only as many calls as the concurrency limit allows:
   again while the limit is what holds calls back.
 * **Load shedding.** A call whose estimated wait (the work served before it,
   in fair order, at the measured service time and the current limit) would
-  take it past its deadline, or past ``max_wait_s``, is refused at once with
-  :class:`Shed` (RESOURCE_EXHAUSTED and a ``retry-after-ms`` hint on the wire).
+  take it past its deadline, or past ``max_wait_s``, is refused as it asks, with
+  :class:`Shed` (RESOURCE_EXHAUSTED and a ``retry-after-ms`` hint on the wire,
+  answered late like the tenant limits' refusals: :meth:`query_service.work.Pools.run`).
   The estimate of a flooding tenant counts its own backlog, a quiet tenant's
   does not, so the tenant that caused the queue is the one refused. When the
   queue holds ``queue_max`` calls, the newest call of the tenant with the
@@ -69,12 +70,20 @@ SHED_QUEUE_FULL = "queue_full"  # the queue is full and this tenant has the larg
 
 
 class Shed(Exception):
-    """The call was refused to protect the service; retry after ``retry_after_s``."""
+    """The call was refused to protect the service; retry after ``retry_after_s``.
 
-    def __init__(self, reason: str, retry_after_s: float, detail: str) -> None:
-        super().__init__(detail)
+    ``why``: what the caller reads, before the retry hint the message ends with.
+    """
+
+    def __init__(self, reason: str, retry_after_s: float, why: str) -> None:
+        super().__init__(f"{why}; retry in {max(1, round(retry_after_s * 1000))} ms")
         self.reason = reason
         self.retry_after_s = retry_after_s
+        self.why = why
+
+    def after_hold(self, retry_after_s: float) -> Shed:
+        """The same refusal, answered after a hold: only what remains of the wait."""
+        return Shed(self.reason, retry_after_s, self.why)
 
 
 class Observer(Protocol):
@@ -287,8 +296,7 @@ class FairScheduler:
             raise Shed(reason, retry, (
                 f"tenant {tenant}: the server is busy; {method} would wait about "
                 f"{wait * 1000:.0f} ms, past its "
-                f"{'deadline' if reason == SHED_DEADLINE else 'queue limit'}: "
-                f"retry in {retry * 1000:.0f} ms"))
+                f"{'deadline' if reason == SHED_DEADLINE else 'queue limit'}"))
         if self.queued >= self.queue_max:
             self._make_room(tenant, method)
         me = self._tenant(tenant)
@@ -321,7 +329,7 @@ class FairScheduler:
             self.observer.shed(method, tenant, SHED_QUEUE_FULL)
             raise Shed(SHED_QUEUE_FULL, self.service_time(method) * (len(me.queue) + 1), (
                 f"tenant {tenant}: the server's queue is full ({self.queue_max} calls) and "
-                f"this tenant has the most waiting; retry later"))
+                f"this tenant has the most waiting"))
         victim = heaviest.queue.pop()
         self._drained(victim.tenant, heaviest)
         self.queued -= 1
@@ -329,7 +337,7 @@ class FairScheduler:
         victim.future.set_exception(Shed(
             SHED_QUEUE_FULL, self.service_time(victim.method) * (len(heaviest.queue) + 1),
             f"tenant {victim.tenant}: the server's queue is full ({self.queue_max} calls) and "
-            f"this tenant has the most waiting; retry later"))
+            f"this tenant has the most waiting"))
 
     def _forget(self, ticket: _Ticket) -> None:
         t = self._tenants.get(ticket.tenant)

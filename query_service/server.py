@@ -228,7 +228,11 @@ async def build_server(
     spend, shared_rate, caps = open_ledgers(settings, memory.settings,
                                             spend_path(memory, settings))
     gate = TenantGate(settings, keys, shared=shared_rate, caps=caps)
-    pools = build_pools(settings, metrics, weight_of=gate.weight)
+    pacer = RefusalPacer(settings.refusal_hold_max_s, settings.refusals_held_max,
+                         settings.refusal_rate_per_s)
+    # One pacer for the limits' refusals and the scheduler's: a tenant's share its pace.
+    pools = build_pools(settings, metrics, weight_of=gate.weight, pacer=pacer,
+                        rate_of=lambda tenant: gate.limits(tenant).rate_per_s)
     if publisher is None and kafka is not None and kafka.brokers:
         if stored is not None and settings.ingest_ack == "stored":
             publisher = StoredPublisher(kafka, stored, wait_s=settings.ingest_wait_s)
@@ -244,8 +248,6 @@ async def build_server(
     servicer = MemoryServicer(memory, settings, controller_settings, chat, pools, metrics,
                               gate, spend, publisher,
                               prices, turn_limits=turn_limits)
-    pacer = RefusalPacer(settings.refusal_hold_max_s, settings.refusals_held_max,
-                         settings.refusal_rate_per_s)
     servicer.audit = audit = AuditLog(audit_path(memory, settings))
     # The trace span interceptor first (tracing on only), so its span covers the others.
     server = grpc.aio.server(interceptors=[*server_interceptors(),

@@ -104,9 +104,11 @@ class ServiceSettings(BaseSettings):
     #: least 1): a quiet tenant's call starts at once beside a flood that fills the limit.
     #: Measured (bench.service_load --noisy, 2 cores, 2 threads, query cache off): a quiet
     #: tenant's Search p99 beside a 64-caller flood 2.14x its p99 alone with 1 spare slot,
-    #: 2.11-3.48x without; but one busy tenant alone gets about 25% fewer Searches/s, as
-    #: it keeps one thread of two. 0: off (the default).
-    spare_slots: int = Field(0, ge=0, le=16)
+    #: 2.11-3.48x without; beside a retry storm at the default limits (--storm, 5 runs,
+    #: load 1-19) 1.07-3.01x with 1 spare slot, 3.40-14.3x without. The cost: one busy
+    #: tenant alone gets about 10-25% fewer Searches/s, as it keeps one thread of two.
+    #: 1 by default (isolation first); 0: off, every thread for whoever asks.
+    spare_slots: int = Field(1, ge=0, le=16)
     #: Refusals answered late (query_service/interceptors/refusals.py): a call refused by its
     #: tenant's rate or concurrency limit is held (a timer on the event loop, no thread) until
     #: its retry-after, with a tenant's refusals spaced by ``refusal_rate_per_s``, for at most

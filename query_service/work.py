@@ -14,12 +14,19 @@ With ``MEMSTRATA_SERVICE_SCHEDULER=fair`` (the default) the read and answer
 pools are fronted by a :class:`~query_service.scheduler.FairScheduler` each:
 per-tenant queues, an adaptive concurrency limit and load shedding, so one
 tenant's flood does not queue ahead of another tenant's calls. ``fifo`` hands
-work to the pools directly, as before.
+work to the pools directly, as before. A call the scheduler sheds is answered
+late, as the tenant limits' refusals are (the same
+:class:`~query_service.interceptors.refusals.RefusalPacer`, so one tenant's
+refusals of both kinds share its pace): held until its retry-after on the
+event loop, out of the in-flight gauge and the latency, so callers that retry
+at once do not flood the server with calls that decode a request only to be
+refused.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -30,7 +37,8 @@ from memstrata.model import KeyFacts, L0Unit, Scope, SessionHit, SessionMeta, Tu
 from memstrata.profile_records import EntityProfile, EntitySummary
 from memstrata.roles import GraphSearcher, MemoryReader, MemoryStats
 from memstrata.telemetry.context import bind
-from query_service.calls import CALL
+from query_service.calls import CALL, CallInfo
+from query_service.interceptors.refusals import RefusalPacer
 from query_service.scheduler import AdaptiveLimit, FairScheduler, Shed
 
 if TYPE_CHECKING:
@@ -153,13 +161,22 @@ class Pools:
 
     def __init__(self, read_threads: int, answer_threads: int,
                  on_abandoned: Callable[[str, str], None] | None = None, *,
-                 on_queue_wait: Callable[[str, str | None, float], None] | None = None) -> None:
+                 on_queue_wait: Callable[[str, str | None, float], None] | None = None,
+                 pacer: RefusalPacer | None = None,
+                 rate_of: Callable[[str], float] | None = None,
+                 on_held: Callable[[str, int], None] | None = None) -> None:
+        """``pacer``: holds shed calls (None: answered at once); ``rate_of``: a tenant's
+        rate limit (its refusals come no faster); ``on_held``: (method, -1 / +1) as a
+        shed call leaves and re-enters the in-flight count for its hold."""
         self.read = ThreadPoolExecutor(read_threads, thread_name_prefix="memstrata-read")
         self.answer = ThreadPoolExecutor(answer_threads, thread_name_prefix="memstrata-answer")
         self.write = ThreadPoolExecutor(1, thread_name_prefix="memstrata-write")
         self.on_abandoned = on_abandoned
         #: (method, tenant, seconds from the call asking to the work starting in a thread)
         self.on_queue_wait = on_queue_wait
+        self.pacer = pacer
+        self.rate_of: Callable[[str], float] = rate_of or (lambda tenant: math.inf)
+        self.on_held = on_held
         #: The fair scheduler in front of a pool (by pool); a pool without one is FIFO.
         self.schedulers: dict[ThreadPoolExecutor, FairScheduler] = {}
 
@@ -168,8 +185,9 @@ class Pools:
                   token: WorkToken | None = None) -> T:
         """Run ``fn(token)`` in ``pool``; cancel the token when the call goes away.
 
-        A pool with a fair scheduler may refuse the call with :class:`Shed`; the
-        ``retry-after-ms`` hint is then set in the call's trailing metadata.
+        A pool with a fair scheduler may refuse the call with :class:`Shed`; it is
+        held as the pacer says, and what remains of its ``retry-after-ms`` hint is
+        then set in the call's trailing metadata.
         """
         if token is None:
             token = WorkToken(context.time_remaining() if context is not None else None)
@@ -201,10 +219,34 @@ class Pools:
             work_token.cancel(call_end_reason(context))
             raise
         except Shed as exc:
+            shed = await self._hold(exc, info, tenant or "-", method, context)
             if context is not None:
                 context.set_trailing_metadata(
-                    (("retry-after-ms", str(max(1, round(exc.retry_after_s * 1000)))),))
-            raise
+                    (("retry-after-ms", str(max(1, round(shed.retry_after_s * 1000)))),))
+            raise shed from None
+
+    async def _hold(self, shed: Shed, info: CallInfo | None, tenant: str, method: str,
+                    context: Any) -> Shed:
+        """Hold a shed call as the pacer says; the refusal to answer after it.
+
+        As for the limits' refusals (``query_service.interceptors.call``), the hold
+        is left out of the call's latency and of the calls in flight.
+        """
+        if self.pacer is None:
+            return shed
+        remaining = context.time_remaining() if context is not None else None
+        began = time.perf_counter()
+        if self.on_held is not None:
+            self.on_held(method, -1)
+        try:
+            hint_s = await self.pacer.refuse_late(tenant, shed.retry_after_s,
+                                                  self.rate_of(tenant), remaining)
+        finally:
+            if self.on_held is not None:
+                self.on_held(method, 1)
+            if info is not None:
+                info.started += time.perf_counter() - began
+        return shed.after_hold(hint_s)
 
     def shutdown(self) -> None:
         for pool in (self.read, self.answer, self.write):
@@ -252,8 +294,13 @@ def _queue_wait_observer(metrics: ServiceMetrics) -> Callable[[str, str | None, 
 
 
 def build_pools(settings: ServiceSettings, metrics: ServiceMetrics,
-                weight_of: Callable[[str], float]) -> Pools:
-    """The service's pools, with fair schedulers unless ``scheduler`` is ``fifo``."""
+                weight_of: Callable[[str], float], *, pacer: RefusalPacer | None = None,
+                rate_of: Callable[[str], float] | None = None) -> Pools:
+    """The service's pools, with fair schedulers unless ``scheduler`` is ``fifo``.
+
+    ``pacer`` and ``rate_of``: how a shed call is held (the service passes the pacer
+    of the limits' refusals and the tenant's rate limit); None: answered at once.
+    """
     fair = settings.scheduler == "fair"
     spare = settings.spare_slots if fair else 0
 
@@ -269,7 +316,8 @@ def build_pools(settings: ServiceSettings, metrics: ServiceMetrics,
     pools = Pools(threads_of(settings.read_threads), threads_of(settings.answer_threads),
                   on_abandoned=lambda method, reason: metrics.abandoned.labels(
                       method=method, reason=reason).inc(),
-                  on_queue_wait=_queue_wait_observer(metrics))
+                  on_queue_wait=_queue_wait_observer(metrics), pacer=pacer, rate_of=rate_of,
+                  on_held=lambda method, n: metrics.in_flight.labels(method=method).inc(n))
     if fair:
         for name, pool, threads in (("read", pools.read, settings.read_threads),
                                     ("answer", pools.answer, settings.answer_threads)):

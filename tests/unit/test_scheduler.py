@@ -388,18 +388,29 @@ def test_build_pools_fair_by_default_and_fifo_by_setting():
     from query_service.settings import ServiceSettings
     from query_service.work import build_pools
 
-    fair = build_pools(ServiceSettings(read_threads=3, answer_threads=2), ServiceMetrics(),
-                       weight_of=lambda t: 1.0)
-    fifo = build_pools(ServiceSettings(scheduler="fifo"), ServiceMetrics(),
+    fair = build_pools(ServiceSettings(read_threads=3, answer_threads=2, spare_slots=0),
+                       ServiceMetrics(), weight_of=lambda t: 1.0)
+    fifo = build_pools(ServiceSettings(scheduler="fifo", read_threads=3), ServiceMetrics(),
                        weight_of=lambda t: 1.0)
     try:
         assert fifo.schedulers == {}
+        assert fifo.read._max_workers == 3  # fifo keeps no spare thread: nothing would use it
         assert fair.schedulers[fair.read].limiter.value == 3  # ceiling: the pool's threads
         assert fair.schedulers[fair.answer].limiter.value == 2
+        assert fair.schedulers[fair.read].spare_slots == 0
         assert fair.write not in fair.schedulers  # one writer: nothing to share
     finally:
         fair.shutdown()
         fifo.shutdown()
+    # By default one thread of each pool is spare (issue 31: isolation beside a retry storm).
+    default = build_pools(ServiceSettings(read_threads=2, answer_threads=2), ServiceMetrics(),
+                          weight_of=lambda t: 1.0)
+    try:
+        assert default.schedulers[default.read].spare_slots == 1
+        assert default.schedulers[default.read].limiter.value == 1
+        assert default.read._max_workers == 2
+    finally:
+        default.shutdown()
     # A spare slot is one of the pool's threads: the ceiling is the threads less it.
     spare = build_pools(ServiceSettings(read_threads=3, answer_threads=1, spare_slots=1),
                         ServiceMetrics(), weight_of=lambda t: 1.0)
@@ -474,6 +485,78 @@ def test_a_shed_call_carries_retry_after_ms():
             release.set()
             await busy
         finally:
+            pools.shutdown()
+
+    run(body)
+
+
+def test_a_shed_call_is_held_until_its_retry_after_like_a_refusal_of_the_gate():
+    """Issue 31, item 9: a caller that retries at once after the scheduler sheds its call
+    must not get its next try in at once either. Pools.run holds the refusal in the
+    service's refusal pacer (its fake sleep here steps a fake clock), out of the in-flight
+    gauge and the latency, then answers the hint that remains: 1 ms when the hold covered
+    the wait, the rest when the call's deadline cut the hold short."""
+    from query_service.calls import CALL, CallInfo
+    from query_service.interceptors.refusals import MIN_HINT_S, RefusalPacer
+    from query_service.metrics import ServiceMetrics
+    from query_service.settings import ServiceSettings
+    from query_service.work import build_pools
+
+    class Context:  # TEST DOUBLE for the two grpc.aio context methods Pools.run uses
+        def __init__(self, remaining: float | None) -> None:
+            self.remaining = remaining
+            self.trailing: tuple[tuple[str, str], ...] = ()
+
+        def time_remaining(self) -> float | None:
+            return self.remaining
+
+        def set_trailing_metadata(self, md: tuple[tuple[str, str], ...]) -> None:
+            self.trailing = md
+
+    metrics = ServiceMetrics()
+    gauge = metrics.in_flight.labels(method="Search")
+    held: list[tuple[float, float]] = []  # (seconds, the in-flight gauge meanwhile)
+    clock = FakeClock()
+
+    async def fake_sleep(seconds: float) -> None:  # TEST DOUBLE for asyncio.sleep
+        held.append((seconds, gauge._value.get()))
+        clock.now += seconds
+
+    pacer = RefusalPacer(2.0, 100, 20.0, clock=clock, sleep=fake_sleep)
+
+    async def body() -> None:
+        pools = build_pools(ServiceSettings(read_threads=1, queue_max_wait_s=0.01), metrics,
+                            weight_of=lambda t: 1.0, pacer=pacer,
+                            rate_of=lambda tenant: 200.0)
+        sched = pools.schedulers[pools.read]
+        sched._any.add(1.0)  # pretend a call takes a second
+        release = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        CALL.set(CallInfo(method="Search", tenant="flood"))
+        try:
+            def block(token: Any) -> None:
+                asyncio.run_coroutine_threadsafe(release.wait(), loop).result(10)
+
+            busy = asyncio.ensure_future(pools.run(pools.read, Context(None), block))
+            await settle()
+            gauge.inc()  # the interceptor counts the call in flight before it runs
+            ctx = Context(None)
+            with pytest.raises(Shed) as shed:  # it would wait about 1 s for the thread
+                await pools.run(pools.read, ctx, lambda t: None)
+            assert held == [(pytest.approx(1.0, abs=0.02), 0.0)]  # held, not in flight
+            assert gauge._value.get() == 1.0  # counted again for the interceptor's end
+            assert ctx.trailing == (("retry-after-ms", "1"),)
+            assert shed.value.retry_after_s == MIN_HINT_S and "retry in 1 ms" in str(shed.value)
+            ctx = Context(0.3)  # a deadline cuts the hold short: the rest is the hint
+            with pytest.raises(Shed):
+                await pools.run(pools.read, ctx, lambda t: None)
+            assert held[1][0] == pytest.approx(0.3 - 0.02)
+            assert 700 <= int(ctx.trailing[0][1]) <= 1000
+            assert pacer.held == 0
+            release.set()
+            await busy
+        finally:
+            gauge.dec()
             pools.shutdown()
 
     run(body)
