@@ -3,7 +3,7 @@
 * Embedded (``memstrata serve`` with its in-process broker and stream worker):
   :class:`StoredPublisher` publishes to the turns topic, then waits until the
   worker in this process has written and flushed those very records (their
-  offsets in :class:`streams.processor.TurnProgress`). The embedded broker keeps
+  offsets in :class:`streams.progress.TurnProgress`). The embedded broker keeps
   topics in memory only, so an answer at the broker would promise nothing after
   a crash; this one promises ``STORED``. A wait past the call's deadline or
   ``MEMSTRATA_SERVICE_INGEST_WAIT_S`` fails the call (UNAVAILABLE) and claims nothing.

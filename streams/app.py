@@ -10,6 +10,11 @@ have them and the L0 / DLQ notices are sent; offsets are committed from acks.
 (``take_events`` would acknowledge a batch in its ``finally`` even when the
 agent is stopped half way through it, and the stop then commits offsets whose
 records were never stored.)
+
+:class:`StreamApp` is the wiring: built once per worker (by
+:class:`streams.runtime.StreamRuntime`), it makes the Faust app, its topics and
+session table, and registers its own methods as the agents, the timers and
+the rebalance hook, so each reads as one method with the state it shares.
 """
 
 from __future__ import annotations
@@ -19,14 +24,12 @@ import contextlib
 import logging
 import os
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import faust
 from faust.exceptions import NotReady
 
-from memstrata.kafka import clients
 from memstrata.kafka.offsets import committed_offsets, topic_ends
 from memstrata.kafka.security import faust_credentials
 from memstrata.limits import TurnLimits
@@ -37,18 +40,16 @@ from streams import topics
 from streams.batching import paced
 from streams.faust_compat import ReadOffsets
 from streams.metrics import StreamMetrics
-from streams.processor import (
-    Outbox,
-    Processor,
-    Record,
-    StoreUnavailable,
-    TurnProgress,
-    publish,
-)
+from streams.outage import StoreUnavailable, settle_outage
+from streams.outbox import Outbox, publish
+from streams.processor import Processor
+from streams.progress import TurnProgress
+from streams.records import Record
+from streams.replay import read_range
 from streams.sessions import route_of
 from streams.settings import KafkaSettings, StreamSettings
 
-__all__ = ["ExtraService", "SessionTable", "StreamApp", "build_app", "idle_round", "settle_outage"]
+__all__ = ["ExtraService", "SessionTable", "StreamApp", "faust_app", "idle_round"]
 
 log = logging.getLogger("memstrata.stream")
 #: How often events move from Faust's take buffer to the batcher (seconds).
@@ -58,32 +59,6 @@ TAKE_TICK_S = 0.05
 #: server in embedded mode). It receives the worker's Memory, runs until
 #: cancelled at shutdown, and must not block the loop.
 ExtraService = Callable[[Any], Awaitable[None]]
-
-
-@dataclass
-class StreamApp:
-    """The Faust app and what it is wired to."""
-
-    app: faust.App
-    processor: Processor
-    metrics: StreamMetrics
-    brokers: str
-    #: The Kafka settings the app was built with (the worker's lag checks use them).
-    kafka: KafkaSettings
-    on_fatal: list[Callable[[], None]] = field(default_factory=list)
-
-    def fatal(self, exc: BaseException) -> None:
-        """An error the worker cannot handle: exit at once so no offset is committed past it.
-
-        The batch in hand has not been acknowledged; a restarted worker reads it again.
-        """
-        log.critical("stream worker stopping on an unexpected error: %r", exc, exc_info=exc)
-        for hook in self.on_fatal:
-            try:
-                hook()
-            except Exception:  # noqa: BLE001
-                pass
-        os._exit(70)
 
 
 class SessionTable(faust.Table):
@@ -101,58 +76,6 @@ class SessionTable(faust.Table):
         text = key.decode() if isinstance(key, bytes) else str(key)
         parts = list(range(int(self.partitions or self.app.conf.topic_partitions)))
         return int(DefaultPartitioner()(route_of(text), parts, parts))
-
-
-async def read_range(brokers: str, topic: str, ranges: dict[int, tuple[int, int]],
-                     kafka: KafkaSettings) -> list[Record]:
-    """Records of ``topic`` with ``start <= offset < stop`` per partition, in offset order."""
-    from aiokafka import TopicPartition
-
-    consumer = clients.consumer(kafka, brokers=brokers)
-    await consumer.start()
-    try:
-        tps = {TopicPartition(topic, p): (a, b) for p, (a, b) in ranges.items() if b > a}
-        consumer.assign(list(tps))
-        for tp, (start, _) in tps.items():
-            consumer.seek(tp, start)
-        out: list[Record] = []
-        todo = dict(tps)
-        while todo:
-            batch = await consumer.getmany(*todo, timeout_ms=1000)
-            for tp, msgs in batch.items():
-                stop = tps[tp][1]
-                out += [Record(m.topic, m.partition, m.offset, m.key, m.value)
-                        for m in msgs if m.offset < stop]
-                if msgs and msgs[-1].offset >= stop - 1:
-                    todo.pop(tp, None)
-            for tp in list(todo):
-                if await consumer.position(tp) >= tps[tp][1]:
-                    todo.pop(tp)
-        return sorted(out, key=lambda r: (r.partition, r.offset))
-    finally:
-        await consumer.stop()
-
-
-async def settle_outage(down: StoreUnavailable, events: Sequence[Any], *,
-                        deliver: Callable[[Outbox], Awaitable[None]],
-                        ack: Callable[[Any], Awaitable[Any]] | None,
-                        commit: Callable[[], Awaitable[Any]],
-                        turns_topic: str = topics.TURNS) -> None:
-    """Before stopping on an unreachable store: commit what the stores hold.
-
-    The notices of the records handled before the outage are sent, those
-    records (``down.done``: per partition, the offset below which all are
-    handled) are acknowledged, and the acknowledged offsets committed. The
-    rest of the batch is left unacknowledged and read again after a restart.
-    """
-    await deliver(down.outbox)
-    for e in events:
-        m = e.message
-        if ack is not None and m.topic == turns_topic \
-                and m.offset < down.done.get(m.partition, -1):
-            await ack(e)
-    for _ in range(2):  # the first may only wait for a periodic commit already in flight
-        await commit()
 
 
 async def idle_round(processor: Processor, deliver: Callable[[Outbox], Awaitable[None]], *,
@@ -185,27 +108,13 @@ async def idle_round(processor: Processor, deliver: Callable[[Outbox], Awaitable
                     "the stores hold the closes made", len(notes), type(exc).__name__, exc)
 
 
-def build_app(
-    writer: MemoryWriter,
-    brokers: str,
-    *,
-    turns: TurnLimits,
-    stream: StreamSettings,
-    kafka: KafkaSettings,
-    work_dir: Path | None = None,
-    services: Sequence[ExtraService] = (),
-    service_arg: Any = None,
-    metrics: StreamMetrics | None = None,
-) -> StreamApp:
-    """Wire a Faust app around ``writer``; run it with :func:`streams.worker.run_worker`.
+def faust_app(kafka: KafkaSettings, brokers: str, work_dir: Path | None = None) -> faust.App:
+    """The Faust app of the worker: raw bytes in and out, at-least-once, no web server.
 
-    ``stream`` and ``kafka`` are the entry point's loaded settings; the turns topic
-    and the group (the Faust app id) are ``kafka``'s, the ones the service's
-    producer uses too.
+    The group (the Faust app id) is ``kafka``'s, the one the service's producer
+    and the lag checks use too.
     """
-    metrics = metrics or StreamMetrics.create()
-    parts = kafka.partitions
-    app = faust.App(
+    return faust.App(
         kafka.group,
         broker=[f"kafka://{b.strip()}" for b in brokers.split(",") if b.strip()],
         broker_credentials=faust_credentials(kafka),
@@ -214,7 +123,7 @@ def build_app(
         autodiscover=False,
         value_serializer="raw",
         key_serializer="raw",
-        topic_partitions=parts,
+        topic_partitions=kafka.partitions,
         topic_replication_factor=kafka.replication,
         topic_allow_declare=True,
         producer_acks=1,
@@ -230,70 +139,149 @@ def build_app(
         stream_wait_empty=True,
         table_standby_replicas=0,
     )
-    def raw_topic(name: str) -> Any:
-        return app.topic(name, key_type=bytes, value_type=bytes, key_serializer="raw",
-                         value_serializer="raw", partitions=parts)
 
-    turns_name = kafka.topic_turns
-    turns_topic = raw_topic(turns_name)
-    control_topic = raw_topic(topics.CONTROL)
-    # Open sessions: last event time and provisional turns. On the partition of the
-    # session's turns (SessionTable), so it moves with that partition on a rebalance;
-    # the stores stay the truth.
-    sessions = app.tables.add(SessionTable(
-        app, name="sessions", default=None, beacon=app.tables.beacon, partitions=parts,
-        use_partitioner=True, schema=faust.Schema(key_type=str, key_serializer="raw",
-                                                  value_serializer="json")))
 
-    def owned(partition: int) -> bool:
+def _record(event: Any) -> Record:
+    m = event.message
+    return Record(m.topic, m.partition, m.offset, m.key, m.value, m.timestamp)
+
+
+async def _ack_all(stream_: Any, events: Sequence[Any]) -> None:
+    """Acknowledge a batch the stores hold (noack_take acknowledges nothing itself)."""
+    for e in events:
+        await stream_.ack(e)
+
+
+class StreamApp:
+    """The Faust app wired around a writer; its agents and timers are its methods.
+
+    Run it with :func:`streams.worker.run_worker`. ``stream`` and ``kafka`` are
+    the entry point's loaded settings; the turns topic and the group (the Faust
+    app id) are ``kafka``'s, the ones the service's producer uses too.
+    """
+
+    def __init__(
+        self,
+        writer: MemoryWriter,
+        brokers: str,
+        *,
+        turns: TurnLimits,
+        stream: StreamSettings,
+        kafka: KafkaSettings,
+        work_dir: Path | None = None,
+        services: Sequence[ExtraService] = (),
+        service_arg: Any = None,
+        metrics: StreamMetrics | None = None,
+    ) -> None:
+        self.metrics = metrics or StreamMetrics.create()
+        self.brokers = brokers
+        #: The Kafka settings the app was built with (the worker's lag checks use them).
+        self.kafka = kafka
+        self.stream = stream
+        #: Called before the process exits on a fatal error (stops the embedded broker).
+        self.on_fatal: list[Callable[[], None]] = []
+        self.services = tuple(services)
+        self.service_arg = service_arg
+        self.turns_name = kafka.topic_turns
+        self.app = app = faust_app(kafka, brokers, work_dir)
+        self.turns_topic = self._raw_topic(self.turns_name)
+        self.control_topic = self._raw_topic(topics.CONTROL)
+        # Open sessions: last event time and provisional turns. On the partition of the
+        # session's turns (SessionTable), so it moves with that partition on a rebalance;
+        # the stores stay the truth.
+        self.sessions = app.tables.add(SessionTable(
+            app, name="sessions", default=None, beacon=app.tables.beacon,
+            partitions=kafka.partitions, use_partitioner=True,
+            schema=faust.Schema(key_type=str, key_serializer="raw", value_serializer="json")))
+        progress = TurnProgress(self.committed, self.ends)
+        # traced_writer: with tracing on, each store write is a span (create_memory...).
+        self.processor = Processor(traced_writer(writer), stream, turns=turns,
+                                   metrics=self.metrics, sessions=self.sessions,
+                                   progress=progress, owned=self.owned, replay=self.replay,
+                                   dead_letter_max_bytes=kafka.dead_letter_max_bytes())
+        self.read_offsets = ReadOffsets()
+        self._register()
+        app.memstrata = self  # type: ignore[attr-defined]
+
+    def _raw_topic(self, name: str) -> Any:
+        return self.app.topic(name, key_type=bytes, value_type=bytes, key_serializer="raw",
+                              value_serializer="raw", partitions=self.kafka.partitions)
+
+    def _register(self) -> None:
+        """Hand the methods to Faust as its agents, hook, timers and tasks."""
+        app = self.app
+        app.agent(self.turns_topic, name="memstrata-turns")(self.turns_agent)
+        app.agent(self.control_topic, name="memstrata-control")(self.control_agent)
+        app.on_rebalance_complete.connect(self.sessions_moved)
+        app.timer(interval=max(0.5, min(self.stream.idle_s / 4, 5.0)),
+                  on_leader=False)(self.idle_sessions)
+        app.timer(interval=1.0, on_leader=False)(self.crashed_services)
+        app.sensors.add(self.read_offsets)
+        app.timer(interval=5.0, on_leader=False)(self.consumer_lag)
+        if self.services:
+            app.task(self.extra_services)
+
+    def fatal(self, exc: BaseException) -> None:
+        """An error the worker cannot handle: exit at once so no offset is committed past it.
+
+        The batch in hand has not been acknowledged; a restarted worker reads it again.
+        """
+        log.critical("stream worker stopping on an unexpected error: %r", exc, exc_info=exc)
+        for hook in self.on_fatal:
+            try:
+                hook()
+            except Exception:  # noqa: BLE001
+                pass
+        os._exit(70)
+
+    # -- what the processor asks of the broker ------------------------------
+    def owned(self, partition: int) -> bool:
         try:
-            assigned = app.consumer.assignment()
+            assigned = self.app.consumer.assignment()
         except Exception:  # noqa: BLE001 - not started yet
             return True
-        return any(tp.topic == turns_name and tp.partition == partition for tp in assigned)
+        return any(tp.topic == self.turns_name and tp.partition == partition
+                   for tp in assigned)
 
-    async def committed(partitions: list[int]) -> dict[int, int]:
-        return await committed_offsets(brokers, kafka.group, turns_name, partitions, kafka=kafka)
+    async def committed(self, partitions: list[int]) -> dict[int, int]:
+        return await committed_offsets(self.brokers, self.kafka.group, self.turns_name,
+                                       partitions, kafka=self.kafka)
 
-    async def replay(ranges: dict[int, tuple[int, int]]) -> list[Record]:
-        return await read_range(brokers, turns_name, ranges, kafka)
+    async def replay(self, ranges: dict[int, tuple[int, int]]) -> list[Record]:
+        return await read_range(self.brokers, self.turns_name, ranges, self.kafka)
 
-    async def ends() -> dict[int, int]:
-        got = await topic_ends(brokers, [turns_name], kafka=kafka)
+    async def ends(self) -> dict[int, int]:
+        got = await topic_ends(self.brokers, [self.turns_name], kafka=self.kafka)
         return {p: end for (_, p), end in got.items()}
 
-    progress = TurnProgress(committed, ends)
-    # traced_writer: with tracing on, each store write is a span (create_memory...).
-    processor = Processor(traced_writer(writer), stream, turns=turns, metrics=metrics,
-                          sessions=sessions, progress=progress, owned=owned, replay=replay,
-                          dead_letter_max_bytes=kafka.dead_letter_max_bytes())
-    runtime = StreamApp(app=app, processor=processor, metrics=metrics, brokers=brokers,
-                        kafka=kafka)
-
-    async def send(topic: str, value: bytes, key: bytes | None) -> None:
+    # -- publishing and stopping -------------------------------------------
+    async def send(self, topic: str, value: bytes, key: bytes | None) -> None:
         # send_and_wait: with Faust's buffered send, records of one burst went missing
         # on this broker (seen in the DLQ test).
-        await app.producer.send_and_wait(topic, key, value, None, None, None)
+        await self.app.producer.send_and_wait(topic, key, value, None, None, None)
 
-    async def deliver(out: Outbox) -> None:
+    async def deliver(self, out: Outbox) -> None:
         from aiokafka.errors import MessageSizeTooLargeError
 
-        await publish(out, send, too_large=(MessageSizeTooLargeError,))
+        await publish(out, self.send, too_large=(MessageSizeTooLargeError,))
 
-    async def stop_on_outage(down: StoreUnavailable, stream_: Any, events: Sequence[Any]) -> None:
+    async def stop_on_outage(self, down: StoreUnavailable, stream_: Any,
+                             events: Sequence[Any]) -> None:
         try:
-            await settle_outage(down, events, deliver=deliver,
+            await settle_outage(down, events, deliver=self.deliver,
                                 ack=stream_.ack if stream_ is not None else None,
-                                commit=app.consumer.commit, turns_topic=turns_name)
+                                commit=self.app.consumer.commit, turns_topic=self.turns_name)
         except Exception as exc:  # noqa: BLE001 - stopping anyway; a restart reads it again
             log.warning("could not commit the stored offsets before stopping: %r", exc)
-        runtime.fatal(down)
+        self.fatal(down)
 
-    def record(event: Any) -> Record:
-        m = event.message
-        return Record(m.topic, m.partition, m.offset, m.key, m.value, m.timestamp)
+    async def outage(self, down: StoreUnavailable) -> None:  # commit earlier batches only
+        await self.stop_on_outage(StoreUnavailable(str(down)), None, ())
 
-    def waiting_after(events: Sequence[Any]) -> int | None:
+    def stopping(self) -> bool:
+        return bool(self.app.should_stop)
+
+    def waiting_after(self, events: Sequence[Any]) -> int | None:
         """Records still in the topic past ``events``, over their partitions (None: unknown).
 
         From the consumer's high-water marks as of its last fetch: a lower
@@ -306,7 +294,7 @@ def build_app(
         total = 0
         try:
             for tp, offset in last.items():
-                high = app.consumer.highwater(tp)
+                high = self.app.consumer.highwater(tp)
                 if high is None:
                     return None
                 total += max(0, int(high) - offset - 1)
@@ -314,13 +302,10 @@ def build_app(
             return None
         return total
 
-    async def ack_all(stream_: Any, events: Sequence[Any]) -> None:
-        """Acknowledge a batch the stores hold (noack_take acknowledges nothing itself)."""
-        for e in events:
-            await stream_.ack(e)
-
-    @app.agent(turns_topic, name="memstrata-turns")
-    async def turns_agent(stream_: Any) -> None:
+    # -- agents ---------------------------------------------------------------
+    async def turns_agent(self, stream_: Any) -> None:
+        """Turn events: stored a batch at a time, acknowledged once stored."""
+        stream, processor = self.stream, self.processor
         # Cut every freshness_s / 2 counted from the previous cut (streams.batching): the
         # chunks come from noack_take on a short tick.
         within = max(0.05, stream.freshness_s / 2)
@@ -329,51 +314,46 @@ def build_app(
                                              stream.batch_max, within)) as batches:
             async for events in batches:
                 try:
-                    with batch_span(turns_name, events, group=kafka.group):  # tracing on only
-                        await deliver(await processor.handle_turns(
-                            [record(e) for e in events], waiting_after(events)))
-                    await ack_all(stream_, events)
+                    with batch_span(self.turns_name, events,
+                                    group=self.kafka.group):  # tracing on only
+                        await self.deliver(await processor.handle_turns(
+                            [_record(e) for e in events], self.waiting_after(events)))
+                    await _ack_all(stream_, events)
                 except asyncio.CancelledError:
                     raise
                 except StoreUnavailable as down:
-                    await stop_on_outage(down, stream_, events)
+                    await self.stop_on_outage(down, stream_, events)
                 except BaseException as exc:  # noqa: BLE001
-                    runtime.fatal(exc)
+                    self.fatal(exc)
 
-    @app.agent(control_topic, name="memstrata-control")
-    async def control_agent(stream_: Any) -> None:
+    async def control_agent(self, stream_: Any) -> None:
+        """Close and delete events: applied in order, acknowledged once applied."""
+        stream = self.stream
         # Closes come in bursts (a file ends many sessions): apply them in order, flush once.
         within = max(0.02, min(0.2, stream.freshness_s / 4))
         async for events in stream_.noack_take(stream.batch_max, within=within):
             try:
-                with batch_span(topics.CONTROL, events, group=kafka.group):  # tracing on only
-                    await deliver(await processor.handle_controls([record(e) for e in events]))
-                await ack_all(stream_, events)
+                with batch_span(topics.CONTROL, events, group=self.kafka.group):  # tracing on only
+                    await self.deliver(await self.processor.handle_controls(
+                        [_record(e) for e in events]))
+                await _ack_all(stream_, events)
             except asyncio.CancelledError:
                 raise
             except StoreUnavailable as down:  # commit earlier batches only
-                await stop_on_outage(StoreUnavailable(str(down)), stream_, ())
+                await self.stop_on_outage(StoreUnavailable(str(down)), stream_, ())
             except BaseException as exc:  # noqa: BLE001
-                runtime.fatal(exc)
+                self.fatal(exc)
 
-    @app.on_rebalance_complete.connect
-    async def sessions_moved(sender: Any = None, **kwargs: Any) -> None:
+    async def sessions_moved(self, sender: Any = None, **kwargs: Any) -> None:
         """Partitions moved (their table entries recovered): the idle index is rebuilt."""
-        processor.sessions_moved()
+        self.processor.sessions_moved()
 
-    def stopping() -> bool:
-        return bool(app.should_stop)
+    # -- timers and tasks -----------------------------------------------------
+    async def idle_sessions(self) -> None:
+        await idle_round(self.processor, self.deliver, stopping=self.stopping,
+                         outage=self.outage, fatal=self.fatal)
 
-    async def outage(down: StoreUnavailable) -> None:  # commit earlier batches only
-        await stop_on_outage(StoreUnavailable(str(down)), None, ())
-
-    @app.timer(interval=max(0.5, min(stream.idle_s / 4, 5.0)), on_leader=False)
-    async def idle_sessions() -> None:
-        await idle_round(processor, deliver, stopping=stopping, outage=outage,
-                         fatal=runtime.fatal)
-
-    @app.timer(interval=1.0, on_leader=False)
-    async def crashed_services() -> None:
+    async def crashed_services(self) -> None:
         """Exit when one of Faust's services crashed rather than idle on without it.
 
         A crashed table recovery (seen after a rebalance: a changelog high-water
@@ -382,36 +362,28 @@ def build_app(
         the group hand them to a live worker, and a restart reads on from the
         committed offsets (at-least-once, idempotent writes).
         """
+        app = self.app
         for service in (app, app.tables, app.tables.recovery):
             if service.crashed:
-                runtime.fatal(service.crash_reason or RuntimeError(f"{service!r} crashed"))
+                self.fatal(service.crash_reason or RuntimeError(f"{service!r} crashed"))
 
-    read_offsets = ReadOffsets()
-    app.sensors.add(read_offsets)
-
-    @app.timer(interval=5.0, on_leader=False)
-    async def consumer_lag() -> None:
+    async def consumer_lag(self) -> None:
         try:
-            consumer = app.consumer
+            consumer = self.app.consumer
             for tp in consumer.assignment():
-                if tp.topic not in (turns_name, topics.CONTROL):
+                if tp.topic not in (self.turns_name, topics.CONTROL):
                     continue
                 high = consumer.highwater(tp)
-                read = read_offsets.read.get((tp.topic, tp.partition))
+                read = self.read_offsets.read.get((tp.topic, tp.partition))
                 if read is not None:
                     nxt: int | None = int(read) + 1
                 else:  # nothing read since the assignment: where the consumer starts
                     nxt = await asyncio.wait_for(consumer.position(tp), 2.0)
                 if high is not None:
                     lag = max(0, int(high) - int(nxt or 0))
-                    metrics.consumer_lag.labels(tp.topic, str(tp.partition)).set(lag)
+                    self.metrics.consumer_lag.labels(tp.topic, str(tp.partition)).set(lag)
         except Exception:
             log.debug("lag metric unavailable", exc_info=True)
 
-    if services:
-        @app.task
-        async def extra_services() -> None:
-            await asyncio.gather(*(factory(service_arg) for factory in services))
-
-    app.memstrata = runtime  # type: ignore[attr-defined]
-    return runtime
+    async def extra_services(self) -> None:
+        await asyncio.gather(*(factory(self.service_arg) for factory in self.services))

@@ -4,7 +4,11 @@ The Faust agents (:mod:`streams.agents`) hand raw records here; this module
 decodes and validates them, writes through a
 :class:`~memstrata.roles.MemoryWriter`, flushes once per batch, and says what
 to publish (L0 notices, dead letters). Keeping it free of Faust lets unit tests
-drive it directly.
+drive it directly. What it uses but is not its loop lives beside it:
+:mod:`streams.records` (the consumed record), :mod:`streams.outbox` (what to
+publish), :mod:`streams.outage` (retries and the outage that stops the worker),
+:mod:`streams.progress` (what control events wait for) and
+:mod:`streams.session_state` (what it keeps per session).
 
 Writes run on one dedicated thread (``writer_thread``): the stores are written
 by one caller at a time, and the event loop (heartbeats, fetching) never waits
@@ -22,282 +26,41 @@ next message, its close, the worker catching up, or ``hold_max_s``.
 from __future__ import annotations
 
 import asyncio
-import base64
 import functools
 import logging
 import time
 from collections import Counter, OrderedDict
-from collections.abc import Awaitable, Callable, MutableMapping, Sequence
+from collections.abc import Callable, MutableMapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from typing import Any, TypeVar
-
-from tenacity import (
-    AsyncRetrying,
-    RetryCallState,
-    retry_if_exception,
-    retry_if_exception_type,
-    wait_exponential,
-)
 
 from memstrata.config import defaults
 from memstrata.limits import TurnLimits
 from memstrata.model import Message, Scope, SessionMeta
 from memstrata.roles import AppendReport, MemoryWriter
 from memstrata.telemetry.context import bind
-from streams import topics
 from streams.events import (
     ControlEvent,
     DeadLetter,
     Invalid,
     L0Event,
-    TurnEvent,
     decode_control,
     decode_turn,
     utcnow,
 )
 from streams.metrics import StreamMetrics
+from streams.outage import StoreUnavailable, is_transient, retried
+from streams.outbox import Outbox, dead_letter
+from streams.progress import TurnProgress, wait_for_turns
+from streams.records import Record, Replay, belongs
+from streams.session_state import Group, Held, bare_meta, but_last, same_session
 from streams.sessions import OpenSessions, is_legacy_key, session_key
 from streams.settings import KafkaSettings, StreamSettings, check_turns_fit
 
-__all__ = ["Outbox", "Processor", "Record", "Replay", "StoreUnavailable", "TurnProgress"]
+__all__ = ["SWEEP_CHUNK", "Processor"]
 
 log = logging.getLogger("memstrata.stream")
 T = TypeVar("T")
-
-#: Errors worth retrying as they are (a store or the network hiccuped).
-TRANSIENT: tuple[type[BaseException], ...] = (OSError, ConnectionError, TimeoutError)
-#: The same kind of error as the store clients raise it, by module and class name (the
-#: clients are optional extras, so they are not imported here): httpx under the Qdrant
-#: client, opensearch-py's own ConnectionError and ConnectionTimeout.
-_TRANSIENT_NAMES = {("httpx", "TransportError"), ("opensearchpy.exceptions", "ConnectionError")}
-
-
-def is_transient(exc: BaseException | None) -> bool:
-    """Whether ``exc`` says the store is unreachable (retry; stop if it lasts).
-
-    Anything else is a refusal of this data. Wrapped errors count by their
-    cause (the Qdrant client wraps httpx's in ResponseHandlingException).
-    """
-    for _ in range(8):
-        if exc is None:
-            return False
-        if isinstance(exc, TRANSIENT) or any(
-                (cls.__module__, cls.__qualname__) in _TRANSIENT_NAMES
-                for cls in type(exc).__mro__):
-            return True
-        exc = exc.__cause__ or exc.__context__
-    return False
-
-
-@dataclass(frozen=True)
-class Record:
-    """One consumed record, as the broker gave it."""
-
-    topic: str
-    partition: int
-    offset: int
-    key: bytes | None
-    value: bytes | None
-    #: When the broker got it (the record's timestamp, seconds); None: not known. The
-    #: freshness histogram counts from here, not from the event's own time, so a
-    #: backfill of old events is not mistaken for a worker behind the topic.
-    received: float | None = None
-
-
-@dataclass
-class Outbox:
-    """What a batch asks to publish (sent by the caller before the batch is acked)."""
-
-    l0: list[L0Event] = field(default_factory=list)
-    dead: list[DeadLetter] = field(default_factory=list)
-
-
-class StoreUnavailable(RuntimeError):
-    """The stores stayed unreachable through every retry: the worker has to stop.
-
-    ``outbox`` is what the records handled before the outage ask to publish,
-    and ``done`` maps a partition to the offset below which every record of the
-    batch is handled (stored or dead-lettered), so those offsets may be
-    committed once ``outbox`` is sent; the rest is read again after a restart.
-    """
-
-    def __init__(self, message: str, outbox: Outbox | None = None,
-                 done: dict[int, int] | None = None) -> None:
-        super().__init__(message)
-        self.outbox = outbox or Outbox()
-        self.done = done or {}
-
-    def after(self, records: Sequence[Record], handled: Sequence[bool],
-              out: Outbox) -> "StoreUnavailable":
-        """This outage, with the committable prefix of ``records`` and its notices."""
-        done: dict[int, int] = {}
-        blocked: set[int] = set()
-        for rec, ok in zip(records, handled, strict=True):
-            if rec.partition in blocked:
-                continue
-            if ok:
-                done[rec.partition] = rec.offset + 1
-            else:
-                blocked.add(rec.partition)
-        dead = [d for d in out.dead if d.offset < done.get(d.partition, -1)]
-        return StoreUnavailable(str(self), Outbox(l0=list(out.l0), dead=dead), done)
-
-
-@dataclass
-class _Group:
-    """One session's share of a batch: its messages and the records they came from."""
-
-    meta: SessionMeta
-    messages: list[Message] = field(default_factory=list)
-    indices: list[int] = field(default_factory=list)
-    #: Event times of those records (for the freshness metric).
-    stamps: list[float] = field(default_factory=list)
-    #: The partition its records came from (None: no record, a held window's build).
-    partition: int | None = None
-
-
-@dataclass
-class _Held:
-    """A session whose incomplete last window the writer holds unbuilt."""
-
-    meta: SessionMeta
-    #: When its last message was held (``time.monotonic``); built ``hold_max_s`` after,
-    #: so a session that went quiet while the worker is behind still gets built, and one
-    #: that keeps sending (its next message builds or holds it anyway) is not rebuilt
-    #: provisionally every ``hold_max_s`` of a long backlog.
-    since: float
-    #: Event times of its records not yet searchable (observed when it is built).
-    stamps: list[float] = field(default_factory=list)
-    #: Its records' partition: after a rebalance the new owner builds the window.
-    partition: int | None = None
-
-
-def _log_retry(state: RetryCallState) -> None:
-    exc = state.outcome.exception() if state.outcome is not None else None
-    wait = state.next_action.sleep if state.next_action is not None else 0.0
-    log.warning("store write failed (%s: %s), attempt %d, retry in %.1fs",
-                type(exc).__name__, exc, state.attempt_number, wait)
-
-
-#: Reads the turns topic again: {partition: (from offset, to offset)} -> records in order.
-Replay = Callable[[dict[int, tuple[int, int]]], Awaitable[list[Record]]]
-
-
-#: End offsets of every partition of the turns topic now: {partition: end offset}.
-EndOffsets = Callable[[], Awaitable[dict[int, int]]]
-
-
-class TurnProgress:
-    """Offsets of the turns topic stored so far, per partition; control events wait on it.
-
-    What this worker stored is noted as it happens. What another worker stored
-    before a rebalance handed the partition over is in the group's committed
-    offsets (committed only after the stores had the data), which
-    ``committed`` fetches from the broker. ``ends`` reads the topic's end
-    offsets, to tell an ``after`` no partition can ever reach (:meth:`reachable`).
-    """
-
-    def __init__(self,
-                 committed: Callable[[list[int]], Awaitable[dict[int, int]]] | None = None,
-                 ends: EndOffsets | None = None) -> None:
-        self.done: dict[int, int] = {}
-        self.floor: dict[int, int] = {}
-        self._committed = committed
-        self._ends = ends
-        #: The end offsets last read (an ``after`` within them needs no new read).
-        self._known_ends: dict[int, int] = {}
-        self._changed = asyncio.Condition()
-
-    def reached(self, partition: int, offset: int) -> bool:
-        have = max(self.done.get(partition, 0), self.floor.get(partition, 0))
-        return have >= offset
-
-    async def advance(self, partition: int, next_offset: int) -> None:
-        async with self._changed:
-            if next_offset > self.done.get(partition, 0):
-                self.done[partition] = next_offset
-            self._changed.notify_all()
-
-    def _have(self, partition: int) -> int:
-        return max(self.done.get(partition, 0), self.floor.get(partition, 0))
-
-    async def reachable(self, after: dict[int, int], owned: Callable[[int], bool],
-                        timeout_s: float = 10.0) -> tuple[dict[int, int], list[str]]:
-        """``after`` without what no partition can reach, and why each cut was made.
-
-        A control event is produced after the turns it follows, so when it is
-        read each of its offsets is at most its partition's end offset. An
-        offset past the end (a bogus or stale producer, a topic made again) is
-        cut to the end: the event follows every turn that exists. A partition
-        the topic does not have is dropped. Without ``ends``, or when the broker
-        does not answer within ``timeout_s``, ``after`` is kept as it is (the
-        absolute wait bound still applies).
-        """
-        pending = {p: o for p, o in after.items() if owned(p) and not self.reached(p, o)}
-        if self._ends is None or not pending:
-            return after, []
-        known = self._known_ends
-        if any(p not in known or o > known[p] for p, o in pending.items()):
-            try:
-                known = self._known_ends = dict(await asyncio.wait_for(self._ends(),
-                                                                       timeout_s))
-            except Exception as exc:  # noqa: BLE001 - cannot judge now: wait, bounded
-                log.warning("cannot read the turns topic's end offsets (%s: %s): the "
-                            "control event's offsets %s are waited for as they are",
-                            type(exc).__name__, exc, pending)
-                return after, []
-        fixed = dict(after)
-        why: list[str] = []
-        for p, o in pending.items():
-            if p not in known:
-                del fixed[p]
-                why.append(f"partition {p} does not exist")
-            elif o > known[p]:
-                fixed[p] = known[p]
-                why.append(f"offset {o} of partition {p} is past its end ({known[p]})")
-        return fixed, why
-
-    async def wait(self, after: dict[int, int], owned: Callable[[int], bool],
-                   timeout_s: float, poll_s: float = 1.0,
-                   max_wait_s: float | None = None) -> bool:
-        """Wait until every owned partition in ``after`` is stored up to its offset.
-
-        A partition that lags but moves is waited for while it moves, up to
-        ``max_wait_s`` in all; ``timeout_s`` bounds a stall (no progress at all
-        for that long). False when either ran out: the caller goes ahead.
-        """
-        def missing() -> list[int]:
-            return [p for p, o in after.items() if owned(p) and not self.reached(p, o)]
-
-        seen = {p: self._have(p) for p in after}
-        started = time.monotonic()
-        last_call = float("inf") if max_wait_s is None else started + max_wait_s
-        deadline = min(started + timeout_s, last_call)
-        while missing():
-            if self._committed is not None:
-                try:  # bounded: a stuck broker call must not outlast the stall timeout
-                    got = await asyncio.wait_for(self._committed(missing()),
-                                                 max(poll_s, deadline - time.monotonic()))
-                    for p, o in got.items():
-                        self.floor[p] = max(self.floor.get(p, 0), o)
-                except Exception as exc:  # noqa: BLE001 - the broker is busy: wait and retry
-                    log.debug("cannot read committed offsets: %s", exc)
-                if not missing():
-                    break
-            now = {p: self._have(p) for p in after}
-            if any(now[p] > seen[p] for p in after):
-                seen = now
-                deadline = min(time.monotonic() + timeout_s, last_call)
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return False
-            async with self._changed:
-                try:
-                    await asyncio.wait_for(self._changed.wait(), min(poll_s, left))
-                except TimeoutError:
-                    pass
-        return True
 
 
 #: Sessions closed (or table entries indexed) per step of a sweep; the loop runs
@@ -344,7 +107,7 @@ class Processor:
         #: and its replay run: a delete sees exactly which turns are stored.
         self._order = asyncio.Lock()
         #: Sessions whose last window is held (see the module doc), by (scope, session).
-        self.held: dict[tuple[Scope, str], _Held] = {}
+        self.held: dict[tuple[Scope, str], Held] = {}
         #: When the last batch of turns was stored (``time.monotonic``).
         self._last_batch = time.monotonic()
         #: Sessions noted since their last close, by last event time (wall clock): the
@@ -376,38 +139,13 @@ class Processor:
         self.writer_thread.shutdown(wait=True)
 
     async def _write(self, fn: Callable[[], T], *, retry_any: bool = False) -> T:
-        """Run a store call on the writer thread, retried with backoff (bounded).
-
-        Connection and timeout errors are tried ``store_attempts`` times, then
-        raise :class:`StoreUnavailable` (the worker stops). Other errors are
-        tried ``store_refused_attempts`` times with ``retry_any`` (a session
-        that may be poison), else raised at once.
-        """
+        """Run a store call on the writer thread, retried with backoff (bounded); an
+        outage raises :class:`~streams.outage.StoreUnavailable` (see
+        :func:`~streams.outage.retried`)."""
         loop = asyncio.get_running_loop()
-        lim = self.limits
-
-        def stop(state: RetryCallState) -> bool:
-            exc = state.outcome.exception() if state.outcome is not None else None
-            limit = lim.store_attempts if is_transient(exc) else lim.store_refused_attempts
-            return state.attempt_number >= limit
-
-        retrying = AsyncRetrying(
-            stop=stop,
-            wait=wait_exponential(multiplier=lim.store_backoff_s, max=lim.store_backoff_max_s),
-            retry=retry_if_exception_type(Exception) if retry_any
-            else retry_if_exception(is_transient),
-            before_sleep=_log_retry, reraise=True)
-        try:
-            async for attempt in retrying:
-                with attempt:
-                    # bind: with tracing on, the store writes nest under the batch's span.
-                    return await loop.run_in_executor(self.writer_thread, bind(fn))
-        except Exception as exc:
-            if is_transient(exc):
-                raise StoreUnavailable(f"store unreachable after {lim.store_attempts} "
-                                       f"attempts: {type(exc).__name__}: {exc}") from exc
-            raise
-        raise AssertionError("unreachable: tenacity returns or raises")  # pragma: no cover
+        # bind: with tracing on, the store writes nest under the batch's span.
+        return await retried(lambda: loop.run_in_executor(self.writer_thread, bind(fn)),
+                             self.limits, retry_any=retry_any)
 
     # -- turns ------------------------------------------------------------
     async def handle_turns(self, records: Sequence[Record], waiting: int | None = None
@@ -429,7 +167,7 @@ class Processor:
     async def _store_turns(self, records: Sequence[Record], replay: bool = False,
                            waiting: int | None = None) -> Outbox:
         out = Outbox()
-        groups: OrderedDict[tuple[Scope, str], _Group] = OrderedDict()
+        groups: OrderedDict[tuple[Scope, str], Group] = OrderedDict()
         handled = [False] * len(records)
         if not replay:
             # One increment per topic, not per record: a labels() lookup takes a lock.
@@ -450,7 +188,7 @@ class Processor:
                 handled[i] = True
                 continue
             group = groups.setdefault((ev.scope, ev.session_id),
-                                      _Group(meta, partition=rec.partition))
+                                      Group(meta, partition=rec.partition))
             # A date or labels only the batch's later events carry are not lost; what the
             # session already holds is kept by the writer (Memory: first ones stick).
             group.meta = group.meta.filled_from(meta)
@@ -473,7 +211,7 @@ class Processor:
         self._forget_moved()
         for key, held in self.held.items():
             if key not in groups and (not behind or self._overdue(key, clock)):
-                groups[key] = _Group(held.meta, partition=held.partition)
+                groups[key] = Group(held.meta, partition=held.partition)
         if groups:
             started = time.perf_counter()
             try:
@@ -505,7 +243,7 @@ class Processor:
         return held is not None and clock - held.since >= self.limits.hold_max_s
 
     def _settle(self, reports: Sequence[AppendReport],
-                groups: MutableMapping[tuple[Scope, str], _Group]) -> list[L0Event]:
+                groups: MutableMapping[tuple[Scope, str], Group]) -> list[L0Event]:
         """Note the reports; freshness is observed once nothing of a session is held."""
         now, clock = time.time(), time.monotonic()
         notes: list[L0Event] = []
@@ -516,7 +254,7 @@ class Processor:
             if rep.held:
                 held = self.held.get(key)
                 if held is None:
-                    held = self.held[key] = _Held(group.meta if group else _bare(key), clock,
+                    held = self.held[key] = Held(group.meta if group else bare_meta(key), clock,
                                                   partition=group.partition if group else None)
                 elif group is not None:
                     held.meta = held.meta.filled_from(group.meta)
@@ -531,7 +269,7 @@ class Processor:
         self.metrics.held_sessions.set(len(self.held))
         return notes
 
-    async def _store_groups(self, groups: list[_Group], records: Sequence[Record], out: Outbox,
+    async def _store_groups(self, groups: list[Group], records: Sequence[Record], out: Outbox,
                             handled: list[bool], hold: set[tuple[Scope, str]]
                             ) -> list[AppendReport]:
         """Store every session; one that keeps failing is dead-lettered, the rest stored."""
@@ -618,7 +356,7 @@ class Processor:
         # Only the time moved, and the table's is recent: not rewritten (with many open
         # sessions that is a changelog record per message). The idle index has the
         # exact time; after a rebalance the table's time is at most idle_s / 10 old.
-        if not (isinstance(old, dict) and _but_last(old) == _but_last(state)
+        if not (isinstance(old, dict) and but_last(old) == but_last(state)
                 and now - old.get("last", 0) < self.limits.idle_s / 10):
             self.sessions[key] = state
 
@@ -678,7 +416,8 @@ class Processor:
         log.debug("%s %s/%s after %s (stored: %s)", ev.type, ev.scope, ev.session_id, ev.after,
                  self.progress.done)
         if ev.after:
-            await self._wait_for_turns(ev, rec)
+            await wait_for_turns(self.progress, ev, rec, owned=self.owned, lim=self.limits,
+                                 metrics=self.metrics)
         try:
             out.l0 += await self.apply(ev)
         except StoreUnavailable:
@@ -690,38 +429,6 @@ class Processor:
             return False
         self.metrics.control_applied.labels(ev.type).inc()
         return True
-
-    async def _wait_for_turns(self, ev: ControlEvent, rec: Record) -> None:
-        """Wait until the turns the event follows are stored, never for an offset that
-        cannot come and never longer than ``control_wait_max_s`` in all.
-
-        Turns are usually stored within ``freshness_s``: only an event still
-        waiting then has its offsets checked against the topic's end (a broker
-        call), so a burst of closes costs no extra round trips.
-        """
-        lim = self.limits
-        started = time.monotonic()
-        grace = min(lim.control_wait_s, lim.freshness_s, lim.control_wait_max_s)
-        if await self.progress.wait(ev.after, self.owned, lim.control_wait_s,
-                                    poll_s=min(1.0, grace), max_wait_s=grace):
-            return
-        after, cuts = await self.progress.reachable(ev.after, self.owned)
-        if cuts:
-            self.metrics.control_after_cut.labels("unreachable").inc()
-            log.warning("%s for %s/%s (control record %d@%d): %s; it waits only for the "
-                        "turns that exist", ev.type, ev.scope, ev.session_id, rec.partition,
-                        rec.offset, "; ".join(cuts))
-        left = max(0.0, lim.control_wait_max_s - (time.monotonic() - started))
-        if await self.progress.wait(after, self.owned, lim.control_wait_s, max_wait_s=left):
-            return
-        took = time.monotonic() - started
-        why = ("no progress for %.0fs (MEMSTRATA_STREAM_CONTROL_WAIT_S)" % lim.control_wait_s
-               if took < lim.control_wait_max_s else
-               "waited %.0fs in all (MEMSTRATA_STREAM_CONTROL_WAIT_MAX_S)" % took)
-        self.metrics.control_after_cut.labels(
-            "stalled" if took < lim.control_wait_max_s else "deadline").inc()
-        log.warning("%s for %s/%s applied although its turns %s are not all stored: %s",
-                    ev.type, ev.scope, ev.session_id, after, why)
 
     async def apply(self, ev: ControlEvent) -> list[L0Event]:
         scope = ev.scope
@@ -765,7 +472,7 @@ class Processor:
                   if self.owned(p) and self.progress.done.get(p, 0) > o}
         if not ranges:
             return []
-        records = [r for r in await self.replay(ranges) if _belongs(r, scope, session_id)]
+        records = [r for r in await self.replay(ranges) if belongs(r, scope, session_id)]
         if not records:
             return []
         log.info("%s %s: re-storing %d turns produced after it", ev.type, scope, len(records))
@@ -776,9 +483,9 @@ class Processor:
         if session_id is not None:
             legacy = f"{scope.tenant_id}/{scope.user_id}/{session_id}"
             keys = [k for k in (session_key(scope, session_id), legacy)
-                    if _same(self.sessions.get(k), scope, session_id)]
+                    if same_session(self.sessions.get(k), scope, session_id)]
         else:  # every session of the user: the table is not indexed by user
-            keys = [k for k, v in list(self.sessions.items()) if _same(v, scope, None)]
+            keys = [k for k, v in list(self.sessions.items()) if same_session(v, scope, None)]
         for key in keys:
             self.sessions.pop(key, None)
             self.open_sessions.discard(key)
@@ -835,8 +542,8 @@ class Processor:
         the caller holds ``_order``."""
         if not keys:
             return []
-        groups: OrderedDict[tuple[Scope, str], _Group] = OrderedDict(
-            (k, _Group(self.held[k].meta if k in self.held else _bare(k))) for k in keys)
+        groups: OrderedDict[tuple[Scope, str], Group] = OrderedDict(
+            (k, Group(self.held[k].meta if k in self.held else bare_meta(k))) for k in keys)
         reports = await self._write(lambda: self._append_all(
             [(g.meta, g.messages) for g in groups.values()], set()))
         log.info("built %d held windows", len(reports))
@@ -974,65 +681,4 @@ class Processor:
 
     # -- dead letters -------------------------------------------------------
     def _dead(self, bad: Invalid, rec: Record) -> DeadLetter:
-        self.metrics.dlq_events.labels(bad.reason).inc()
-        log.info("dead letter %s[%d]@%d: %s", rec.topic, rec.partition, rec.offset, bad)
-        return bad.dead_letter(topic=rec.topic, partition=rec.partition, offset=rec.offset,
-                               key=rec.key, value=rec.value or b"",
-                               max_bytes=self.dead_letter_max_bytes)
-
-
-def _but_last(state: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in state.items() if k != "last"}
-
-
-def _bare(key: tuple[Scope, str]) -> SessionMeta:
-    """A session known only by key (the writer keeps the date and labels it stored)."""
-    return SessionMeta(scope=key[0], session_id=key[1])
-
-
-def _same(state: Any, scope: Scope, session_id: str | None) -> bool:
-    if not isinstance(state, dict):
-        return False
-    if (state.get("tenant_id"), state.get("user_id")) != (scope.tenant_id, scope.user_id):
-        return False
-    return session_id is None or state.get("session_id") == session_id
-
-
-def _belongs(rec: Record, scope: Scope, session_id: str | None) -> bool:
-    got = _record_session(rec)
-    return got is not None and got[0] == scope and session_id in (None, got[1])
-
-
-def _record_session(rec: Record) -> tuple[Scope, str] | None:
-    try:
-        ev = TurnEvent.model_validate_json(rec.value or b"")
-    except Exception:  # noqa: BLE001
-        return None
-    return ev.scope, ev.session_id
-
-
-#: Sends one record and returns once the broker has it.
-Publish = Callable[[str, bytes, bytes | None], Awaitable[None]]
-
-
-async def publish(out: Outbox, send: Publish,
-                  too_large: tuple[type[BaseException], ...] = ()) -> None:
-    """Send an outbox: dead letters keyed like the original, L0 notices by session.
-
-    Dead letters are cut to the producer's request size already; should the
-    producer still refuse one as too large (``too_large``), it is sent again
-    without the original value (size and digest stay), never stopping the worker.
-    """
-    for dead in out.dead:
-        key = None if dead.key_b64 is None else base64.b64decode(dead.key_b64)
-        try:
-            await send(topics.DLQ, dead.to_bytes(), key)
-        except too_large as exc:
-            log.warning("dead letter %s[%d]@%d refused as too large (%s): sent without "
-                        "its value", dead.topic, dead.partition, dead.offset, exc)
-            bare = dead.model_copy(update={"value_b64": "", "key_b64": None,
-                                           "truncated": True})
-            await send(topics.DLQ, bare.to_bytes(), None)
-    for note in out.l0:
-        key = f"{note.tenant_id}/{note.user_id}/{note.session_id}".encode()
-        await send(topics.L0, note.to_bytes(), key)
+        return dead_letter(bad, rec, max_bytes=self.dead_letter_max_bytes, metrics=self.metrics)

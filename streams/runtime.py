@@ -25,7 +25,7 @@ from memstrata.llm.metrics import register_llm_metrics
 from memstrata.roles import HostedMemory
 from memstrata.redact.metrics import register_redaction_metrics
 from streams import topics
-from streams.app import ExtraService, StreamApp, build_app
+from streams.app import ExtraService, StreamApp
 from streams.broker import GuardedBroker, ensure_topics
 from streams.metrics import StreamMetrics
 from streams.settings import KafkaSettings, StreamSettings
@@ -167,7 +167,7 @@ class StreamRuntime:
                 broker.register_metrics(metrics.registry)
             if self.stream.metrics_port:
                 metrics.serve(self.stream.metrics_port, self.stream.metrics_addr)
-            app = build_app(memory, brokers, stream=self.stream, kafka=self.kafka,
+            app = StreamApp(memory, brokers, stream=self.stream, kafka=self.kafka,
                             work_dir=data_dir / "stream-worker", services=self.services,
                             service_arg=memory, metrics=metrics, turns=self.turns)
             self.stored.turns_topic = self.kafka.topic_turns

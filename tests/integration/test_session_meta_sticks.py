@@ -25,7 +25,8 @@ from memstrata.model import Message, Scope, SessionMeta
 from memstrata.store.factory import open_doc_store, open_lexical_store, open_vector_store
 from memstrata.wire import TurnEvent
 from streams import topics
-from streams.processor import Processor, Record
+from streams.processor import Processor
+from streams.records import Record
 from streams.settings import StreamSettings
 
 SCOPE = Scope(tenant_id="acme", user_id="maya")

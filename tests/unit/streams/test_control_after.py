@@ -13,7 +13,9 @@ import time
 from memstrata.limits import TurnLimits
 from streams import topics
 from streams.events import ControlEvent, ControlType, utcnow
-from streams.processor import Processor, Record, TurnProgress
+from streams.processor import Processor
+from streams.progress import TurnProgress
+from streams.records import Record
 from streams.settings import StreamSettings
 from tests.unit.streams.doubles import RecordingWriterDouble
 

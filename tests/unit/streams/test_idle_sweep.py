@@ -13,7 +13,8 @@ from memstrata.model import Scope
 from memstrata.roles import AppendReport
 from streams import topics
 from streams.events import ControlEvent, TurnEvent, utcnow
-from streams.processor import SWEEP_CHUNK, Processor, Record
+from streams.processor import SWEEP_CHUNK, Processor
+from streams.records import Record
 from streams.sessions import OpenSessions, parse_key, route_of, session_key
 from streams.settings import StreamSettings
 from tests.unit.streams.doubles import RecordingWriterDouble

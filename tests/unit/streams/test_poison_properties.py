@@ -24,7 +24,8 @@ from memstrata.model import Scope
 from memstrata.wire import MAX_EVENT_TIME, MIN_EVENT_TIME, event_key
 from streams import topics
 from streams.events import REASONS, DeadLetter, Invalid, decode_turn
-from streams.processor import Processor, Record
+from streams.processor import Processor
+from streams.records import Record
 from streams.settings import StreamSettings
 from tests.unit.streams.doubles import RecordingWriterDouble
 

@@ -11,7 +11,8 @@ from memstrata.model import Scope
 from memstrata.roles import AppendReport
 from streams import topics
 from streams.events import ControlEvent, TurnEvent, utcnow
-from streams.processor import Processor, Record
+from streams.processor import Processor
+from streams.records import Record
 from streams.sessions import session_key
 from streams.settings import StreamSettings
 from tests.unit.streams.doubles import RecordingWriterDouble
@@ -164,7 +165,7 @@ def test_turns_stored_before_a_delete_but_produced_after_it_are_written_back() -
 
 
 def test_a_lagging_partition_is_waited_for_while_it_moves() -> None:
-    from streams.processor import TurnProgress
+    from streams.progress import TurnProgress
 
     async def scenario() -> tuple[bool, bool]:
         progress = TurnProgress()
@@ -234,7 +235,7 @@ def test_a_store_that_hiccups_is_retried_and_nothing_is_lost() -> None:
 
 
 def test_a_store_that_stays_down_stops_with_the_handled_prefix_committable() -> None:
-    from streams.processor import StoreUnavailable
+    from streams.outage import StoreUnavailable
 
     w = FlakyWriterDouble(TimeoutError("store down"), failures=None)
     p = Processor(w, QUICK, turns=TURNS)
@@ -253,7 +254,7 @@ def test_a_store_that_stays_down_stops_with_the_handled_prefix_committable() -> 
 
 def test_a_dead_letter_the_producer_still_refuses_is_sent_without_its_value() -> None:
     from streams.events import Invalid
-    from streams.processor import Outbox, publish
+    from streams.outbox import Outbox, publish
 
     class TooLarge(Exception):
         pass
@@ -280,7 +281,7 @@ def test_store_client_connection_errors_count_as_an_unreachable_store() -> None:
     import httpx
     from opensearchpy.exceptions import ConnectionTimeout
 
-    from streams.processor import is_transient
+    from streams.outage import is_transient
 
     class WrapperDouble(Exception):
         """Stands in for qdrant-client's ResponseHandlingException (its import is slow)."""
@@ -304,8 +305,8 @@ def test_store_client_connection_errors_count_as_an_unreachable_store() -> None:
 def test_on_an_outage_the_handled_records_are_acked_after_their_notices_then_committed() -> None:
     from types import SimpleNamespace
 
-    from streams.app import settle_outage
-    from streams.processor import Outbox, StoreUnavailable
+    from streams.outage import StoreUnavailable, settle_outage
+    from streams.outbox import Outbox
 
     calls: list[tuple[str, object]] = []
 
