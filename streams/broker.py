@@ -23,13 +23,14 @@ import json
 import logging
 import os
 import queue
+import secrets
 import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -40,7 +41,8 @@ from memstrata.kafka.settings import BrokerLogin, KafkaSettings, write_private
 from streams.topics import TopicSpec
 
 __all__ = ["LOGIN_FILE", "PID_FILE", "BrokerError", "EmbeddedBroker", "GuardedBroker",
-           "ensure_topics", "free_port", "stop_stale_broker", "wait_for_port"]
+           "ensure_topics", "free_port", "lag_and_layout", "recreate_topics",
+           "stop_stale_broker", "wait_for_port"]
 
 log = logging.getLogger("memstrata.stream")
 
@@ -325,6 +327,10 @@ class GuardedBroker(EmbeddedBroker):
         #: Why not, when it does not.
         self.why_not_isolated: str | None = None
         self.tansu_pid: int | None = None
+        self._status_fd: int | None = None
+        self._recycle_lock = threading.Lock()
+        #: Times tansu was recycled (restarted empty once drained).
+        self.recycles = 0
 
     @property
     def login_file(self) -> Path | None:
@@ -365,7 +371,7 @@ class GuardedBroker(EmbeddedBroker):
             assert self.proc.stdin is not None
             self.proc.stdin.write(json.dumps({"username": self.login.username,
                                               "verifiers": verifiers}).encode() + b"\n")
-            self.proc.stdin.close()
+            self.proc.stdin.flush()  # kept open: recycle commands follow
             self._write_pid_file()
             status = self._read_status(status_r)
             if not status.get("ok"):
@@ -386,9 +392,12 @@ class GuardedBroker(EmbeddedBroker):
             raise
         finally:
             listener.close()
-            os.close(status_r)
             if status_w >= 0:
                 os.close(status_w)
+            if self.proc is None:
+                os.close(status_r)
+            else:
+                self._status_fd = status_r  # the gate's answers to recycle commands
         return self
 
     def _read_status(self, fd: int) -> dict[str, Any]:
@@ -411,8 +420,88 @@ class GuardedBroker(EmbeddedBroker):
                 buf += chunk
         return dict(json.loads(buf.decode()))
 
+    def recycle(self, group: str, drain: Sequence[str], topics: Mapping[str, int] | None = None,
+                on_killed: Callable[[], None] | None = None, timeout_s: float = 30.0) -> bool:
+        """Restart tansu empty behind the gate if ``group`` has drained ``drain``; True if so.
+
+        Call it only when the stream should be drained: the gate holds every client
+        while it checks, and when ``group`` has not committed to the end of every
+        partition of ``drain`` it lets them go on and this returns False. Otherwise
+        it SIGKILLs tansu, starts a fresh one on the same inner address, creates
+        every topic the old one had (and ``topics``, name to partitions) and calls
+        ``on_killed`` before letting clients back in with the same address and login.
+        """
+        from streams.broker_gate import MECHANISMS, scram_verifier
+
+        with self._recycle_lock:
+            # A look without holding anyone first: under steady traffic it is busy, and
+            # clients are held only when a recycle is likely.
+            lag, _ = asyncio.run(lag_and_layout(self.address, group, drain,
+                                                self.client_settings()))
+            if any(lag.values()):
+                return False
+            # A one-off login: the only client the gate lets through while it holds.
+            login = BrokerLogin(f"recycler-{secrets.token_hex(8)}", secrets.token_urlsafe(32))
+            verifiers = {m: scram_verifier(login.password, m).to_json() for m in MECHANISMS}
+            kafka = defaults(KafkaSettings).with_login(self.address, login)
+            self._command({"op": "hold", "username": login.username, "verifiers": verifiers},
+                          "held", timeout_s)
+            try:
+                lag, layout = asyncio.run(lag_and_layout(self.address, group, drain, kafka))
+                if any(lag.values()):
+                    return False
+                for name, partitions in (topics or {}).items():
+                    layout.setdefault(name, partitions)
+                reply = self._command({"op": "restart"}, "restarted", timeout_s)
+                self.tansu_pid = reply.get("tansu_pid")
+                asyncio.run(recreate_topics(self.address, layout, kafka))
+                if on_killed is not None:
+                    on_killed()
+                self.recycles += 1
+                return True
+            finally:
+                self._command({"op": "release"}, "released", timeout_s)
+
+    def _command(self, cmd: dict[str, Any], phase: str, timeout_s: float) -> dict[str, Any]:
+        """Send one command to the gate and read its answer (BrokerError unless ``phase``)."""
+        proc, fd = self.proc, self._status_fd
+        if proc is None or proc.stdin is None or fd is None or proc.poll() is not None:
+            raise BrokerError("the guarded broker is not running")
+        proc.stdin.write(json.dumps(cmd).encode() + b"\n")
+        proc.stdin.flush()
+        reply = self._read_line(fd, timeout_s)
+        if reply.get("phase") != phase:
+            raise BrokerError(f"the broker gate could not {cmd['op']}: {reply.get('error')}")
+        return reply
+
+    def _read_line(self, fd: int, timeout_s: float) -> dict[str, Any]:
+        import select
+
+        deadline = time.monotonic() + timeout_s
+        buf = b""
+        while not buf.endswith(b"\n"):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise BrokerError(f"the broker gate did not answer in {timeout_s:.0f} s")
+            ready, _, _ = select.select([fd], [], [], min(left, 0.5))
+            if ready:
+                chunk = os.read(fd, 1)  # one line at a time: the next answer stays unread
+                if not chunk:
+                    raise BrokerError("the broker gate exited")
+                buf += chunk
+        return dict(json.loads(buf.decode()))
+
     def stop(self, timeout_s: float = 5.0) -> None:
+        proc = self.proc
+        if proc is not None and proc.stdin is not None:
+            try:
+                proc.stdin.close()
+            except OSError:
+                pass
         super().stop(timeout_s)
+        if self._status_fd is not None:
+            os.close(self._status_fd)
+            self._status_fd = None
         if self.login_file is not None:
             self.login_file.unlink(missing_ok=True)
 
@@ -466,3 +555,26 @@ async def ensure_topics(brokers: str, specs: Sequence[TopicSpec],
                     raise BrokerError(f"cannot create topic {name}: error {code} {rest}")
     finally:
         await admin.close()
+
+
+async def lag_and_layout(brokers: str, group: str, drain: Sequence[str], kafka: Any
+                         ) -> tuple[dict[tuple[str, int], int], dict[str, int]]:
+    """``group``'s lag on each partition of ``drain`` (fetch-based ends, see
+    :mod:`memstrata.kafka.ends`), and every topic of the broker with its partition count."""
+    from memstrata.kafka.offsets import group_lag
+
+    lag = await group_lag(brokers, group, drain, kafka=kafka)
+    consumer = clients.consumer(kafka, brokers=brokers)
+    try:
+        await consumer.start()
+        names = await consumer.topics()
+        layout = {t: len(consumer.partitions_for_topic(t) or ()) for t in names}
+    finally:
+        await consumer.stop()
+    return lag, {t: n for t, n in layout.items() if n > 0}
+
+
+async def recreate_topics(brokers: str, layout: Mapping[str, int], kafka: Any) -> None:
+    """Create each topic of ``layout`` with its partition count (replication 1)."""
+    await ensure_topics(brokers, [TopicSpec(name, n) for name, n in sorted(layout.items())],
+                        kafka=kafka)

@@ -22,6 +22,10 @@ already-listening loopback socket) does three things:
 
 Standard library only, and it unshares before starting any thread (the kernel
 refuses a new user namespace to a multi-threaded process).
+
+4. On commands from its parent (JSON lines on stdin) it recycles tansu: holds every
+   client but the parent's one-off login, SIGKILLs tansu, starts a fresh one on the
+   same inner address, and lets the clients go on (ADR 0006, :mod:`streams.recycle`).
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ import socket
 import struct
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -119,10 +124,13 @@ class ScramExchange:
     exchange says nothing about which of the two was wrong.
     """
 
-    def __init__(self, mechanism: str, username: str, verifier: ScramVerifier) -> None:
+    def __init__(self, mechanism: str, username: str, verifier: ScramVerifier,
+                 others: dict[str, ScramVerifier] | None = None) -> None:
         self.hash = MECHANISMS[mechanism]
         self.username = username
         self.verifier = verifier
+        #: Other identities accepted (the one-off login of a recycle), by user name.
+        self.others = others or {}
         self._first: tuple[str, str, str, str] | None = None  # gs2, bare, user, nonce
         self._server_first = ""
 
@@ -142,6 +150,8 @@ class ScramExchange:
         if authzid not in ("", f"a={attrs['n']}"):
             user = ""  # another identity than the one proved: refused at the end
         nonce = attrs["r"] + secrets.token_urlsafe(18)
+        if user in self.others:
+            self.username, self.verifier = user, self.others[user]
         self._first = (f"{flag},{authzid},", bare, user, nonce)
         v = self.verifier
         self._server_first = (f"r={nonce},s={base64.b64encode(v.salt).decode()},"
@@ -279,6 +289,13 @@ class Gate:
         self.verifiers = verifiers
         self._pending = asyncio.Semaphore(PRE_AUTH_CONNECTIONS)
         self.refused = 0
+        #: Cleared during a recycle: new connections wait, relayed requests are held.
+        self.open = asyncio.Event()
+        self.open.set()
+        #: Client writers of the relayed connections (closed when tansu is recycled).
+        self.clients: set[asyncio.StreamWriter] = set()
+        #: The recycle's one-off login (user name -> mechanism -> verifier): never held.
+        self.recycler: dict[str, dict[str, ScramVerifier]] = {}
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         up: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
@@ -286,15 +303,23 @@ class Gate:
             if self._pending.locked():
                 return  # too many unauthenticated connections: this one waits for none
             async with self._pending:
-                up = await asyncio.wait_for(self._authenticate(reader, writer),
-                                            PRE_AUTH_TIMEOUT_S)
-            if up is None:
+                authed = await asyncio.wait_for(self._authenticate(reader, writer),
+                                                PRE_AUTH_TIMEOUT_S)
+            if authed is None:
                 self.refused += 1
                 return
-            await _relay(reader, writer, *up)
+            up, user = (authed[0], authed[1]), authed[2]
+            privileged = user in self.recycler
+            if not privileged and not self.open.is_set():  # a recycle: wait for the new tansu
+                up[1].close()
+                await self.open.wait()
+                up = await asyncio.open_connection(*self.upstream)
+            self.clients.add(writer)
+            await _relay(reader, writer, *up, None if privileged else self.open)
         except (AuthFailed, asyncio.TimeoutError, asyncio.IncompleteReadError, OSError):
             self.refused += 1
         finally:
+            self.clients.discard(writer)
             for w in (writer, up[1] if up else None):
                 if w is not None:
                     w.close()
@@ -303,7 +328,8 @@ class Gate:
         return up or await asyncio.open_connection(*self.upstream)
 
     async def _authenticate(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-                            ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
+                            ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter, str] | None:
+        """The upstream connection and the user name, once a client proved its login."""
         up = None
         scram: ScramExchange | None = None
         raw = False  # SaslHandshake v0: the tokens follow without Kafka headers
@@ -320,7 +346,7 @@ class Gate:
                 await writer.drain()
                 step += 1
                 if step == 2:
-                    return await self._upstream(up)
+                    return (*await self._upstream(up), scram.username)
                 continue
             req = parse_request(frame)
             if req.api_key == API_VERSIONS:  # harmless, and clients ask it first
@@ -340,7 +366,8 @@ class Gate:
                     writer.write(handshake_response(req, error, sorted(self.verifiers)))
                     await writer.drain()
                     return None
-                scram = ScramExchange(mechanism, self.username, self.verifiers[mechanism])
+                scram = ScramExchange(mechanism, self.username, self.verifiers[mechanism],
+                                      {u: v[mechanism] for u, v in self.recycler.items()})
                 raw = req.version == 0
                 writer.write(handshake_response(req, ERR_NONE, [mechanism]))
                 await writer.drain()
@@ -357,7 +384,7 @@ class Gate:
                 await writer.drain()
                 step += 1
                 if step == 2:
-                    return await self._upstream(up)
+                    return (*await self._upstream(up), scram.username)
             else:
                 return None  # any other request before authentication: hang up
         return None
@@ -370,9 +397,12 @@ async def _read_frame(reader: asyncio.StreamReader, limit: int) -> bytes:
     return await reader.readexactly(n)
 
 
-async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                hold: asyncio.Event | None = None) -> None:
     try:
         while data := await reader.read(1 << 16):
+            if hold is not None:
+                await hold.wait()  # a recycle: tansu's state stays as the drain check saw it
             writer.write(data)
             await writer.drain()
     finally:
@@ -380,8 +410,9 @@ async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
 
 
 async def _relay(cr: asyncio.StreamReader, cw: asyncio.StreamWriter,
-                 ur: asyncio.StreamReader, uw: asyncio.StreamWriter) -> None:
-    tasks = [asyncio.ensure_future(_pump(cr, uw)), asyncio.ensure_future(_pump(ur, cw))]
+                 ur: asyncio.StreamReader, uw: asyncio.StreamWriter,
+                 hold: asyncio.Event | None = None) -> None:
+    tasks = [asyncio.ensure_future(_pump(cr, uw, hold)), asyncio.ensure_future(_pump(ur, cw))]
     try:
         await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
     finally:
@@ -489,34 +520,63 @@ def main(argv: list[str] | None = None) -> int:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             inner = s.getsockname()[1]
-    url = f"tcp://127.0.0.1:{inner}"
-    tansu = subprocess.Popen(
-        [args.tansu, "broker", "--listener-url", url,
-         "--advertised-listener-url", f"tcp://{args.public}", "--storage-engine", "memory://tansu/"],
-        stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
+    tansu = Tansu(args.tansu, inner, args.public, args.start_timeout)
     try:
-        _wait_port("127.0.0.1", inner, tansu, args.start_timeout)
+        tansu.start()
     except RuntimeError as exc:
-        tansu.kill()
         report(ok=False, error=str(exc))
         return 1
     report(ok=True, isolated=isolated, why_not=why, tansu_pid=tansu.pid, inner_port=inner)
-    status.close()
     listener = socket.socket(fileno=args.listen_fd)
     try:
         asyncio.run(_serve(listener, Gate(("127.0.0.1", inner), config["username"], verifiers),
-                           tansu))
+                           tansu, report))
     finally:
-        if tansu.poll() is None:
-            tansu.terminate()
-            try:
-                tansu.wait(5)
-            except subprocess.TimeoutExpired:
-                tansu.kill()
+        tansu.stop()
     return 0
 
 
-async def _serve(listener: socket.socket, gate: Gate, tansu: subprocess.Popen[bytes]) -> None:
+class Tansu:
+    """The tansu child on the gate's inner address; started again by a recycle."""
+
+    def __init__(self, binary: str, inner: int, public: str, start_timeout_s: float) -> None:
+        self.cmd = [binary, "broker", "--listener-url", f"tcp://127.0.0.1:{inner}",
+                    "--advertised-listener-url", f"tcp://{public}",
+                    "--storage-engine", "memory://tansu/"]
+        self.inner = inner
+        self.start_timeout_s = start_timeout_s
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return None if self.proc is None else self.proc.pid
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(self.cmd, stdin=subprocess.DEVNULL,
+                                     preexec_fn=_die_with_parent)
+        try:
+            _wait_port("127.0.0.1", self.inner, self.proc, self.start_timeout_s)
+        except RuntimeError:
+            self.proc.kill()
+            raise
+
+    def kill(self) -> None:
+        """SIGKILL: every record it holds is in the stores already (the caller checked)."""
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+
+
+async def _serve(listener: socket.socket, gate: Gate, tansu: Tansu,
+                 report: Any = None) -> None:
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -524,18 +584,81 @@ async def _serve(listener: socket.socket, gate: Gate, tansu: subprocess.Popen[by
     server = await asyncio.start_server(gate.handle, sock=listener)
 
     async def watch_tansu() -> None:
-        while tansu.poll() is None:
+        while True:
+            proc = tansu.proc
+            if proc is not None and proc.poll() is not None and proc is tansu.proc \
+                    and gate.open.is_set():
+                break
             await asyncio.sleep(0.5)
-        print(f"broker gate: tansu exited with status {tansu.returncode}", file=sys.stderr,
+        print(f"broker gate: tansu exited with status {proc.returncode}", file=sys.stderr,
               flush=True)
         stop.set()
 
+    lines: asyncio.Queue[str] = asyncio.Queue()
+
+    def read_stdin() -> None:  # a daemon thread: never holds up the gate's exit
+        try:
+            for line in iter(sys.stdin.readline, ""):
+                loop.call_soon_threadsafe(lines.put_nowait, line)
+            loop.call_soon_threadsafe(lines.put_nowait, "")
+        except (RuntimeError, OSError, ValueError):
+            pass  # the loop is closed: the gate is stopping
+
+    threading.Thread(target=read_stdin, daemon=True, name="gate-commands").start()
+
+    async def commands() -> None:
+        """JSON lines on stdin from :class:`streams.broker.GuardedBroker` (``recycle``)."""
+        while line := await lines.get():
+            if report is None:
+                continue
+            try:
+                await recycle_step(gate, tansu, json.loads(line), report)
+            except Exception as exc:  # noqa: BLE001 - told to the parent, which releases
+                report(ok=False, phase="failed", error=f"{type(exc).__name__}: {exc}")
+
     watcher = asyncio.ensure_future(watch_tansu())
+    reader = asyncio.ensure_future(commands())
     try:
         await stop.wait()
     finally:
         watcher.cancel()
+        reader.cancel()
         server.close()
+
+
+#: How long held requests already written to tansu get to be answered after a hold.
+SETTLE_S = 0.3
+
+
+async def recycle_step(gate: Gate, tansu: Tansu, cmd: dict[str, Any], report: Any) -> None:
+    """One step of a recycle, driven by :meth:`streams.broker.GuardedBroker.recycle`.
+
+    ``hold``: accept the one-off login in ``cmd``, make every other client wait (new
+    connections after their login, relayed requests before they reach tansu), so
+    tansu's content stays as the parent's drain check sees it. ``restart``: SIGKILL
+    tansu, close every relayed connection, start a fresh tansu on the same inner
+    address. ``release``: forget the one-off login and let the clients go on.
+    """
+    op = cmd.get("op")
+    if op == "hold":
+        gate.recycler = {str(cmd["username"]): {m: ScramVerifier.from_json(v)
+                                                for m, v in cmd["verifiers"].items()}}
+        gate.open.clear()
+        await asyncio.sleep(SETTLE_S)
+        report(ok=True, phase="held")
+    elif op == "restart":
+        old = tansu.pid
+        tansu.kill()
+        for w in list(gate.clients):
+            w.close()
+        tansu.start()
+        report(ok=True, phase="restarted", old_pid=old, tansu_pid=tansu.pid)
+    elif op == "release":
+        gate.recycler = {}
+        gate.open.set()
+        report(ok=True, phase="released")
+    else:
+        report(ok=False, phase="failed", error=f"unknown command {op!r}")
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ from streams import topics
 from streams.app import ExtraService, StreamApp
 from streams.broker import GuardedBroker, ensure_topics
 from streams.metrics import StreamMetrics
+from streams.recycle import embedded_recycler
 from streams.settings import KafkaSettings, StreamSettings
 
 __all__ = ["StoredTurns", "StreamRuntime", "write_broker_file"]
@@ -163,12 +164,15 @@ class StreamRuntime:
             register_llm_metrics(metrics.registry, memory.meter)
             # memstrata_redactions_total{tenant,kind}: what the write path masked or dropped.
             register_redaction_metrics(metrics.registry, memory)
+            services = list(self.services)
             if broker is not None:
                 broker.register_metrics(metrics.registry)
+                services += embedded_recycler(broker, self.kafka, metrics.registry,
+                                              self.forget_offsets)
             if self.stream.metrics_port:
                 metrics.serve(self.stream.metrics_port, self.stream.metrics_addr)
             app = StreamApp(memory, brokers, stream=self.stream, kafka=self.kafka,
-                            work_dir=data_dir / "stream-worker", services=self.services,
+                            work_dir=data_dir / "stream-worker", services=services,
                             service_arg=memory, metrics=metrics, turns=self.turns)
             self.stored.turns_topic = self.kafka.topic_turns
             self.stored.watch(app)
@@ -193,6 +197,15 @@ class StreamRuntime:
                 broker_file.unlink(missing_ok=True)
             if broker is not None:
                 broker.stop()
+
+    def forget_offsets(self) -> None:
+        """After a recycle (a fresh broker numbers from 0): drop the offsets noted so far."""
+        self.stored.done.clear()
+        if self.stream_app is not None:
+            progress = self.stream_app.processor.progress
+            progress.done.clear()
+            progress.floor.clear()
+            progress._known_ends.clear()
 
 
 def _open_memory(settings: Settings) -> HostedMemory:

@@ -123,6 +123,13 @@ class KafkaSettings(BaseSettings):
     #: then reach tansu directly); ``namespace``: refuse to start without it; ``none``:
     #: never (tansu on the host loopback).
     embedded_isolation: Literal["auto", "namespace", "none"] = "auto"
+    #: The embedded broker keeps every record in memory (a deleted user's too) until it
+    #: stops. When its resident memory is over this many MB and the worker's group has
+    #: stored every record, it is restarted empty behind the same address and login
+    #: (ADR 0006). 0: never.
+    embedded_recycle_rss_mb: float = Field(512.0, ge=0, le=1_048_576)
+    #: How often that memory is checked (seconds).
+    embedded_recycle_check_s: float = Field(10.0, gt=0, le=3600)
 
     @model_validator(mode="after")
     def _check(self) -> "KafkaSettings":

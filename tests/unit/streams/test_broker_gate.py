@@ -49,6 +49,22 @@ def test_a_wrong_user_or_password_fails_at_the_same_step(user: str, password: st
         _exchange(server, _client(user, password))
 
 
+@pytest.mark.parametrize("user,password,ok", [
+    ("recycler-1", "one-off", True), ("recycler-1", "s3cret", False),
+    ("memstrata", "one-off", False), ("memstrata", "s3cret", True)])
+def test_a_recycles_one_off_login_passes_with_its_own_password_only(
+        user: str, password: str, ok: bool) -> None:
+    """The recycle's extra identity (streams.recycle) does not weaken the main login."""
+    server = ScramExchange("SCRAM-SHA-256", "memstrata", scram_verifier("s3cret", "SCRAM-SHA-256"),
+                           {"recycler-1": scram_verifier("one-off", "SCRAM-SHA-256")})
+    if ok:
+        _exchange(server, _client(user, password))
+        assert server.username == user
+    else:
+        with pytest.raises(AuthFailed):
+            _exchange(server, _client(user, password))
+
+
 def test_a_replayed_or_forged_final_message_fails() -> None:
     verifier = scram_verifier("s3cret", "SCRAM-SHA-256")
     first = ScramExchange("SCRAM-SHA-256", "memstrata", verifier)
