@@ -123,12 +123,44 @@ def _healthy_now(address: str) -> bool:
     return reply.status == health_pb2.HealthCheckResponse.SERVING
 
 
-def _events(brokers: str, topic: str, kafka: Any = None) -> int:
-    """How many events the broker holds in ``topic`` (bounded: never hangs a test)."""
-    from memstrata.kafka.offsets import topic_ends
+def _events(brokers: str, topic: str, kafka: Any) -> int:
+    """How many events the broker holds in ``topic`` (bounded: never hangs a test).
 
-    return sum(asyncio.run(asyncio.wait_for(topic_ends(brokers, [topic], kafka=kafka),
-                                            40)).values())
+    The sum of the high watermarks a fetch reports (ListOffsets counts a multi-record
+    batch as one), fetched from the start of each partition ListOffsets finds
+    non-empty. ``memstrata.kafka.log_end_offsets`` fetches at the listed end instead,
+    and the embedded broker can leave a fetch with nothing to return unanswered for
+    40 s: each count of a topic with an empty partition, or with a partition whose
+    last batch is one record (the control topic), took 40 s. The consumer also gets a
+    turn of the loop between the unsubscribe and its stop: stopped at once, aiokafka's
+    fetch task can swallow the cancel, and the stop waited 40 s too.
+    """
+    from aiokafka import TopicPartition
+
+    from memstrata.kafka import clients
+
+    async def count() -> int:
+        consumer = clients.consumer(kafka, brokers=brokers)
+        try:
+            await consumer.start()
+            await consumer.topics()  # the topic's partitions, as topic_ends reads them
+            tps = [TopicPartition(topic, p)
+                   for p in sorted(consumer.partitions_for_topic(topic) or ())]
+            listed = await consumer.end_offsets(tps)  # 0: no batch, so no record either
+            tps = [tp for tp in tps if listed[tp] > 0]
+            if not tps:
+                return 0
+            consumer.assign(tps)
+            await consumer.seek_to_beginning(*tps)
+            while any(consumer.highwater(tp) is None for tp in tps):
+                await consumer.getmany(*tps, timeout_ms=100, max_records=1)
+            return sum(int(consumer.highwater(tp)) for tp in tps)
+        finally:
+            consumer.unsubscribe()
+            await asyncio.sleep(0)  # the fetch task settles after the unsubscribe
+            await consumer.stop()
+
+    return asyncio.run(asyncio.wait_for(count(), 40))
 
 
 def _one_line_error(text: str) -> None:
