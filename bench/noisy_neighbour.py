@@ -259,7 +259,7 @@ class Quiet:
 def measure_mode(mode: str, data_dir: Path, keys: Path, key_a: str, key_b: str,
                  asks_a: Sequence[tuple[str, str]], asks_b_file: Path, args: Any,
                  tmp: Path, bar: Any, task: Any) -> dict[str, Any]:
-    from bench.service_load import ServiceProcess
+    from bench.service_process import ServiceProcess
     from query_service.settings import ServiceSettings
 
     default = ServiceSettings()

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -37,7 +38,11 @@ class RecyclableBroker(Protocol):
 
 
 class Recycler:
-    """Every ``interval_s``: when tansu's RSS is over ``limit_bytes``, recycle it if drained.
+    """Every ``interval_s``: when tansu's RSS is over ``limit_bytes``, or a delete applied
+    ``erase_within_s`` ago or more is still in it, recycle it if drained.
+
+    ``erasures``: how many deletes the worker has applied so far (a counter); None
+    (or ``erase_within_s`` 0) recycles for memory only. ``clock``: monotonic seconds.
 
     ``on_killed`` runs after the old tansu is gone and before any client is let in
     again: the hosting process forgets the offsets it noted (a fresh tansu numbers
@@ -46,8 +51,17 @@ class Recycler:
 
     def __init__(self, broker: RecyclableBroker, *, group: str, drain: Sequence[str],
                  topics: Mapping[str, int], limit_bytes: float, interval_s: float,
-                 on_killed: Callable[[], None] | None = None) -> None:
+                 on_killed: Callable[[], None] | None = None,
+                 erasures: Callable[[], float] | None = None, erase_within_s: float = 0.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.broker = broker
+        self.erasures = erasures if erase_within_s > 0 else None
+        self.erase_within_s = erase_within_s
+        self.clock = clock
+        #: Deletes the broker held none of (at its last recycle), and since when a later
+        #: one has been waiting.
+        self._erased = self.erasures() if self.erasures is not None else 0.0
+        self._erase_since: float | None = None
         self.group = group
         self.drain = list(drain)
         self.topics = dict(topics)
@@ -61,16 +75,26 @@ class Recycler:
     async def check_once(self) -> bool:
         """One check; True when tansu was recycled."""
         rss = self.broker.tansu_rss_bytes()
-        if rss <= self.limit_bytes:
+        now = self.clock()
+        applied = self.erasures() if self.erasures is not None else self._erased
+        if applied > self._erased and self._erase_since is None:
+            self._erase_since = now
+        erase_due = (self._erase_since is not None
+                     and now - self._erase_since >= self.erase_within_s)
+        if rss <= self.limit_bytes and not erase_due:
             return False
         loop = asyncio.get_running_loop()
         done = await loop.run_in_executor(None, self.broker.recycle, self.group, self.drain,
                                           self.topics, self.on_killed)
         if done:
             self.recycles += 1
-            log.info("embedded broker recycled (RSS was %.1f MB, limit %.1f MB): its records "
-                     "are all stored; recycles so far: %d", rss / 1e6, self.limit_bytes / 1e6,
-                     self.recycles)
+            # Deletes applied up to this check are gone with the old broker; a later one
+            # starts its own wait at the next check.
+            self._erased, self._erase_since = applied, None
+            log.info("embedded broker recycled (%s; RSS was %.1f MB, limit %.1f MB): its "
+                     "records are all stored; recycles so far: %d",
+                     "a delete was due" if erase_due else "memory", rss / 1e6,
+                     self.limit_bytes / 1e6, self.recycles)
         else:
             self.busy += 1
         return bool(done)
@@ -113,10 +137,18 @@ def embedded_recycler(broker: RecyclableBroker, kafka: Any, registry: Any,
 
     if kafka.embedded_recycle_rss_mb <= 0:
         return []
+
+    def erasures() -> float:
+        """Deletes of users and sessions the worker has applied (its own counter)."""
+        return sum(registry.get_sample_value("memstrata_stream_control_applied_total",
+                                             {"type": kind}) or 0.0
+                   for kind in ("delete_user", "delete_session"))
+
     layout = {s.name: s.partitions
               for s in topics.specs(kafka.partitions, kafka.replication, turns=kafka.topic_turns)}
     recycler = Recycler(broker, group=kafka.group, drain=[kafka.topic_turns, topics.CONTROL],
                         topics=layout, limit_bytes=kafka.embedded_recycle_rss_mb * 1e6,
-                        interval_s=kafka.embedded_recycle_check_s, on_killed=on_killed)
+                        interval_s=kafka.embedded_recycle_check_s, on_killed=on_killed,
+                        erasures=erasures, erase_within_s=kafka.embedded_erase_within_s)
     recycler.register_metrics(registry)
     return [recycler.run]

@@ -130,6 +130,10 @@ class KafkaSettings(BaseSettings):
     embedded_recycle_rss_mb: float = Field(512.0, ge=0, le=1_048_576)
     #: How often that memory is checked (seconds).
     embedded_recycle_check_s: float = Field(10.0, gt=0, le=3600)
+    #: A deleted user's or session's records stay readable in the embedded broker until
+    #: it is recycled: once a delete has been applied, it is recycled at the first drained
+    #: check this many seconds later, whatever its memory (ADR 0006). 0: only for memory.
+    embedded_erase_within_s: float = Field(3600.0, ge=0, le=30 * 86400)
 
     @model_validator(mode="after")
     def _check(self) -> "KafkaSettings":
