@@ -47,7 +47,8 @@ from streams.progress import TurnProgress
 from streams.records import Record
 from streams.replay import read_range
 from streams.sessions import route_of
-from streams.settings import KafkaSettings, StreamSettings
+from memstrata.kafka import KafkaSettings
+from streams.settings import StreamSettings
 
 __all__ = ["ExtraService", "SessionTable", "StreamApp", "faust_app", "idle_round"]
 

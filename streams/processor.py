@@ -55,7 +55,8 @@ from streams.progress import TurnProgress, wait_for_turns
 from streams.records import Record, Replay, belongs
 from streams.session_state import Group, Held, bare_meta, but_last, same_session
 from streams.sessions import OpenSessions, is_legacy_key, session_key
-from streams.settings import KafkaSettings, StreamSettings, check_turns_fit
+from memstrata.kafka import KafkaSettings
+from streams.settings import StreamSettings, check_turns_fit
 
 __all__ = ["SWEEP_CHUNK", "Processor"]
 

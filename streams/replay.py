@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from memstrata.kafka import clients
 from streams.records import Record
-from streams.settings import KafkaSettings
+from memstrata.kafka import KafkaSettings
 
 __all__ = ["read_range"]
 

@@ -29,7 +29,8 @@ from streams.app import ExtraService, StreamApp
 from streams.broker import GuardedBroker, ensure_topics
 from streams.metrics import StreamMetrics
 from streams.recycle import embedded_recycler
-from streams.settings import KafkaSettings, StreamSettings
+from memstrata.kafka import KafkaSettings
+from streams.settings import StreamSettings
 
 __all__ = ["StoredTurns", "StreamRuntime", "write_broker_file"]
 

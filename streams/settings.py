@@ -4,7 +4,7 @@ They live here, not in core config: the core registers service namespaces
 through the ``memstrata.settings`` entry point group, so adding a service
 never edits ``memstrata.config``. ``MEMSTRATA_KAFKA_*`` (brokers, topic, group,
 TLS/SASL) belongs to the core's :class:`memstrata.kafka.KafkaSettings`, shared
-with the query service's producer; it is re-exported here.
+with the query service's producer: import it from there.
 """
 
 from __future__ import annotations
@@ -14,10 +14,9 @@ from typing import Literal
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from memstrata.kafka import BROKER_FILE, KafkaSettings, read_broker_file
 from memstrata.limits import TurnLimits
 
-__all__ = ["BROKER_FILE", "KafkaSettings", "StreamSettings", "check_turns_fit", "read_broker_file"]
+__all__ = ["StreamSettings", "check_turns_fit"]
 
 
 class StreamSettings(BaseSettings):

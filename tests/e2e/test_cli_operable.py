@@ -36,7 +36,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from streams import topics
 from streams.broker import free_port
-from streams.settings import BROKER_FILE
+from memstrata.kafka import BROKER_FILE
 from tests.e2e.test_cli import SAMPLE, run, run_all
 
 pytestmark = pytest.mark.integration

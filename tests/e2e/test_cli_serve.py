@@ -69,7 +69,7 @@ def _ingest_then_answer(address: str, key: str, data: Path) -> None:
         receipt = client.delete(maya, "2024-06-02-canoe")
         assert receipt.complete
         # Once the worker has applied everything on its topics, the session is still gone.
-        from streams.settings import BROKER_FILE
+        from memstrata.kafka import BROKER_FILE
         from streams.worker import wait_drained
 
         from memstrata.kafka import KafkaSettings

@@ -29,7 +29,7 @@ from memstrata.model import Scope
 from memstrata.wire import CONTROL_TOPIC
 from query_service.keys import add_key
 from streams.broker import free_port
-from streams.settings import BROKER_FILE
+from memstrata.kafka import BROKER_FILE
 from tests.support.serve_proc import stop_gracefully, wait_serving
 from tests.support.waiting import wait_for
 

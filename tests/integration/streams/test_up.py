@@ -19,7 +19,7 @@ import pytest
 from memstrata.config import Settings
 from memstrata.memory import Memory
 from memstrata.model import Scope
-from streams.settings import BROKER_FILE
+from memstrata.kafka import BROKER_FILE
 from tests.integration.streams.harness import ROOT, wait_until
 
 pytestmark = pytest.mark.integration

@@ -16,7 +16,8 @@ from streams.events import (
     decode_turn,
     event_key,
 )
-from streams.settings import KafkaSettings, StreamSettings
+from memstrata.kafka import KafkaSettings
+from streams.settings import StreamSettings
 
 LIMITS = StreamSettings(max_event_bytes=2000)
 TURNS = TurnLimits(max_content_chars=50, max_labels=2)

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from memstrata.config import unknown_variables
-from streams.settings import BROKER_FILE, KafkaSettings, StreamSettings, read_broker_file
+from memstrata.kafka import BROKER_FILE, KafkaSettings, read_broker_file
+from streams.settings import StreamSettings
 
 
 def test_the_core_accepts_stream_and_kafka_variables_and_refuses_typos() -> None:
