@@ -21,20 +21,16 @@ from typing import Literal, TypeVar
 from pydantic import Field, ValidationError
 
 from memstrata.limits import TurnLimits, TurnRefused, validate_turn
-from memstrata.wire import ControlEvent, ControlType, TurnEvent, WireEvent, event_key
+from memstrata.wire import ControlEvent, TurnEvent, WireEvent
 from streams.settings import StreamSettings
 
 __all__ = [
-    "ControlEvent",
-    "ControlType",
     "DEAD_LETTER_OVERHEAD",
     "DeadLetter",
     "Invalid",
     "L0Event",
-    "TurnEvent",
     "decode_control",
     "decode_turn",
-    "event_key",
     "utcnow",
 ]
 

@@ -39,8 +39,8 @@ from memstrata.limits import TurnLimits
 from memstrata.model import Message, Scope, SessionMeta
 from memstrata.roles import AppendReport, MemoryWriter
 from memstrata.telemetry.context import bind
+from memstrata.wire import ControlEvent
 from streams.events import (
-    ControlEvent,
     DeadLetter,
     Invalid,
     L0Event,

@@ -26,7 +26,8 @@ from memstrata.kafka.settings import KafkaSettings
 from memstrata.model import Scope, Session
 from memstrata.wire import user_key
 from streams import topics
-from streams.events import ControlEvent, TurnEvent, utcnow
+from memstrata.wire import ControlEvent, TurnEvent
+from streams.events import utcnow
 
 __all__ = ["ProduceReport", "StreamProducer", "produce_file", "session_events"]
 

@@ -14,7 +14,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
-from streams.events import ControlEvent
+from memstrata.wire import ControlEvent
 from streams.metrics import StreamMetrics
 from streams.records import EndOffsets, Record
 from streams.settings import StreamSettings

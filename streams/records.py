@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from memstrata.model import Scope
-from streams.events import TurnEvent
+from memstrata.wire import TurnEvent
 
 __all__ = ["EndOffsets", "Record", "Replay", "belongs"]
 

@@ -100,7 +100,8 @@ def _sessions(stub: pb_grpc.MemoryServiceStub, meta: tuple, user: str) -> list[s
 
 def _produce_late_turn(brokers: str, kafka: Any) -> None:
     """A turn for Mia sent straight to the turns topic (another producer), not yet stored."""
-    from streams.events import TurnEvent, utcnow
+    from memstrata.wire import TurnEvent
+    from streams.events import utcnow
     from streams.produce import StreamProducer
 
     async def go() -> None:

@@ -124,7 +124,7 @@ def test_ingest_publishes_turn_events(service: Service, broker: str, tmp_path):
     assert records[1][1]["message_id"] == "chat#2"
     # The service's producer and the stream worker share one wire contract: every record
     # the service publishes is a valid streams TurnEvent with the key the worker expects.
-    from streams.events import TurnEvent
+    from memstrata.wire import TurnEvent
 
     for key_text, value in records:
         parsed = TurnEvent.model_validate(value)

@@ -18,7 +18,8 @@ from memstrata.memory import Memory
 from memstrata.model import Scope
 from streams import topics
 from streams.broker import GuardedBroker
-from streams.events import ControlEvent, TurnEvent, utcnow
+from memstrata.wire import ControlEvent, TurnEvent
+from streams.events import utcnow
 from streams.produce import StreamProducer
 from streams.recycle import Recycler
 from tests.integration.streams.harness import WorkerProc, read_topic

@@ -18,7 +18,8 @@ from memstrata.memory import Memory
 from memstrata.model import Scope
 from memstrata.wire import user_key
 from streams import topics
-from streams.events import DeadLetter, TurnEvent, utcnow
+from memstrata.wire import TurnEvent
+from streams.events import DeadLetter, utcnow
 from streams.produce import StreamProducer
 from tests.integration.streams.one_worker import Part, register
 

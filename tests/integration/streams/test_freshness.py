@@ -17,7 +17,8 @@ from memstrata.model import Scope
 from memstrata.store.factory import open_doc_store, open_lexical_store
 from streams import topics
 from streams.broker import EmbeddedBroker, free_port
-from streams.events import L0Event, TurnEvent, utcnow
+from memstrata.wire import TurnEvent
+from streams.events import L0Event, utcnow
 from streams.produce import StreamProducer
 from tests.integration.streams.harness import WorkerProc, read_topic, wait_until
 from tests.support.waiting import wait_for

@@ -18,7 +18,8 @@ import pytest
 
 from memstrata.model import Scope
 from streams.broker import EmbeddedBroker
-from streams.events import TurnEvent, utcnow
+from memstrata.wire import TurnEvent
+from streams.events import utcnow
 from streams.produce import StreamProducer
 from streams.sessions import session_key
 from tests.integration.streams.harness import WorkerProc, read_topic, wait_until

@@ -167,7 +167,8 @@ async def _probe(brokers: str, tag: str) -> None:
     """One turn on every turns partition (placed explicitly, keyed as its event says)."""
     from aiokafka import AIOKafkaProducer
 
-    from streams.events import TurnEvent, utcnow
+    from memstrata.wire import TurnEvent
+    from streams.events import utcnow
 
     producer = AIOKafkaProducer(bootstrap_servers=brokers, acks="all")
     await producer.start()

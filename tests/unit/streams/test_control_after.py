@@ -12,7 +12,8 @@ import time
 
 from memstrata.limits import TurnLimits
 from streams import topics
-from streams.events import ControlEvent, ControlType, utcnow
+from memstrata.wire import ControlEvent, ControlType
+from streams.events import utcnow
 from streams.processor import Processor
 from streams.progress import TurnProgress
 from streams.records import Record

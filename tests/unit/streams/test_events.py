@@ -8,14 +8,8 @@ import pytest
 
 from memstrata.limits import TurnLimits
 from memstrata.wire import user_key
-from streams.events import (
-    ControlEvent,
-    Invalid,
-    TurnEvent,
-    decode_control,
-    decode_turn,
-    event_key,
-)
+from memstrata.wire import ControlEvent, TurnEvent, event_key
+from streams.events import Invalid, decode_control, decode_turn
 from memstrata.kafka import KafkaSettings
 from streams.settings import StreamSettings
 

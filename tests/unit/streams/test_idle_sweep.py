@@ -12,7 +12,8 @@ from memstrata.limits import TurnLimits
 from memstrata.model import Scope
 from memstrata.roles import AppendReport
 from streams import topics
-from streams.events import ControlEvent, TurnEvent, utcnow
+from memstrata.wire import ControlEvent, TurnEvent
+from streams.events import utcnow
 from streams.processor import SWEEP_CHUNK, Processor
 from streams.records import Record
 from streams.sessions import OpenSessions, parse_key, route_of, session_key
