@@ -19,13 +19,16 @@ import hashlib
 import json
 import random
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from opensearchpy import OpenSearch
 from opensearchpy.exceptions import ConflictError, NotFoundError, OpenSearchException
 
 from memstrata.store._opensearch import ensure_index, make_client
 from query_service.ledger import Leases, LedgerUnavailable, grant, lease
+
+T = TypeVar("T")
 
 _MAPPING: dict[str, Any] = {
     "settings": {"number_of_shards": 1},
@@ -67,18 +70,22 @@ class OpenSearchLedger:
         try:
             self._ensure()
         except (OpenSearchException, OSError) as exc:
-            raise LedgerUnavailable(
-                f"the shared ledger at {self.url} is unreachable ({type(exc).__name__})"
-            ) from exc
+            raise self._unreachable(exc) from exc
 
     @staticmethod
     def _id(key: str) -> str:
         return hashlib.sha256(key.encode("utf-8")).hexdigest()[:40]
 
-    def _change(self, key: str, period: str, amount: float, cap: float | None,
-                sign: float) -> float:
-        """Compare-and-set loop: add ``sign * grant`` to the counter; return the grant."""
-        doc_id = self._id(key)
+    def _unreachable(self, exc: Exception) -> LedgerUnavailable:
+        return LedgerUnavailable(
+            f"the shared ledger at {self.url} is unreachable ({type(exc).__name__})")
+
+    def _compare_and_set(self, key: str, doc_id: str,
+                         step: Callable[[dict[str, Any] | None], tuple[T, dict[str, Any] | None]]
+                         ) -> T:
+        """Read the document, let ``step`` turn its source (None: none yet) into a result
+        and the body to write (None: leave it), and write that body only if nobody wrote
+        since; a lost race is retried on the fresh document."""
         try:
             self._ensure()
             for attempt in range(self.attempts):
@@ -87,12 +94,9 @@ class OpenSearchLedger:
                                            request_timeout=self.timeout_s)
                 except NotFoundError:
                     got = None
-                src = got["_source"] if got is not None else {}
-                used = float(src.get("used", 0.0)) if src.get("period") == period else 0.0
-                added = grant(used, amount, cap) if sign > 0 else min(used, max(0.0, amount))
-                if added == 0.0 and got is not None:
-                    return 0.0
-                body = {"key": key, "period": period, "used": used + sign * added}
+                result, body = step(got["_source"] if got is not None else None)
+                if body is None:
+                    return result
                 try:
                     if got is None:
                         self._client.index(index=self.index, id=doc_id, body=body,
@@ -102,17 +106,29 @@ class OpenSearchLedger:
                                            if_seq_no=got["_seq_no"],
                                            if_primary_term=got["_primary_term"],
                                            request_timeout=self.timeout_s)
-                    return added
+                    return result
                 except ConflictError:
                     time.sleep(random.uniform(0, 0.002 * min(attempt + 1, 10)))
         except LedgerUnavailable:
             raise
         except (OpenSearchException, OSError) as exc:
-            raise LedgerUnavailable(
-                f"the shared ledger at {self.url} is unreachable ({type(exc).__name__})"
-            ) from exc
+            raise self._unreachable(exc) from exc
         raise LedgerUnavailable(f"the shared ledger kept conflicting on {key!r} "
                                 f"({self.attempts} attempts)")
+
+    def _change(self, key: str, period: str, amount: float, cap: float | None,
+                sign: float) -> float:
+        """Add ``sign * grant`` to the counter; return the grant."""
+
+        def step(src: dict[str, Any] | None) -> tuple[float, dict[str, Any] | None]:
+            have = src or {}
+            used = float(have.get("used", 0.0)) if have.get("period") == period else 0.0
+            added = grant(used, amount, cap) if sign > 0 else min(used, max(0.0, amount))
+            if added == 0.0 and src is not None:
+                return 0.0, None
+            return added, {"key": key, "period": period, "used": used + sign * added}
+
+        return self._compare_and_set(key, self._id(key), step)
 
     def take(self, key: str, period: str, amount: float, cap: float | None) -> float:
         return self._change(key, period, amount, cap, 1.0)
@@ -122,41 +138,21 @@ class OpenSearchLedger:
 
     def hold(self, key: str, holder: str, want: float, cap: float, now: float,
              ttl_s: float) -> float:
-        """Compare-and-set loop over the key's leases (see :meth:`Ledger.hold`)."""
-        doc_id = self._id(f"lease/{key}")
-        try:
-            self._ensure()
-            for attempt in range(self.attempts):
-                try:
-                    got = self._client.get(index=self.index, id=doc_id,
-                                           request_timeout=self.timeout_s)
-                except NotFoundError:
-                    got = None
-                raw = got["_source"].get("leases") if got is not None else None
+        """Compare-and-set over the key's leases (see :meth:`Ledger.hold`)."""
+
+        def step(src: dict[str, Any] | None) -> tuple[float, dict[str, Any] | None]:
+            raw = src.get("leases") if src is not None else None
+            try:
                 stored: Leases = {h: (float(v[0]), float(v[1]))
                                   for h, v in json.loads(raw or "{}").items()}
-                held, leases = lease(stored, holder, want, cap, now, ttl_s)
-                if leases == stored:
-                    return held
-                body = {"key": key, "leases": json.dumps(leases, sort_keys=True)}
-                try:
-                    if got is None:
-                        self._client.index(index=self.index, id=doc_id, body=body,
-                                           op_type="create", request_timeout=self.timeout_s)
-                    else:
-                        self._client.index(index=self.index, id=doc_id, body=body,
-                                           if_seq_no=got["_seq_no"],
-                                           if_primary_term=got["_primary_term"],
-                                           request_timeout=self.timeout_s)
-                    return held
-                except ConflictError:
-                    time.sleep(random.uniform(0, 0.002 * min(attempt + 1, 10)))
-        except (OpenSearchException, OSError, ValueError) as exc:
-            raise LedgerUnavailable(
-                f"the shared ledger at {self.url} is unreachable ({type(exc).__name__})"
-            ) from exc
-        raise LedgerUnavailable(f"the shared ledger kept conflicting on {key!r} "
-                                f"({self.attempts} attempts)")
+            except ValueError as exc:  # a damaged document: as good as unreachable
+                raise self._unreachable(exc) from exc
+            held, leases = lease(stored, holder, want, cap, now, ttl_s)
+            if leases == stored:
+                return held, None
+            return held, {"key": key, "leases": json.dumps(leases, sort_keys=True)}
+
+        return self._compare_and_set(key, self._id(f"lease/{key}"), step)
 
     def used(self, key: str, period: str) -> float:
         try:
@@ -166,9 +162,7 @@ class OpenSearchLedger:
         except NotFoundError:
             return 0.0
         except (OpenSearchException, OSError) as exc:
-            raise LedgerUnavailable(
-                f"the shared ledger at {self.url} is unreachable ({type(exc).__name__})"
-            ) from exc
+            raise self._unreachable(exc) from exc
         src = got["_source"]
         return float(src.get("used", 0.0)) if src.get("period") == period else 0.0
 
