@@ -373,7 +373,7 @@ class GuardedBroker(EmbeddedBroker):
                                               "verifiers": verifiers}).encode() + b"\n")
             self.proc.stdin.flush()  # kept open: recycle commands follow
             self._write_pid_file()
-            status = self._read_status(status_r)
+            status = self._read_line(status_r, self.start_timeout_s + 5, starting=True)
             if not status.get("ok"):
                 raise BrokerError(str(status.get("error") or "the broker gate failed to start"))
             self.isolated = bool(status.get("isolated"))
@@ -400,19 +400,25 @@ class GuardedBroker(EmbeddedBroker):
                 self._status_fd = status_r  # the gate's answers to recycle commands
         return self
 
-    def _read_status(self, fd: int) -> dict[str, Any]:
+    def _read_line(self, fd: int, timeout_s: float, *, starting: bool = False) -> dict[str, Any]:
+        """One JSON line from the gate's status pipe: its start status, then one answer per
+        command. Read a byte at a time, so the next answer stays unread."""
         import select
 
-        deadline = time.monotonic() + self.start_timeout_s + 5
+        deadline = time.monotonic() + timeout_s
         buf = b""
         while not buf.endswith(b"\n"):
             left = deadline - time.monotonic()
             if left <= 0:
-                raise BrokerError(f"the broker gate did not start in {self.start_timeout_s:.0f} s")
+                raise BrokerError(
+                    f"the broker gate did not start in {self.start_timeout_s:.0f} s" if starting
+                    else f"the broker gate did not answer in {timeout_s:.0f} s")
             ready, _, _ = select.select([fd], [], [], min(left, 0.5))
             if ready:
-                chunk = os.read(fd, 4096)
+                chunk = os.read(fd, 1)
                 if not chunk:
+                    if not starting:
+                        raise BrokerError("the broker gate exited")
                     code = self.proc.wait(5) if self.proc is not None else None
                     raise BrokerError(f"the broker gate exited with status {code} while starting"
                                       f" (see {self.log_dir}/tansu.log)" if self.log_dir else
@@ -474,22 +480,6 @@ class GuardedBroker(EmbeddedBroker):
             raise BrokerError(f"the broker gate could not {cmd['op']}: {reply.get('error')}")
         return reply
 
-    def _read_line(self, fd: int, timeout_s: float) -> dict[str, Any]:
-        import select
-
-        deadline = time.monotonic() + timeout_s
-        buf = b""
-        while not buf.endswith(b"\n"):
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise BrokerError(f"the broker gate did not answer in {timeout_s:.0f} s")
-            ready, _, _ = select.select([fd], [], [], min(left, 0.5))
-            if ready:
-                chunk = os.read(fd, 1)  # one line at a time: the next answer stays unread
-                if not chunk:
-                    raise BrokerError("the broker gate exited")
-                buf += chunk
-        return dict(json.loads(buf.decode()))
 
     def stop(self, timeout_s: float = 5.0) -> None:
         proc = self.proc
