@@ -45,6 +45,12 @@ class TurnProgress:
         self._known_ends: dict[int, int] = {}
         self._changed = asyncio.Condition()
 
+    def forget(self) -> None:
+        """Drop every offset noted: a fresh broker (a recycle) numbers from 0 again."""
+        self.done.clear()
+        self.floor.clear()
+        self._known_ends.clear()
+
     def reached(self, partition: int, offset: int) -> bool:
         have = max(self.done.get(partition, 0), self.floor.get(partition, 0))
         return have >= offset

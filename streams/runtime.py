@@ -203,10 +203,7 @@ class StreamRuntime:
         """After a recycle (a fresh broker numbers from 0): drop the offsets noted so far."""
         self.stored.done.clear()
         if self.stream_app is not None:
-            progress = self.stream_app.processor.progress
-            progress.done.clear()
-            progress.floor.clear()
-            progress._known_ends.clear()
+            self.stream_app.processor.progress.forget()
 
 
 def _open_memory(settings: Settings) -> HostedMemory:
