@@ -18,6 +18,14 @@ worker, so the resumed worker stored ``far``'s queued turns after the delete
 (the test fails on that code). With the user key (``tenant/user/``) every event
 of the user is on one partition, ordered by the log, whatever the replica.
 
+The second test kills (SIGKILL) the worker that owns the user's partition, with
+a batch of the user acknowledged and queued for it; the group hands its
+partitions to the other worker, which must store that batch before it applies
+the delete (the delete's wait for the turns it follows: without it the batch
+comes back). Another user's turns, acknowledged through both replicas before
+and after the kill, are each stored once. It runs after the stall test and
+leaves one worker in the group.
+
 Vectors stay in each worker's own Qdrant Edge dir (no vector store that several
 processes share runs here: see test_rebalance), so the check reads the shared
 doc and BM25 stores, where a turn stored after the delete would show.
@@ -32,6 +40,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,9 +63,12 @@ pytestmark = pytest.mark.integration
 TENANT = "t-order"
 PREFIX = "order"
 USER = "ora"
-#: Long enough that the stalled worker keeps its partitions while the delete is applied
-#: (a rebalance would hand them to the other worker, which would then wait for them).
-SESSION_TIMEOUT_S = "20"
+#: The group's session timeout. tansu (0.6) keeps one per group, set by the member that
+#: formed it, not one per member, so one value serves both tests: long enough that the
+#: stalled worker keeps its partitions while it is stopped (a rebalance would hand them to
+#: the other worker, which would then wait for them; the stops last 1-3 s), short enough
+#: that the killed worker's partitions move soon (the delete is applied about 15 s after).
+SESSION_TIMEOUT_S = "8"
 
 
 @dataclass
@@ -210,6 +222,18 @@ def _split(stack: Stack, stalled: WorkerProc) -> tuple[set[int], set[int]]:
     return late, set(range(PARTITIONS)) - late
 
 
+@pytest.fixture(scope="module")
+def split(stack: Stack) -> tuple[set[int], set[int]]:
+    """The turns partitions of w2 and of w1, found once for both tests: the group does not
+    rebalance in between (w2 is stopped for less than the session timeout, w1 never)."""
+    # A worker's first batch is slow (it loads its models): stored before the stop, so the
+    # stop lasts seconds, well within the session timeout.
+    wait_until(lambda: asyncio.run(_members(stack.brokers, stack.group)) == 2, 60, 0.5)
+    asyncio.run(_probe(stack.brokers, "warm"))
+    stack.workers[0].drain(60)
+    return _split(stack, stack.workers[1])
+
+
 def _stored(stack: Stack, scope: Scope) -> tuple[set[str], int]:
     """Message ids the shared doc store holds for ``scope``, and its BM25 unit count."""
     reader = Settings(data_dir=stack.root / "reader", lexical_backend="opensearch",
@@ -227,12 +251,13 @@ def _batch(user: str, sessions: list[str], n: int) -> list[Any]:
             for sid in sessions for i in (1, 2)]
 
 
-def test_a_delete_through_one_replica_is_not_undone_by_a_stalled_worker(stack: Stack) -> None:
+def test_a_delete_through_one_replica_is_not_undone_by_a_stalled_worker(
+        stack: Stack, split: tuple[set[int], set[int]]) -> None:
     """Batches through replica a, the delete through replica b, the other worker stopped:
     what a acknowledged before the delete stays gone, and a batch racing the delete through
     a is there whole or not at all (no routing by user, no lock shared by the replicas)."""
     stalled, running = stack.workers[1], stack.workers[0]
-    mine, theirs = _split(stack, stalled)
+    mine, theirs = split
     # The user's control partition (and, with ADR 0005, all its turns) is the running
     # worker's; under the old session keys ``far`` was on the stalled worker's partitions.
     user = _pick(f"{USER}-", lambda u: f"{TENANT}/{u}/", theirs)
@@ -280,3 +305,92 @@ def _state(worker: WorkerProc) -> str:
     assert worker.proc is not None
     stat = Path(f"/proc/{worker.proc.pid}/stat").read_text()
     return stat.rsplit(")", 1)[1].split()[0]
+
+
+def _turn_ids(stack: Stack, scope: Scope) -> tuple[Counter[str], int, int]:
+    """How many times each message id is stored for ``scope``, in how many raw turns, and
+    the doc store's own count of them."""
+    reader = Settings(data_dir=stack.root / "reader", lexical_backend="opensearch",
+                      doc_backend="opensearch", opensearch_url=stack.osmem,
+                      opensearch_index_prefix=PREFIX)
+    with Memory.open(reader) as memory:
+        turns = [t for meta in memory.sessions(scope) for t in memory.raw(scope, meta.session_id)]
+        ids = Counter(m for t in turns for m in t.source_ids)
+        return ids, len(turns), memory.docs.count_turns(scope)
+
+
+def test_a_delete_holds_when_the_worker_of_the_user_is_killed(
+        stack: Stack, split: tuple[set[int], set[int]]) -> None:
+    """The worker that owns the user's partition is killed (SIGKILL) with a batch of the
+    user queued for it, and the group hands its partitions to the other worker. A delete
+    through replica a, acknowledged once the survivor applied it, is still not undone by a
+    turn acknowledged before it (a batch racing it through b is whole or gone), and every
+    turn of another user on the same worker, acknowledged through either replica before or
+    after the kill, is stored exactly once.
+
+    Runs after the stall test: it ends with one worker (w2, the survivor) in the group.
+    """
+    killed, survivor = stack.workers
+    _, owned = split  # the partitions of w1, the worker killed here
+    assert killed.alive() and survivor.alive()
+    wait_until(lambda: asyncio.run(_members(stack.brokers, stack.group)) == 2, 30, 0.5)
+    user = _pick(f"{USER}-gone-", lambda u: f"{TENANT}/{u}/", owned)
+    other = _pick(f"{USER}-kept-", lambda u: f"{TENANT}/{u}/", owned)
+    gone, kept = (Scope(tenant_id=TENANT, user_id=u) for u in (user, other))
+    sessions = ["s1", "s2"]
+    racing = {e.message_id for e in _batch(user, sessions, 2)}
+    expected = Counter(e.message_id for n in range(5) for e in _batch(other, sessions, n))
+
+    async def scenario() -> tuple[Any, float]:
+        a, b = (AsyncMemoryClient(addr, api_key=stack.key) for addr in stack.replicas)
+        async with a, b:
+            await b.ingest(_batch(user, sessions, 0) + _batch(other, sessions, 0))
+            wait = asyncio.get_running_loop().run_in_executor
+            await wait(None, wait_until, lambda: len(_stored(stack, gone)[0]) == 4
+                       and len(_stored(stack, kept)[0]) == 4, 30, 0.1)
+            assert killed.proc is not None
+            # Stopped first so the batch acknowledged next is certainly queued for it (not
+            # stored) when it dies: the survivor has to store it before applying the delete.
+            os.kill(killed.proc.pid, signal.SIGSTOP)
+            stopped = time.monotonic()
+            await b.ingest(_batch(user, sessions, 1) + _batch(other, sessions, 1))
+            killed.kill()
+            receipt, _ = await asyncio.gather(
+                a.delete(gone), b.ingest(_batch(user, sessions, 2) + _batch(other, sessions, 2)))
+            took = time.monotonic() - stopped
+            await b.ingest(_batch(other, sessions, 3))  # after the kill and the delete
+            await a.ingest(_batch(other, sessions, 4))
+            return receipt, took
+
+    try:
+        receipt, took = asyncio.run(scenario())
+    finally:
+        if killed.proc is not None:  # a failure before the kill: not left stopped
+            os.kill(killed.proc.pid, signal.SIGCONT)
+    assert receipt.complete and sum(receipt.removed.values()) > 0, receipt
+    # Only the owner of the user's partitions applies the delete. Held by the killed worker,
+    # they move once the group drops it, a session timeout after its last heartbeat (the
+    # survivor applies a delete within a second or two): half of that proves the move.
+    assert took > float(SESSION_TIMEOUT_S) / 2, (
+        f"the delete was applied {took:.1f}s after the stop, before the group could drop the "
+        f"killed worker: the user's partitions were not the killed worker's")
+    survivor.drain(60)  # past the survivor's lag: it owns every partition now
+
+    def check() -> tuple[set[str], int, Counter[str], int]:
+        ids, units = _stored(stack, gone)
+        assert not ids - racing, f"turns acknowledged before the delete came back: {ids - racing}"
+        assert ids in (set(), racing), f"the batch racing the delete was split: {sorted(ids)}"
+        assert (units == 0) == (not ids), (units, ids)  # BM25 agrees with the documents
+        stored, turns, counted = _turn_ids(stack, kept)
+        assert stored == expected, (f"lost: {sorted(expected - stored)}, "
+                                    f"duplicated: {sorted(stored - expected)}")
+        assert counted == turns, (counted, turns)  # no turn document outside its session
+        return ids, units, stored, turns
+
+    first = check()
+    # "Ever": the survivor stores and commits a probe on every partition, produced after
+    # everything above; a late write (a replay, a held window) would show by then.
+    asyncio.run(_probe(stack.brokers, "after-kill"))
+    survivor.drain(60)
+    assert check() == first
+    assert survivor.alive() and not killed.alive()
