@@ -23,7 +23,9 @@ def main(argv: list[str]) -> int:
     if argv[1:] != ["worker"]:
         print("usage: python -m streams worker", file=sys.stderr)
         return 2
-    logging.basicConfig(level=logging.WARNING)
+    # Timestamps: a worker's log is read beside the broker's and the other workers'.
+    logging.basicConfig(level=logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         # Traces when OTEL_TRACES_EXPORTER / OTEL_EXPORTER_OTLP_ENDPOINT ask (docs/tracing.md).
         tracing_from_env("memstrata-stream-worker")

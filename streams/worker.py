@@ -273,6 +273,9 @@ def run_worker(stream_app: StreamApp, *, drain_timeout_s: float = 0.0,
     level = logging.getLevelName(loglevel.upper())
     for name in ("faust", "mode", "memstrata.stream"):
         logging.getLogger(name).setLevel(level)
+    # The consumer group's joins and assignments (aiokafka says them at INFO); its
+    # DEBUG is every fetch, too much even for a debug run.
+    logging.getLogger("aiokafka").setLevel(max(level, logging.INFO))
     if stop_log.level == logging.NOTSET:  # the start/stop lines are worth an INFO
         stop_log.setLevel(min(logging.INFO, level))
     worker = StreamWorker(stream_app, drain_timeout_s=drain_timeout_s, loglevel=loglevel,
