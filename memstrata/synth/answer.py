@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
-from memstrata.evidence import lexical, relevance
+from memstrata.evidence import inference, lexical, relevance
 from memstrata.text import vocab
 from memstrata.evidence.cues import Cues
 from memstrata.evidence.relevance import Scored
@@ -284,6 +284,12 @@ class ExtractiveAnswer:
         else:
             candidates = notes.relevant
         yesno = cues.answer_type == "yesno"
+        pair = inference.alternatives(asked.question) if yesno else None
+        if pair is not None:
+            # "A beach or the mountains?" asks which one: "Yes" answers nothing.
+            text, support = inference.choose(pair, [s.line for s in candidates] or lines,
+                                             cues.participants)
+            return Generated(_for_user(text), sources=support)
         # A line naming members of the category asked for ("which languages": "Rust")
         # answers it even when it shares few of the question's words.
         named = bool(cues.category) and any(
