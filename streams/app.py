@@ -42,7 +42,7 @@ from streams.faust_compat import ReadOffsets
 from streams.metrics import StreamMetrics
 from streams.outage import StoreUnavailable, settle_outage
 from streams.outbox import Outbox, publish
-from streams.processor import Processor
+from streams.processor import Processor, Quiesced
 from streams.progress import TurnProgress
 from streams.records import Record
 from streams.replay import read_range
@@ -322,6 +322,8 @@ class StreamApp:
                     await _ack_all(stream_, events)
                 except asyncio.CancelledError:
                     raise
+                except Quiesced:  # stopping: left unacknowledged for the next owner
+                    continue
                 except StoreUnavailable as down:
                     await self.stop_on_outage(down, stream_, events)
                 except BaseException as exc:  # noqa: BLE001
@@ -340,10 +342,31 @@ class StreamApp:
                 await _ack_all(stream_, events)
             except asyncio.CancelledError:
                 raise
+            except Quiesced:  # stopping: left unacknowledged for the next owner
+                continue
             except StoreUnavailable as down:  # commit earlier batches only
                 await self.stop_on_outage(StoreUnavailable(str(down)), stream_, ())
             except BaseException as exc:  # noqa: BLE001
                 self.fatal(exc)
+
+    async def quiesce(self, timeout_s: float) -> bool:
+        """Finish the work in hand while the partitions are still ours, then commit
+        (:meth:`Processor.quiesce`); False when it did not finish within ``timeout_s``."""
+        try:
+            notes = await asyncio.wait_for(self.processor.quiesce(), timeout_s)
+            if notes:
+                await self.deliver(Outbox(l0=notes))
+            await self.app.consumer.commit()
+        except TimeoutError:
+            log.warning("stopping: the batch in hand was not stored within %.0fs "
+                        "(MEMSTRATA_STREAM_STOP_FINISH_S); the partitions' next owner stores "
+                        "it again", timeout_s)
+            return False
+        except Exception as exc:  # noqa: BLE001 - stopping anyway: the next owner re-reads
+            log.warning("stopping: could not finish the work in hand (%s: %s); the "
+                        "partitions' next owner stores it again", type(exc).__name__, exc)
+            return False
+        return True
 
     async def sessions_moved(self, sender: Any = None, **kwargs: Any) -> None:
         """Partitions moved (their table entries recovered): the idle index is rebuilt."""

@@ -58,7 +58,7 @@ from streams.sessions import OpenSessions, is_legacy_key, session_key
 from memstrata.kafka import KafkaSettings
 from streams.settings import StreamSettings, check_turns_fit
 
-__all__ = ["SWEEP_CHUNK", "Processor"]
+__all__ = ["SWEEP_CHUNK", "Processor", "Quiesced"]
 
 log = logging.getLogger("memstrata.stream")
 T = TypeVar("T")
@@ -67,6 +67,11 @@ T = TypeVar("T")
 #: Sessions closed (or table entries indexed) per step of a sweep; the loop runs
 #: its other tasks (gRPC, heartbeats) between steps.
 SWEEP_CHUNK = 128
+
+
+class Quiesced(Exception):
+    """The worker is stopping: this batch is left unstored and unacknowledged, for the
+    partition's next owner (see :meth:`Processor.quiesce`)."""
 
 
 class Processor:
@@ -116,6 +121,8 @@ class Processor:
         self.open_sessions = OpenSessions()
         #: The index must be rebuilt from the table (at start, after a rebalance).
         self._reindex = True
+        #: Set by :meth:`quiesce`: no batch, control or sweep starts any more.
+        self.quiescing = False
         #: Sessions whose window the table says is held (before a restart or a rebalance),
         #: found when the index is rebuilt; built by the next :meth:`build_held`.
         self._table_held: set[tuple[Scope, str]] = set()
@@ -126,7 +133,12 @@ class Processor:
     def close(self) -> None:
         """Build the windows still held (a stopped worker leaves its turns indexed), then
         stop the writer thread. Their notices are not sent: the stores are the truth."""
-        if self.held:
+        if self.held and self.quiescing:
+            # Not built now: the partitions may already be another worker's, and two
+            # writers of one session lose updates. The table notes them for the next owner.
+            log.warning("stopping with %d held windows unbuilt; the partitions' next owner "
+                        "builds them", len(self.held))
+        elif self.held:
             items: list[tuple[SessionMeta, list[Message]]] = [
                 (h.meta, []) for h in self.held.values()]
             try:
@@ -148,6 +160,27 @@ class Processor:
         return await retried(lambda: loop.run_in_executor(self.writer_thread, bind(fn)),
                              self.limits, retry_any=retry_any)
 
+    async def quiesce(self) -> list[L0Event]:
+        """Stop taking work and finish what is in hand, while the partitions are still ours.
+
+        A worker that stops leaves its consumer group; from then on another worker may
+        own its partitions, and a batch or a held window this one is still writing races
+        the new owner's writes of the same sessions (the later write of a stale view
+        wins). So before leaving: no batch, control event or sweep starts after this
+        (:class:`Quiesced`: the records stay unacknowledged, for the next owner), the
+        one in hand finishes, and the held windows are built. Returns their notices.
+        The caller bounds the wait.
+        """
+        self.quiescing = True
+        async with self._sweep, self._order:
+            if not self.held:
+                return []
+            return await self._build_held(list(self.held))
+
+    def _open(self) -> None:
+        if self.quiescing:
+            raise Quiesced("the worker is stopping")
+
     # -- turns ------------------------------------------------------------
     async def handle_turns(self, records: Sequence[Record], waiting: int | None = None
                            ) -> Outbox:
@@ -163,6 +196,7 @@ class Processor:
         becomes a dead letter.
         """
         async with self._order:
+            self._open()
             return await self._store_turns(records, waiting=waiting)
 
     async def _store_turns(self, records: Sequence[Record], replay: bool = False,
@@ -379,6 +413,7 @@ class Processor:
 
     async def handle_controls(self, records: Sequence[Record]) -> Outbox:
         """Apply control events in order, then flush once (closes come in bursts)."""
+        self._open()
         out = Outbox()
         applied = 0
         # Windows held for sessions that these events close are built together first
@@ -419,6 +454,7 @@ class Processor:
         if ev.after:
             await wait_for_turns(self.progress, ev, rec, owned=self.owned, lim=self.limits,
                                  metrics=self.metrics)
+        self._open()  # the wait may outlast the worker's stop
         try:
             out.l0 += await self.apply(ev)
         except StoreUnavailable:
@@ -616,7 +652,7 @@ class Processor:
             cutoff = now - self.limits.idle_s
             closed = False
             more = True
-            while more and not (stopping is not None and stopping()):
+            while more and not (self.quiescing or stopping is not None and stopping()):
                 due, more = self.open_sessions.due(cutoff, SWEEP_CHUNK)
                 picked: list[tuple[str, float, Scope, str]] = []
                 for key, last in due:

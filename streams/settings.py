@@ -56,6 +56,10 @@ class StreamSettings(BaseSettings):
     log_level: Literal["debug", "info", "warning", "error"] = "warning"
     #: ``memstrata up`` waits at most this long for the worker to drain its topics on stop.
     drain_timeout_s: float = Field(60.0, ge=0, le=3600)
+    #: On stop, before leaving the consumer group, the worker waits at most this long
+    #: for the batch in hand to be stored and its held windows built (past it, they are
+    #: left to the partitions' next owner).
+    stop_finish_s: float = Field(20.0, ge=0, le=600)
     #: Attempts to reach the stores (connection or timeout errors) before the worker
     #: stops, committing what is stored (a restart reads the rest again).
     store_attempts: int = Field(8, ge=1, le=100)

@@ -9,6 +9,7 @@ whether everything produced so far is stored.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import signal
@@ -170,11 +171,23 @@ class StreamWorker(faust.Worker):
                 drained = False
             if not drained:
                 await self._give_up_draining()
+        if not self.forced:
+            await self._finish_in_hand()
         stop_log.info("signal received: %s, stopping", sig.name)
         await self.stop()
         task = self._start_task  # a signal during start-up: do not wait for it to finish
         if task is not None and not task.done():
             task.cancel()
+
+    async def _finish_in_hand(self) -> None:
+        """Store the batch in hand and build the held windows before leaving the group
+        (:meth:`StreamApp.quiesce`), bounded; a second signal cuts it short."""
+        limit = self.stream_app.stream.stop_finish_s
+        if limit <= 0:
+            return
+        self._drain = asyncio.ensure_future(self.stream_app.quiesce(limit))
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._drain
 
     def stop_and_shutdown(self) -> None:
         """Let a signalled stop (drain included) finish before the loop is wound down."""

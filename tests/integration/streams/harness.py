@@ -54,6 +54,24 @@ def start_group_at_end(brokers: str, group: str) -> None:
     asyncio.run(_commit_end(brokers, group))
 
 
+async def _group_members(brokers: str, group: str) -> tuple[str, int]:
+    from aiokafka.admin import AIOKafkaAdminClient
+
+    admin = AIOKafkaAdminClient(bootstrap_servers=brokers)
+    await admin.start()
+    try:
+        (resp,) = await admin.describe_consumer_groups([group])
+        (desc,) = resp.groups
+        return desc[2], len(desc[5])  # (state, members)
+    finally:
+        await admin.close()
+
+
+def group_members(brokers: str, group: str) -> tuple[str, int]:
+    """The consumer group's state ("Stable", "PreparingRebalance", ...) and member count."""
+    return asyncio.run(_group_members(brokers, group))
+
+
 class WorkerProc:
     """One ``StreamRuntime`` worker as a real child process."""
 

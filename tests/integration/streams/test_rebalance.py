@@ -26,6 +26,7 @@ from tests.integration.streams.harness import (
     ROOT,
     BackgroundProducer,
     WorkerProc,
+    group_members,
     read_topic,
     snapshot,
     wait_until,
@@ -62,6 +63,8 @@ def test_worker_joins_then_leaves_mid_stream(broker: EmbeddedBroker, group: str,
         producer.start()
         wait_until(lambda: len(read_topic(broker.address, topics.L0)) > l0_before + 2, 90, 0.3)
         second.start()  # joins: the group rebalances, partitions move to it
+        # A worker takes seconds to start: "joined" is the group's word, not Popen's.
+        wait_until(lambda: group_members(broker.address, group) == ("Stable", 2), 90, 0.3)
         joined = len(read_topic(broker.address, topics.L0))
         wait_until(lambda: producer.held.is_set()
                    or len(read_topic(broker.address, topics.L0)) > joined + 5, 60, 0.3)
