@@ -13,6 +13,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from memstrata.wire import ControlEvent
 from streams.metrics import StreamMetrics
@@ -22,6 +23,31 @@ from streams.settings import StreamSettings
 __all__ = ["TurnProgress", "wait_for_turns"]
 
 log = logging.getLogger("memstrata.stream")
+
+T = TypeVar("T")
+
+
+async def within(aw: Awaitable[T], timeout_s: float) -> T:
+    """``aw``'s result, or TimeoutError after ``timeout_s`` without waiting for it to wind down.
+
+    ``asyncio.wait_for`` waits for the cancelled call to finish; a broker client
+    that hangs in its own cleanup (seen with aiokafka's clients against tansu)
+    would then hold the control agent, and every close and delete behind it,
+    for good. The abandoned call is cancelled and left to end on its own.
+    """
+    task = asyncio.ensure_future(aw)
+    done, _ = await asyncio.wait({task}, timeout=timeout_s)
+    if not done:
+        task.cancel()
+        task.add_done_callback(_quiet)
+        raise TimeoutError(f"no answer within {timeout_s:.1f}s")
+    return task.result()
+
+
+def _quiet(task: "asyncio.Future[Any]") -> None:
+    """Retrieve an abandoned call's outcome, so asyncio does not log it as never retrieved."""
+    if not task.cancelled():
+        task.exception()
 
 
 class TurnProgress:
@@ -82,8 +108,7 @@ class TurnProgress:
         known = self._known_ends
         if any(p not in known or o > known[p] for p, o in pending.items()):
             try:
-                known = self._known_ends = dict(await asyncio.wait_for(self._ends(),
-                                                                       timeout_s))
+                known = self._known_ends = dict(await within(self._ends(), timeout_s))
             except Exception as exc:  # noqa: BLE001 - cannot judge now: wait, bounded
                 log.warning("cannot read the turns topic's end offsets (%s: %s): the "
                             "control event's offsets %s are waited for as they are",
@@ -119,8 +144,8 @@ class TurnProgress:
         while missing():
             if self._committed is not None:
                 try:  # bounded: a stuck broker call must not outlast the stall timeout
-                    got = await asyncio.wait_for(self._committed(missing()),
-                                                 max(poll_s, deadline - time.monotonic()))
+                    got = await within(self._committed(missing()),
+                                       max(poll_s, deadline - time.monotonic()))
                     for p, o in got.items():
                         self.floor[p] = max(self.floor.get(p, 0), o)
                 except Exception as exc:  # noqa: BLE001 - the broker is busy: wait and retry

@@ -165,3 +165,34 @@ def test_the_absolute_bound_is_a_setting_with_limits() -> None:
     assert StreamSettings().control_wait_max_s == 900.0
     with pytest.raises(ValidationError, match="control_wait_max_s"):
         StreamSettings(control_wait_max_s=-1)
+
+
+def test_a_broker_call_that_hangs_as_it_is_cancelled_does_not_hold_the_event() -> None:
+    """asyncio.wait_for waits for a cancelled call to wind down; a client stuck in its own
+    cleanup then held the control agent (and every close and delete behind it) for good."""
+    release = asyncio.Event()
+
+    async def committed_hanging(partitions: list[int]) -> dict[int, int]:
+        try:
+            await asyncio.sleep(3600)
+        finally:  # a close that never returns: ignores the cancellation until released
+            while not release.is_set():
+                try:
+                    await release.wait()
+                except asyncio.CancelledError:
+                    continue
+        return {}
+
+    progress = TurnProgress(committed=committed_hanging)
+
+    async def scenario() -> tuple[bool, float]:
+        started = time.monotonic()
+        got = await asyncio.wait_for(progress.wait({0: 5}, lambda p: True, timeout_s=0.5,
+                                                   poll_s=0.1), 10)
+        took = time.monotonic() - started
+        release.set()
+        await asyncio.sleep(0)
+        return got, took
+
+    got, took = asyncio.run(scenario())
+    assert got is False and took < 2.0  # gave up at the stall bound, not never
