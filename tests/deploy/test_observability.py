@@ -32,7 +32,7 @@ from tests.deploy.promql import (
     metric_names,
     recorded_names,
 )
-from tests.support.serve_proc import stop_gracefully
+from tests.support.serve_proc import QUICK_JOIN, stop_gracefully
 
 pytest.importorskip("promql_parser", reason="promql-parser (the deploy extra)")
 
@@ -142,7 +142,7 @@ def run_serve(tmp: Path) -> Iterator[Served]:
                "MEMSTRATA_LLM_MODEL_GENERATOR": "gen-m",
                "MEMSTRATA_CONTROLLER_PRICE_TABLE": str(prices),
                "MEMSTRATA_STREAM_METRICS_PORT": str(sport),
-               "MEMSTRATA_STREAM_METRICS_ADDR": "127.0.0.1"}
+               "MEMSTRATA_STREAM_METRICS_ADDR": "127.0.0.1", **QUICK_JOIN}
         log = (tmp / "serve.log").open("w")
         proc = subprocess.Popen(
             [sys.executable, "-m", "memstrata", "serve", "--host", "127.0.0.1", "--port",

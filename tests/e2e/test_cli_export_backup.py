@@ -21,7 +21,7 @@ from pathlib import Path
 from memstrata.model import EXPORT_HEADER_KEY, Scope
 from memstrata.store.sqlite_docs import SqliteDocStore
 from tests.e2e.test_cli import run, run_all
-from tests.support.serve_proc import ServeProcess, add_key, batch
+from tests.support.serve_proc import QUICK_JOIN, ServeProcess, add_key, batch
 
 
 def _events(path: Path) -> list[dict]:
@@ -95,7 +95,8 @@ def test_backup_while_serving_under_write_load_restores_and_checks(
     local = run("export", "--tenant", "acme", "--user", "maya", "-o",
                 str(tmp_path / "local.jsonl"), data_dir=data)
     assert local.returncode == 0, local.stderr
-    serve = ServeProcess(data)
+    # A short batching window (default 2 s): the load's every Ingest waits for its batch.
+    serve = ServeProcess(data, {"MEMSTRATA_STREAM_FRESHNESS_S": "0.3", **QUICK_JOIN})
     load = Load(serve.address, key)
     try:
         serve.wait_serving()

@@ -20,9 +20,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-#: Sessions commit in batches of 256 units (one unit per session here): two batches,
-#: and the paused ingest (tests.support.paused_cli) waits for the signal after the first.
-SESSIONS = 300
+#: The paused ingest (tests.support.paused_cli) commits every BATCH_UNITS units (one unit
+#: per session here; the plain CLI: 256) and waits for the signal after the first commit,
+#: with 8 more sessions in progress and the rest not yet read.
+BATCH_UNITS = 32
+SESSIONS = 48
 
 
 def write_sessions(path: Path) -> None:
@@ -52,7 +54,7 @@ def test_ctrl_c_says_what_was_committed_and_a_rerun_finishes(tmp_path: Path):
     cmd = [sys.executable, "-m", "memstrata", "ingest", str(data)]
     paused = [sys.executable, "-m", "tests.support.paused_cli", "ingest", str(data)]
     proc = subprocess.Popen(paused, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env, cwd=ROOT)
+                            env={**env, "PAUSED_CLI_BATCH_UNITS": str(BATCH_UNITS)}, cwd=ROOT)
     try:
         deadline = time.monotonic() + 120
         while committed(tmp_path / "d" / "docs.sqlite3") == 0 and proc.poll() is None:

@@ -38,6 +38,7 @@ from streams import topics
 from streams.broker import free_port
 from memstrata.kafka import BROKER_FILE
 from tests.e2e.test_cli import SAMPLE, run, run_all
+from tests.support.serve_proc import QUICK_JOIN, add_key
 
 pytestmark = pytest.mark.integration
 
@@ -172,10 +173,10 @@ def test_serve_listens_before_it_says_so_and_a_second_signal_stops_it_now(
         tmp_path: Path, procs: Callable[..., _Proc],
         sample_copy: Callable[[Path], Path]) -> None:
     data = sample_copy(tmp_path / "data")  # the sample, ingested
-    key = run("keys", "add", "acme", data_dir=data).stdout.strip()
+    key = add_key(data, "acme")  # in-process: the keys command has tests of its own
     port = free_port()
     serve = procs(tmp_path / "serve.log", "serve", "--port", str(port),
-                  env=_env(data, MEMSTRATA_STREAM_DRAIN_TIMEOUT_S="600"))
+                  env=_env(data, MEMSTRATA_STREAM_DRAIN_TIMEOUT_S="600", **QUICK_JOIN))
     serve.wait_for(r"serving memstrata\.v1\.MemoryService on 127\.0\.0\.1:\d+")
     assert _healthy_now(f"127.0.0.1:{port}"), "announced before it listens"
     marker = json.loads((data / "serve.json").read_text())

@@ -21,6 +21,7 @@ import pytest
 
 from streams.broker import PID_FILE, free_port, process_start, tansu_binary
 from tests.support.serve_proc import (
+    QUICK_JOIN,
     ServeProcess,
     add_key,
     alive,
@@ -34,7 +35,7 @@ pytestmark = pytest.mark.integration
 
 BATCHES, PER_BATCH = 4, 25
 #: A shorter batching window than the default 2 s: the test waits for acks.
-ENV = {"MEMSTRATA_STREAM_FRESHNESS_S": "0.5"}
+ENV = {"MEMSTRATA_STREAM_FRESHNESS_S": "0.5", **QUICK_JOIN}
 
 
 @pytest.fixture(scope="module")

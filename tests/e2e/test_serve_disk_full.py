@@ -18,7 +18,7 @@ from pathlib import Path
 import grpc
 import pytest
 
-from tests.support.serve_proc import ServeProcess, add_key, batch, stored_message_ids
+from tests.support.serve_proc import QUICK_JOIN, ServeProcess, add_key, batch, stored_message_ids
 
 pytestmark = pytest.mark.integration
 
@@ -67,7 +67,7 @@ def test_a_full_volume_answers_retry_later_and_leaves_nothing(tmp_path: Path, vo
     user = Scope(tenant_id="acme", user_id="vol")
     events = [e for n in range(6) for e in batch("vol", f"s{n}", [f"s{n}-m{i}" for i in range(6)])]
     serve = ServeProcess(tmp_path, {"MEMSTRATA_DATA_DIR": str(data),  # its log stays outside
-                                    "MEMSTRATA_STREAM_FRESHNESS_S": "0.3"})
+                                    "MEMSTRATA_STREAM_FRESHNESS_S": "0.3", **QUICK_JOIN})
     md = (("x-api-key", key),)
     try:
         serve.wait_serving()

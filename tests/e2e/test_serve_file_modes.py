@@ -20,6 +20,7 @@ import pytest
 
 from tests.e2e.test_cli import run
 from tests.e2e.test_cli_serve import _free_port, _wait_serving
+from tests.support.serve_proc import QUICK_JOIN
 from tests.integration.test_data_dir_modes import open_to_others
 
 pytestmark = pytest.mark.integration
@@ -51,7 +52,8 @@ def test_serve_leaves_nothing_in_its_data_dir_readable_to_others(tmp_path: Path)
     key = added.stdout.strip()
     port = _free_port()
     address = f"127.0.0.1:{port}"
-    env = {**os.environ, "MEMSTRATA_DATA_DIR": str(data)}
+    env = {**os.environ, "MEMSTRATA_DATA_DIR": str(data), "MEMSTRATA_STREAM_FRESHNESS_S": "0.5",
+           **QUICK_JOIN}
     proc = subprocess.Popen([sys.executable, "-m", "memstrata", "serve", "--port", str(port)],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             umask=0o022)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.serve_proc import wait_serving
+from tests.support.serve_proc import QUICK_JOIN, wait_serving
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.integration
@@ -34,7 +34,7 @@ def test_serve_with_ray_starts_and_stops_without_fork_warnings_or_stack_dumps(tm
     ray_tmp = tempfile.mkdtemp(prefix="msq")  # short (Ray's socket paths) and its own cluster
     log = tmp_path / "serve.log"
     env = {**os.environ, "MEMSTRATA_DATA_DIR": str(tmp_path / "data"),
-           "MEMSTRATA_WORKERS_BACKEND": "ray", "RAY_TMPDIR": ray_tmp}
+           "MEMSTRATA_WORKERS_BACKEND": "ray", "RAY_TMPDIR": ray_tmp, **QUICK_JOIN}
     for name in ("GRPC_ENABLE_FORK_SUPPORT", "RAY_DISABLE_FAILURE_SIGNAL_HANDLER"):
         env.pop(name, None)  # the command sets its own defaults
     with log.open("wb") as out:

@@ -4,7 +4,9 @@
 FILE`` (the same CLI, stores and signal handling) with one difference: after the
 first batch of sessions is committed, the ingest prepares a few more sessions
 (left unfinished, as a real interrupt finds them) and then sleeps up to
-``PAUSE_S`` before going on.
+``PAUSE_S`` before going on. With ``$PAUSED_CLI_BATCH_UNITS`` set it commits every
+that many units instead of every 256 (the first commit comes sooner: a test needs
+fewer sessions, each of them encoded, to interrupt a run between two commits).
 
 ``python -m tests.support.paused_cli produce FILE ...`` is ``memstrata produce``
 that, after ``$PAUSED_CLI_SENDS`` messages were handed to the producer, waits up
@@ -53,6 +55,13 @@ def _pause_ingest() -> None:
 
     Memory._commit = committing  # type: ignore[method-assign, assignment]
     Memory._prepare = preparing  # type: ignore[method-assign, assignment]
+    if units := os.environ.get("PAUSED_CLI_BATCH_UNITS"):
+        ingest = Memory.ingest
+
+        def ingesting(self: Memory, sessions: Any, **kwargs: Any) -> Any:
+            return ingest(self, sessions, **{**kwargs, "batch_units": int(units)})
+
+        Memory.ingest = ingesting  # type: ignore[method-assign, assignment]
 
 
 def _pause_produce(after: int) -> None:

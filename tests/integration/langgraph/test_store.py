@@ -36,7 +36,7 @@ from memstrata.integrations.langchain import (
 from memstrata.integrations.items import locate
 from memstrata.integrations.langgraph import MemstrataStore
 from memstrata.model import Scope
-from tests.support.serve_proc import ServeProcess, add_key
+from tests.support.serve_proc import QUICK_JOIN, ServeProcess, add_key
 
 pytestmark = pytest.mark.integration
 
@@ -61,7 +61,8 @@ def svc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
     data: Path = tmp_path_factory.mktemp("langgraph") / "data"
     data.mkdir()
     keys = {"acme": add_key(data, "acme"), "globex": add_key(data, "globex")}
-    serve = ServeProcess(data)
+    # A short batching window (default 2 s): each put waits for its batch to be stored.
+    serve = ServeProcess(data, {"MEMSTRATA_STREAM_FRESHNESS_S": "0.3", **QUICK_JOIN})
     try:
         serve.wait_serving()
         yield Service(serve, keys)

@@ -334,7 +334,7 @@ def test_serve_finishes_an_interrupted_sweep_at_start_and_reports_it(
     import urllib.request
 
     from streams.broker import free_port
-    from tests.support.serve_proc import stop_gracefully, wait_serving
+    from tests.support.serve_proc import QUICK_JOIN, stop_gracefully, wait_serving
     from tests.support.waiting import wait_for
 
     class Crash(BaseException):
@@ -365,7 +365,8 @@ def test_serve_finishes_an_interrupted_sweep_at_start_and_reports_it(
     log = tmp_path / "serve.log"
     env = {**os.environ, "MEMSTRATA_DATA_DIR": str(data),
            "MEMSTRATA_SERVICE_KEYS_FILE": str(keys),
-           "MEMSTRATA_RETENTION_FIRST_DELAY_S": "3600"}  # only the unfinished sweep runs
+           "MEMSTRATA_RETENTION_FIRST_DELAY_S": "3600",  # only the unfinished sweep runs
+           **QUICK_JOIN}
     with log.open("wb") as out:
         proc = subprocess.Popen([sys.executable, "-m", "memstrata", "serve", "--port", str(port),
                                  "--metrics-port", str(metrics_port)],

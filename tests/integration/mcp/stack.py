@@ -22,7 +22,7 @@ from typing import Any
 
 from streams.broker import _die_with_parent, free_port
 from tests.integration.mcp.jwt_keys import AUDIENCE, ISSUER, Idp
-from tests.support.serve_proc import ServeProcess, add_key
+from tests.support.serve_proc import QUICK_JOIN, ServeProcess, add_key
 
 ROOT = Path(__file__).resolve().parents[3]
 SAMPLE = ROOT / "examples" / "sample_turns.jsonl"
@@ -146,7 +146,7 @@ def start(tmp: Path) -> Stack:
     keys["acme-read"] = add_platform_key(data / DEFAULT_KEYS_FILE, "acme", scopes=["read"])[1]
     keys["acme-maya"] = add_platform_key(data / DEFAULT_KEYS_FILE, "acme", user="maya")[1]
     idp = Idp()
-    serve = ServeProcess(data)
+    serve = ServeProcess(data, QUICK_JOIN)  # SERVING sooner (see serve_proc.QUICK_JOIN)
     base = {"MEMSTRATA_DATA_DIR": str(data), "MEMSTRATA_API_ADDRESS": serve.address}
     servers = {
         # Deletes refused (the default); the service's address from MEMSTRATA_API_ADDRESS.

@@ -26,7 +26,7 @@ from tests.integration.streams.harness import WorkerProc, read_topic, wait_until
 
 pytestmark = pytest.mark.integration
 
-IDLE_S = 2.0
+IDLE_S = 1.0  # short: the test waits out four idle periods after the closes
 SESSIONS = [(Scope(tenant_id="acme", user_id="x/y"), "s"),
             (Scope(tenant_id="acme/x", user_id="y"), "s"),
             (Scope(tenant_id="t-idle", user_id="maya"), "a")]
