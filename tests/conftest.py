@@ -20,7 +20,6 @@ import hypothesis  # noqa: F401 - imported now, not by its plugin's summary (see
 import pytest
 
 from memstrata.embed.minilm import MiniLMEmbedder
-from tests.support import early
 from tests.support.bytecode import compile_packages
 
 
@@ -102,23 +101,6 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
     config.option.loadscopereorder = False
     return GroupScheduling(config, log)
-
-
-def pytest_collection_finish(session: pytest.Session) -> None:
-    """Start mypy in the background when its test is selected (see tests/support/early.py).
-
-    Not under pytest-xdist: there each worker collects every test, and the other
-    worker is what keeps the second core busy.
-    """
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        return
-    if any(item.nodeid == early.MYPY_TEST for item in session.items) and \
-            not session.config.getoption("collectonly"):
-        early.start_mypy()
-
-
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    early.stop_all()
 
 
 @pytest.fixture(scope="session")
