@@ -45,3 +45,28 @@ def _walk(a: Any, b: Any, path: str, out: list[str], limit: int) -> None:
 def _short(value: Any, width: int = 300) -> str:
     text = repr(value)
     return text if len(text) <= width else text[:width] + "..."
+
+
+def in_topic(records: Any, differing: list[str]) -> list[str]:
+    """For each session a difference names, the message ids the turns topic holds for it
+    (partition@offset:id), to tell a record the broker lost from one the worker lost."""
+    import json
+    import re
+
+    wanted: set[tuple[str, str, str]] = set()
+    for line in differing:
+        m = re.match(r"\$\.([^/.]+)/([^.]+)\.sessions\.([^.\[]+)", line)
+        if m:
+            wanted.add((m[1], m[2], m[3]))
+    out = []
+    for tenant, user, sid in sorted(wanted):
+        ids = []
+        for r in records:
+            try:
+                ev = json.loads(r.value)
+            except (TypeError, ValueError):
+                continue
+            if (ev.get("tenant_id"), ev.get("user_id"), ev.get("session_id")) == (tenant, user, sid):
+                ids.append(f"{r.partition}@{r.offset}:{ev.get('message_id')}")
+        out.append(f"in the turns topic for {tenant}/{user}/{sid}: {ids}")
+    return out

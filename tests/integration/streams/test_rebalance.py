@@ -21,7 +21,7 @@ from memstrata.ingest.formats import read_file
 from memstrata.memory import Memory
 from streams import topics
 from streams.broker import EmbeddedBroker
-from tests.integration.streams.diffs import differences
+from tests.integration.streams.diffs import differences, in_topic
 from tests.integration.streams.harness import (
     ROOT,
     BackgroundProducer,
@@ -89,4 +89,7 @@ def test_worker_joins_then_leaves_mid_stream(broker: EmbeddedBroker, group: str,
         expected[scope].pop("vectors")
         got[scope].pop("vectors")
     assert sum(len(v["sessions"]) for v in got.values()) == len(sessions)
-    assert got == expected, "\n".join(differences(expected, got))
+    if got != expected:
+        diff = differences(expected, got)
+        raise AssertionError("\n".join(
+            diff + in_topic(read_topic(broker.address, topics.TURNS), diff)))

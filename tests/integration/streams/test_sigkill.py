@@ -21,7 +21,7 @@ from memstrata.memory import Memory
 from streams import topics
 from streams.broker import EmbeddedBroker
 from streams.produce import StreamProducer, produce_sessions
-from tests.integration.streams.diffs import differences
+from tests.integration.streams.diffs import differences, in_topic
 from tests.integration.streams.harness import (
     ROOT,
     BackgroundProducer,
@@ -80,4 +80,7 @@ def test_sigkill_mid_stream_then_restart(broker: EmbeddedBroker, group: str, log
     with Memory.open(Settings(data_dir=tmp_path / "stream")) as stream:
         got = snapshot(stream, [s.scope for s in sessions])
     assert sum(len(v["sessions"]) for v in got.values()) == len(sessions)
-    assert got == expected, "\n".join(differences(expected, got))
+    if got != expected:
+        diff = differences(expected, got)
+        raise AssertionError("\n".join(
+            diff + in_topic(read_topic(broker.address, topics.TURNS), diff)))
