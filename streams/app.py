@@ -42,7 +42,9 @@ from streams.faust_compat import ReadOffsets
 from streams.metrics import StreamMetrics
 from streams.outage import StoreUnavailable, settle_outage
 from streams.outbox import Outbox, publish
+from streams.gaps import SkipGuard
 from streams.processor import Processor, Quiesced
+from streams.progress import within
 from streams.progress import TurnProgress
 from streams.records import Record
 from streams.replay import read_range
@@ -201,6 +203,8 @@ class StreamApp:
                                    progress=progress, owned=self.owned, replay=self.replay,
                                    dead_letter_max_bytes=kafka.dead_letter_max_bytes())
         self.read_offsets = ReadOffsets()
+        #: Turn records the consumer skipped are held back and fetched again (streams.gaps).
+        self.turn_gaps = SkipGuard()
         self._register()
         app.memstrata = self  # type: ignore[attr-defined]
 
@@ -315,6 +319,9 @@ class StreamApp:
                                              stream.batch_max, within)) as batches:
             async for events in batches:
                 try:
+                    events = await self._in_order(events)
+                    if not events:
+                        continue
                     with batch_span(self.turns_name, events,
                                     group=self.kafka.group):  # tracing on only
                         await self.deliver(await processor.handle_turns(
@@ -368,8 +375,33 @@ class StreamApp:
             return False
         return True
 
+    async def _in_order(self, events: Sequence[Any]) -> list[Any]:
+        """The events to store now: none past a record the consumer skipped (those are
+        held back, unacknowledged, and the consumer is sent back to the hole)."""
+        guard = self.turn_gaps
+        first = {e.message.partition for e in events} - set(guard.next)
+        if first:  # where the group left off: a hole right after it counts too
+            try:
+                guard.start(await within(self.committed(sorted(first)), 5.0))
+            except Exception as exc:  # noqa: BLE001 - unknown start: checked from here on
+                log.debug("committed offsets unavailable: %s", exc)
+        keep, rewind = guard.admit([(e.message.partition, e.message.offset) for e in events])
+        for p, offset in rewind.items():
+            await self._rewind(p, offset, "a record after it arrived first")
+        return [e for e, k in zip(events, keep, strict=True) if k]
+
+    async def _rewind(self, partition: int, offset: int, why: str) -> None:
+        from faust.types import TP
+
+        self.metrics.turns_refetched.inc()
+        log.warning("turns partition %d: record %d was skipped by the consumer (%s); "
+                    "fetching again from it", partition, offset, why)
+        await self.app.consumer.seek(TP(self.turns_name, partition), offset)
+
     async def sessions_moved(self, sender: Any = None, **kwargs: Any) -> None:
-        """Partitions moved (their table entries recovered): the idle index is rebuilt."""
+        """Partitions moved (their table entries recovered): the idle index is rebuilt,
+        and the consumer starts again from the committed offsets."""
+        self.turn_gaps.reset()
         self.processor.sessions_moved()
 
     # -- timers and tasks -----------------------------------------------------
@@ -406,8 +438,27 @@ class StreamApp:
                 if high is not None:
                     lag = max(0, int(high) - int(nxt or 0))
                     self.metrics.consumer_lag.labels(tp.topic, str(tp.partition)).set(lag)
+            await self._stalled_turns(consumer)
         except Exception:
             log.debug("lag metric unavailable", exc_info=True)
+
+    async def _stalled_turns(self, consumer: Any) -> None:
+        """A record the consumer went past without delivering, with nothing after it to
+        show the hole (the last of its partition): fetched again (two looks apart)."""
+        if self.processor.busy():
+            return
+        ends: dict[int, int] = {}
+        fetch: dict[int, int] = {}
+        for tp in consumer.assignment():
+            if tp.topic != self.turns_name or tp.partition not in self.turn_gaps.next:
+                continue
+            high = consumer.highwater(tp)
+            if high is None:
+                continue
+            ends[tp.partition] = int(high)
+            fetch[tp.partition] = int(await asyncio.wait_for(consumer.position(tp), 2.0))
+        for p, offset in self.turn_gaps.stalled(ends, fetch).items():
+            await self._rewind(p, offset, "the consumer went past it")
 
     async def extra_services(self) -> None:
         await asyncio.gather(*(factory(self.service_arg) for factory in self.services))

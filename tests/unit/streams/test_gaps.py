@@ -1,0 +1,61 @@
+"""Records the consumer skipped are held back and fetched again (streams.gaps)."""
+
+from __future__ import annotations
+
+from streams.gaps import SkipGuard
+
+
+def test_records_in_order_pass_and_the_next_offset_follows() -> None:
+    g = SkipGuard()
+    keep, rewind = g.admit([(0, 5), (0, 6), (1, 0)])
+    assert keep == [True, True, True] and not rewind
+    assert g.next == {0: 7, 1: 1}
+
+
+def test_a_record_past_a_hole_is_held_back_and_the_partition_sent_back_once() -> None:
+    g = SkipGuard()
+    g.admit([(0, 5)])
+    keep, rewind = g.admit([(0, 7), (1, 3), (0, 8)])  # offset 6 never came
+    assert keep == [False, True, False] and rewind == {0: 6}
+    keep, rewind = g.admit([(0, 9)])  # still buffered behind the hole: no second rewind
+    assert keep == [False] and not rewind
+    keep, rewind = g.admit([(0, 6), (0, 7), (0, 8), (0, 9)])  # fetched again, in order
+    assert keep == [True] * 4 and not rewind and g.next[0] == 10 and not g.rewinding
+
+
+def test_a_hole_right_after_the_committed_offset_counts() -> None:
+    g = SkipGuard()
+    g.start({0: 4})
+    keep, rewind = g.admit([(0, 6)])
+    assert keep == [False] and rewind == {0: 4}
+
+
+def test_records_delivered_again_are_stored_again_without_a_rewind() -> None:
+    g = SkipGuard()
+    g.admit([(0, 5), (0, 6)])
+    keep, rewind = g.admit([(0, 5), (0, 6), (0, 7)])
+    assert keep == [True, True, True] and not rewind and g.next[0] == 8
+
+
+def test_a_last_record_gone_past_is_fetched_again_after_two_looks() -> None:
+    g = SkipGuard()
+    g.admit([(0, 10)])  # due: 11; the topic ends at 12; the consumer fetches from 12
+    assert g.stalled({0: 12}, {0: 12}) == {}  # one look: maybe still in a buffer
+    assert g.stalled({0: 12}, {0: 12}) == {0: 11}
+    assert g.stalled({0: 12}, {0: 12}) == {}  # asked once, until it arrives
+
+
+def test_no_stall_while_the_consumer_has_not_gone_past_or_the_topic_ends_there() -> None:
+    g = SkipGuard()
+    g.admit([(0, 10)])
+    for _ in range(3):
+        assert g.stalled({0: 11}, {0: 12}) == {}  # nothing after 10 in the topic
+        assert g.stalled({0: 12}, {0: 11}) == {}  # the fetch of 11 is still to come
+
+
+def test_a_reset_forgets_everything() -> None:
+    g = SkipGuard()
+    g.admit([(0, 5), (0, 7)])
+    g.reset()
+    assert not g.next and not g.rewinding
+    assert g.admit([(0, 9)]) == ([True], {})
