@@ -203,8 +203,9 @@ class StreamApp:
                                    progress=progress, owned=self.owned, replay=self.replay,
                                    dead_letter_max_bytes=kafka.dead_letter_max_bytes())
         self.read_offsets = ReadOffsets()
-        #: Turn records the consumer skipped are held back and fetched again (streams.gaps).
-        self.turn_gaps = SkipGuard()
+        #: Records the consumer skipped are held back and fetched again (streams.gaps),
+        #: per topic: turns and control.
+        self.gaps = {kafka.topic_turns: SkipGuard(), topics.CONTROL: SkipGuard()}
         self._register()
         app.memstrata = self  # type: ignore[attr-defined]
 
@@ -319,7 +320,7 @@ class StreamApp:
                                              stream.batch_max, within)) as batches:
             async for events in batches:
                 try:
-                    events = await self._in_order(events)
+                    events = await self._in_order(self.turns_name, events)
                     if not events:
                         continue
                     with batch_span(self.turns_name, events,
@@ -343,6 +344,9 @@ class StreamApp:
         within = max(0.02, min(0.2, stream.freshness_s / 4))
         async for events in stream_.noack_take(stream.batch_max, within=within):
             try:
+                events = await self._in_order(topics.CONTROL, events)
+                if not events:
+                    continue
                 with batch_span(topics.CONTROL, events, group=self.kafka.group):  # tracing on only
                     await self.deliver(await self.processor.handle_controls(
                         [_record(e) for e in events]))
@@ -375,33 +379,38 @@ class StreamApp:
             return False
         return True
 
-    async def _in_order(self, events: Sequence[Any]) -> list[Any]:
-        """The events to store now: none past a record the consumer skipped (those are
+    async def _in_order(self, topic: str, events: Sequence[Any]) -> list[Any]:
+        """The events to handle now: none past a record the consumer skipped (those are
         held back, unacknowledged, and the consumer is sent back to the hole)."""
-        guard = self.turn_gaps
+        guard = self.gaps[topic]
         first = {e.message.partition for e in events} - set(guard.next)
         if first:  # where the group left off: a hole right after it counts too
             try:
-                guard.start(await within(self.committed(sorted(first)), 5.0))
+                guard.start(await within(self._committed_of(topic, sorted(first)), 5.0))
             except Exception as exc:  # noqa: BLE001 - unknown start: checked from here on
                 log.debug("committed offsets unavailable: %s", exc)
         keep, rewind = guard.admit([(e.message.partition, e.message.offset) for e in events])
         for p, offset in rewind.items():
-            await self._rewind(p, offset, "a record after it arrived first")
+            await self._rewind(topic, p, offset, "a record after it arrived first")
         return [e for e, k in zip(events, keep, strict=True) if k]
 
-    async def _rewind(self, partition: int, offset: int, why: str) -> None:
+    async def _committed_of(self, topic: str, partitions: list[int]) -> dict[int, int]:
+        return await committed_offsets(self.brokers, self.kafka.group, topic, partitions,
+                                       kafka=self.kafka)
+
+    async def _rewind(self, topic: str, partition: int, offset: int, why: str) -> None:
         from faust.types import TP
 
-        self.metrics.turns_refetched.inc()
-        log.warning("turns partition %d: record %d was skipped by the consumer (%s); "
-                    "fetching again from it", partition, offset, why)
-        await self.app.consumer.seek(TP(self.turns_name, partition), offset)
+        self.metrics.records_refetched.labels(topic).inc()
+        log.warning("%s partition %d: record %d was skipped by the consumer (%s); "
+                    "fetching again from it", topic, partition, offset, why)
+        await self.app.consumer.seek(TP(topic, partition), offset)
 
     async def sessions_moved(self, sender: Any = None, **kwargs: Any) -> None:
         """Partitions moved (their table entries recovered): the idle index is rebuilt,
         and the consumer starts again from the committed offsets."""
-        self.turn_gaps.reset()
+        for guard in self.gaps.values():
+            guard.reset()
         self.processor.sessions_moved()
 
     # -- timers and tasks -----------------------------------------------------
@@ -438,27 +447,29 @@ class StreamApp:
                 if high is not None:
                     lag = max(0, int(high) - int(nxt or 0))
                     self.metrics.consumer_lag.labels(tp.topic, str(tp.partition)).set(lag)
-            await self._stalled_turns(consumer)
+            await self._stalled(consumer)
         except Exception:
             log.debug("lag metric unavailable", exc_info=True)
 
-    async def _stalled_turns(self, consumer: Any) -> None:
-        """A record the consumer went past without delivering, with nothing after it to
-        show the hole (the last of its partition): fetched again (two looks apart)."""
-        if self.processor.busy():
-            return
-        ends: dict[int, int] = {}
-        fetch: dict[int, int] = {}
+    async def _stalled(self, consumer: Any) -> None:
+        """A record the consumer went past without handing it to the stream, with nothing
+        after it to show the hole (the last of its partition): fetched again."""
+        ends: dict[str, dict[int, int]] = {t: {} for t in self.gaps}
+        positions: dict[str, dict[int, int]] = {t: {} for t in self.gaps}
         for tp in consumer.assignment():
-            if tp.topic != self.turns_name or tp.partition not in self.turn_gaps.next:
+            guard = self.gaps.get(tp.topic)
+            if guard is None or tp.partition not in guard.next:
                 continue
             high = consumer.highwater(tp)
             if high is None:
                 continue
-            ends[tp.partition] = int(high)
-            fetch[tp.partition] = int(await asyncio.wait_for(consumer.position(tp), 2.0))
-        for p, offset in self.turn_gaps.stalled(ends, fetch).items():
-            await self._rewind(p, offset, "the consumer went past it")
+            ends[tp.topic][tp.partition] = int(high)
+            positions[tp.topic][tp.partition] = int(
+                await asyncio.wait_for(consumer.position(tp), 2.0))
+        for topic, guard in self.gaps.items():
+            handed = {p: o for (t, p), o in self.read_offsets.read.items() if t == topic}
+            for p, offset in guard.stalled(ends[topic], positions[topic], handed).items():
+                await self._rewind(topic, p, offset, "the consumer went past it")
 
     async def extra_services(self) -> None:
         await asyncio.gather(*(factory(self.service_arg) for factory in self.services))

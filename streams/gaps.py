@@ -69,14 +69,18 @@ class SkipGuard:
                 rewind[p] = due
         return keep, rewind
 
-    def stalled(self, ends: Mapping[int, int], read_past: Mapping[int, int]) -> dict[int, int]:
-        """Partitions whose next record the topic holds (``ends``: end offsets) and the
-        consumer has gone past (``read_past``: its next fetch offset) without delivering
-        it, at two looks in a row: partition -> the offset to send it back to."""
+    def stalled(self, ends: Mapping[int, int], positions: Mapping[int, int],
+                delivered: Mapping[int, int]) -> dict[int, int]:
+        """Partitions whose next record the topic holds (``ends``: end offsets), the
+        consumer has gone past (``positions``: its next fetch offset) and the stream was
+        never handed (``delivered``: the last offset it got; a record waiting in a
+        buffer has been handed), at two looks in a row: partition -> where to go back."""
         out: dict[int, int] = {}
         for p, due in self.next.items():
-            end, position = ends.get(p), read_past.get(p)
-            if end is None or position is None or end <= due or position <= due:
+            end, position = ends.get(p), positions.get(p)
+            handed = delivered.get(p, -1)
+            if (end is None or position is None or end <= due or position <= due
+                    or handed >= due):
                 self._seen.pop(p, None)
                 continue
             if self._seen.get(p) == due and p not in self.rewinding:

@@ -30,7 +30,7 @@ class StreamMetrics:
     control_applied: Counter
     control_after_cut: Counter
     held_sessions: Gauge
-    turns_refetched: Counter
+    records_refetched: Counter
 
     @classmethod
     def create(cls, registry: CollectorRegistry | None = None) -> "StreamMetrics":
@@ -69,9 +69,10 @@ class StreamMetrics:
             held_sessions=Gauge(p + "held_sessions",
                                 "Sessions whose last window waits for more messages "
                                 "(the worker is behind its topic).", registry=reg),
-            turns_refetched=Counter(p + "turns_refetched_total",
-                                    "Times the consumer was sent back to a turn record it "
-                                    "skipped (streams.gaps).", registry=reg),
+            records_refetched=Counter(p + "records_refetched_total",
+                                      "Times the consumer was sent back to a record it "
+                                      "skipped, by topic (streams.gaps).", ["topic"],
+                                      registry=reg),
         )
 
     def serve(self, port: int, addr: str = "127.0.0.1") -> None:

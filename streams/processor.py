@@ -177,10 +177,6 @@ class Processor:
                 return []
             return await self._build_held(list(self.held))
 
-    def busy(self) -> bool:
-        """A batch, a control event or a sweep is being stored now."""
-        return self._order.locked() or self._sweep.locked()
-
     def _open(self) -> None:
         if self.quiescing:
             raise Quiesced("the worker is stopping")
