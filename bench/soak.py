@@ -2,6 +2,7 @@
 
 ```bash
 .venv/bin/python -m bench.soak [--minutes 5] [--interval 15] [--writers 8] [--search-rate 10]
+    [--recycle-mb 23 --recycle-check-s 5] [--tracemalloc]
 ```
 
 Starts a real ``memstrata serve`` (embedded broker, stream worker, stores, gRPC)
@@ -35,8 +36,14 @@ the slope of each process's peak-RSS series over the second half of the run
 make a trend) in MB per 10k messages and MB per minute, FLAT when neither
 exceeds ``--tol-mb-per-10k`` (2) and ``--tol-mb-per-min`` (2); and the Search
 p99 of all calls in the later half of that window against the earlier half,
-FLAT when at most ``1 + --p99-tol`` (1.5) times it. Output:
-``bench/out/soak.json`` and ``bench/out/soak.png``.
+FLAT when at most ``1 + --p99-tol`` (1.5) times it. Each row also has the
+IngestBatch p99 and max of its interval and the embedded broker's recycles so far
+(``memstrata_stream_broker_recycles_total``); ``--recycle-mb`` sets serve's recycle
+limit (``MEMSTRATA_KAFKA_EMBEDDED_RECYCLE_RSS_MB``, checked every ``--recycle-check-s``)
+so that recycles happen within the run. ``--tracemalloc`` traces serve's Python
+allocations and reports what grew between a snapshot at a third of the run and
+one at its end (slower: not for RSS numbers). Output:
+``bench/out/soak.json`` and ``bench/out/soak.png`` (recycles as red lines).
 Loopback only; bounded by ``--minutes`` (at most 120) and by its thread counts.
 """
 
@@ -202,6 +209,11 @@ def _proc_table() -> dict[int, tuple[int, list[str]]]:
     return out
 
 
+def process_start_gone(pid: int) -> bool:
+    """True when ``pid`` is no longer a live process."""
+    return not Path(f"/proc/{pid}/status").exists()
+
+
 def _rss_mb(pid: int) -> float:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -255,6 +267,7 @@ class Counts:
     calls: dict[str, int] = field(default_factory=dict)
     errors: dict[str, int] = field(default_factory=dict)
     searches: list[float] = field(default_factory=list)  # this interval's latencies (s)
+    ingests: list[float] = field(default_factory=list)  # this interval's IngestBatch latencies
     #: Sessions with events and no close or delete yet: key -> time of their last event.
     open_sessions: dict[str, float] = field(default_factory=dict)
     live_users: deque[str] = field(default_factory=deque)
@@ -324,9 +337,13 @@ class Driver:
                                          "user" if i % 2 == 0 else "assistant",
                                          _turn_text(rng, b * a.turns + i))
                               for s in sessions for i in range(a.turns)]
+                    t0 = time.perf_counter()
                     reply = self._do("IngestBatch", client.ingest, events)
+                    took = time.perf_counter() - t0
                     now = time.monotonic()
                     with c.lock:
+                        if reply is not None:
+                            c.ingests.append(took)
                         if reply is not None:
                             c.messages += reply.accepted
                             c.duplicates += reply.duplicates
@@ -399,7 +416,8 @@ class Driver:
 
 # -- sampling ---------------------------------------------------------------------------
 
-SERVER_GAUGES = ("open_sessions", "sessions_open", "pending", "held_sessions")
+SERVER_GAUGES = ("open_sessions", "sessions_open", "pending", "held_sessions",
+                 "broker_recycles", "broker_rss_bytes")
 
 
 class Sampler:
@@ -424,6 +442,12 @@ class Sampler:
         self.ticks: dict[str, list[float]] = {k: [] for k in self.procs}
 
     def tick(self) -> None:
+        if any(process_start_gone(p) for pids in self.procs.values() for p in pids):
+            # The broker was recycled (a new tansu): find the processes again.
+            now = processes(self.serve_pid)
+            for kind in now:
+                self.ticks.setdefault(kind, [])
+            self.procs = now
         for kind, pids in self.procs.items():
             self.ticks[kind].append(sum(_rss_mb(p) for p in pids))
 
@@ -441,8 +465,10 @@ class Sampler:
         c = self.driver.counts
         with c.lock:
             lat, c.searches = c.searches, []
+            ingests, c.ingests = c.ingests, []
             msgs, errors = c.messages, sum(c.errors.values())
         p50, p99 = percentiles_ms(lat) if lat else (math.nan, math.nan)
+        ingest_p99 = percentiles_ms(ingests)[1] if ingests else math.nan
         gauges = self._server_gauges()
         server_open = [v for k, v in gauges.items() if "open_sessions" in k or "sessions_open" in k]
         row: dict[str, Any] = {
@@ -451,6 +477,9 @@ class Sampler:
             self.driver.open_sessions(self.idle_s),
             "sessions_open_from": "server" if server_open else "client",
             "searches": len(lat), "p50_ms": p50, "p99_ms": p99, "errors": errors,
+            "ingests": len(ingests), "ingest_p99_ms": ingest_p99,
+            "ingest_max_ms": max(ingests) * 1000 if ingests else math.nan,
+            "recycles": int(sum(v for k, v in gauges.items() if "broker_recycles" in k)),
             "load": round(load_average(), 2), "server_gauges": gauges,
             "pids": {k: v for k, v in self.procs.items() if v}}
         dt = now - self.last_t
@@ -486,18 +515,26 @@ def serve_env(args: argparse.Namespace, metrics_port: int) -> tuple[dict[str, st
         "MEMSTRATA_SERVICE_PENDING_KEEP_S": 30,
         "MEMSTRATA_SERVICE_METRICS_PORT": metrics_port,
     }
+    if args.recycle_mb:
+        wanted.update({"MEMSTRATA_KAFKA_EMBEDDED_RECYCLE_RSS_MB": args.recycle_mb,
+                       "MEMSTRATA_KAFKA_EMBEDDED_RECYCLE_CHECK_S": args.recycle_check_s})
     if args.lift_limits:
         wanted.update({"MEMSTRATA_SERVICE_RATE_PER_S": 100_000, "MEMSTRATA_SERVICE_BURST": 100_000,
                        "MEMSTRATA_SERVICE_MAX_CONCURRENT": 1024,
                        "MEMSTRATA_SERVICE_QUEUE_MAX_WAIT_S": 60})
     known = {f"MEMSTRATA_STREAM_{f.upper()}" for f in StreamSettings.model_fields}
     known |= {f"MEMSTRATA_SERVICE_{f.upper()}" for f in ServiceSettings.model_fields}
+    from memstrata.kafka.settings import KafkaSettings
+
+    known |= {f"MEMSTRATA_KAFKA_{f.upper()}" for f in KafkaSettings.model_fields}
     env = {k: str(v) for k, v in wanted.items() if k in known}
     return env, sorted(set(wanted) - known)
 
 
 def _log_counts(text: str) -> dict[str, int]:
-    return {w: text.count(w) for w in ("WARNING", "ERROR", "CRITICAL", "Traceback", "overlapping")}
+    return {w: text.count(w) for w in ("WARNING", "ERROR", "CRITICAL", "Traceback", "overlapping",
+                                       "embedded broker recycled", "recycle put off",
+                                       "expected during an embedded broker recycle")}
 
 
 def log_warnings(text: str, most: int = 10) -> list[str]:
@@ -516,6 +553,62 @@ def log_warnings(text: str, most: int = 10) -> list[str]:
     return [f"{n} x {first}" for n, first in kinds.values()]
 
 
+#: ``sitecustomize`` for ``--tracemalloc``: traces ``serve`` only (the variable is taken
+#: out of the environment before any child starts) and dumps a snapshot when asked by a
+#: file ``take-N`` in the folder.
+_TRACER = """
+import os
+_dir = os.environ.pop("MEMSTRATA_SOAK_TRACEMALLOC_DIR", None)
+if _dir:
+    import threading, time, tracemalloc
+    tracemalloc.start(int(os.environ.pop("MEMSTRATA_SOAK_TRACEMALLOC_FRAMES", "6")))
+
+    def _watch():  # a file asks for a snapshot (serve's worker owns SIGUSR1 and SIGUSR2)
+        n = 1
+        while True:
+            if os.path.exists(os.path.join(_dir, "take-%d" % n)):
+                tracemalloc.take_snapshot().dump(os.path.join(_dir, "snap-%d.tm" % n))
+                open(os.path.join(_dir, "snap-%d.done" % n), "w").close()
+                n += 1
+            time.sleep(0.5)
+
+    threading.Thread(target=_watch, daemon=True, name="soak-tracemalloc").start()
+"""
+
+
+def snapshot_serve(folder: Path, n: int, timeout_s: float = 300.0) -> Path | None:
+    """Ask ``serve`` (started with the tracer) for its ``n``-th tracemalloc snapshot."""
+    (folder / f"take-{n}").touch()
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if (folder / f"snap-{n}.done").exists():
+            return folder / f"snap-{n}.tm"
+        time.sleep(0.5)
+    return None
+
+
+def snapshot_growth(first: Path, last: Path, most: int = 15) -> list[str]:
+    """What grew between two snapshots, by allocation site (largest first)."""
+    import tracemalloc
+
+    a = tracemalloc.Snapshot.load(str(first))
+    b = tracemalloc.Snapshot.load(str(last))
+    drop = [tracemalloc.Filter(False, tracemalloc.__file__),
+            tracemalloc.Filter(False, "<frozen importlib._bootstrap*>")]
+    a, b = a.filter_traces(drop), b.filter_traces(drop)
+    diff = b.compare_to(a, "traceback")
+    total_a = sum(t.size for t in a.traces) / 1e6
+    total_b = sum(t.size for t in b.traces) / 1e6
+    out = [f"Python heap traced: {total_a:.1f} MB -> {total_b:.1f} MB ({total_b - total_a:+.1f} MB); "
+           f"the rest of an RSS rise is outside it (native libraries, allocator)"]
+    for stat in diff[:most]:
+        frames = [f"{f.filename.split('site-packages/')[-1]}:{f.lineno}"
+                  for f in stat.traceback[-4:]]
+        out.append(f"{stat.size_diff / 1e6:+.2f} MB ({stat.count_diff:+d} blocks, now "
+                   f"{stat.size / 1e6:.2f} MB): " + " <- ".join(reversed(frames)))
+    return out
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from streams.broker import free_port
     from tests.support.serve_proc import ServeProcess, add_key, wait_gone
@@ -524,17 +617,36 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     env, unknown = serve_env(args, metrics_port)
     console.print(f"serve with {' '.join(f'{k}={v}' for k, v in env.items())}"
                   + (f" (not in this tree: {', '.join(unknown)})" if unknown else ""))
+    growth: list[str] = []
     with tempfile.TemporaryDirectory(prefix="memstrata-soak-") as tmp:
         data = Path(tmp)
         key = add_key(data, TENANT)
-        serve = ServeProcess(data, env)
+        traces = data / "tracemalloc"
+        serve_env_ = dict(env)
+        if args.tracemalloc:  # a sitecustomize that traces serve (slower, more memory)
+            traces.mkdir()
+            (traces / "sitecustomize.py").write_text(_TRACER)
+            serve_env_.update({"MEMSTRATA_SOAK_TRACEMALLOC_DIR": str(traces),
+                               "PYTHONPATH": os.pathsep.join(
+                                   [str(traces), os.environ.get("PYTHONPATH", "")]).rstrip(
+                                   os.pathsep)})
+        serve = ServeProcess(data, serve_env_)
         try:
             serve.wait_serving(timeout_s=180)
             driver = Driver(serve.address, key, args)
             sampler = Sampler(serve.pid, metrics_port, driver, args.idle_s)
             _print_row(sampler.sample())
             driver.start()
+            snaps: list[Path | None] = []
+            if args.tracemalloc:  # the first snapshot once warm (a third of the run)
+                _drive(args, sampler, until_s=args.minutes * 20)
+                snaps.append(snapshot_serve(traces, 1))
             _drive(args, sampler)
+            if args.tracemalloc:
+                snaps.append(snapshot_serve(traces, 2))
+                first, last = snaps
+                if first is not None and last is not None:
+                    growth = snapshot_growth(first, last)
             stuck = driver.join(timeout_s=90)
             brokers = [p for k in ("gate", "tansu") for p in processes(serve.pid)[k]]
         finally:
@@ -548,14 +660,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "calls": c.calls, "errors": c.errors, "messages": c.messages,
             "duplicates": c.duplicates, "threads_stuck": stuck, "serve_exit": exit_code,
             "broker_processes_left": left, "serve_log_counts": _log_counts(log),
-            "serve_log_warnings": log_warnings(log), "serve_log_tail": log[-3000:]}
+            "serve_log_warnings": log_warnings(log), "serve_log_tail": log[-3000:],
+            "serve_tracemalloc_growth": growth}
 
 
-def _drive(args: argparse.Namespace, sampler: Sampler) -> None:
-    total = args.minutes * 60
+def _drive(args: argparse.Namespace, sampler: Sampler, until_s: float | None = None) -> None:
+    total = args.minutes * 60 if until_s is None else until_s
     with progress() as bar:
         task = bar.add_task("soak", total=round(total))
-        next_sample = args.interval
+        next_sample = (len(sampler.rows)) * args.interval
         while (elapsed := time.monotonic() - sampler.t0) < total:
             time.sleep(min(1.0, max(0.0, next_sample - elapsed)))
             elapsed = time.monotonic() - sampler.t0
@@ -573,8 +686,9 @@ def _row_line(row: Mapping[str, Any]) -> str:
     return (f"t={row['t_s']:6.0f} s  msgs {row['messages']:>7,}  open {row['sessions_open']:>4}  "
             f"serve {row['serve_mb']:6.1f} MB  gate {row['gate_mb']:5.1f} MB  tansu "
             f"{row['tansu_mb']:6.1f} MB  Search p50/p99 {row['p50_ms']:6.1f}/"
-            f"{row['p99_ms']:6.1f} ms ({row['searches']})  errors {row['errors']}  "
-            f"load {row['load']}")
+            f"{row['p99_ms']:6.1f} ms ({row['searches']})  Ingest p99 "
+            f"{row.get('ingest_p99_ms', math.nan):6.0f} ms  recycles {row.get('recycles', 0)}  "
+            f"errors {row['errors']}  load {row['load']}")
 
 
 def _print_row(row: Mapping[str, Any]) -> None:
@@ -608,11 +722,13 @@ def report(result: dict[str, Any], args: argparse.Namespace) -> None:
     rows = result["rows"]
     print_table("Soak, per interval", [
         "t (min)", "messages", "sessions open", "serve MB", "serve peak", "gate peak", "tansu peak",
-        "serve CPU %", "broker CPU %", "searches", "p50 ms", "p99 ms", "errors", "load"],
+        "serve CPU %", "broker CPU %", "searches", "p50 ms", "p99 ms", "Ingest p99 ms",
+        "Ingest max ms", "recycles", "errors", "load"],
         [[r["t_s"] / 60, r["messages"], r["sessions_open"], r["serve_mb"], r["serve_peak_mb"],
           r["gate_peak_mb"], r["tansu_peak_mb"], r["serve_cpu_pct"],
           r["gate_cpu_pct"] + r["tansu_cpu_pct"],
-          r["searches"], r["p50_ms"], r["p99_ms"], r["errors"], r["load"]] for r in rows])
+          r["searches"], r["p50_ms"], r["p99_ms"], r.get("ingest_p99_ms"),
+          r.get("ingest_max_ms"), r.get("recycles"), r["errors"], r["load"]] for r in rows])
     trends = result["trends"]
     if "why_not" in trends:
         console.print(f"[yellow]no trend: {trends['why_not']}[/yellow]")
@@ -630,6 +746,9 @@ def report(result: dict[str, Any], args: argparse.Namespace) -> None:
                     f"later at most {1 + args.p99_tol:g}x the earlier",
                     ["earlier p99 ms", "later p99 ms", "later / earlier", "verdict"],
                     [[p["early_p99_ms"], p["late_p99_ms"], p["ratio"], _verdict(p["flat"])]])
+    if rows:
+        console.print(f"embedded broker recycles: {rows[-1].get('recycles', 0)} (the worker's "
+                      f"memstrata_stream_broker_recycles_total)")
     console.print(f"calls: {result['calls']}; messages acknowledged {result['messages']:,} "
                   f"({result['duplicates']} duplicates); serve exit {result['serve_exit']}; "
                   f"broker processes left {len(result['broker_processes_left'])}; serve log "
@@ -643,6 +762,8 @@ def report(result: dict[str, Any], args: argparse.Namespace) -> None:
         console.print("overall: " + _verdict(trends["flat"]))
     for line in result["serve_log_warnings"]:
         console.print(f"  serve log: {line}", soft_wrap=True)
+    for line in result.get("serve_tracemalloc_growth", []):
+        console.print(f"  serve grew: {line}", soft_wrap=True)
     for kind, n in sorted(result["errors"].items(), key=lambda kv: -kv[1])[:8]:
         console.print(f"  [red]{n} x {kind}[/red]")
 
@@ -659,12 +780,19 @@ def plot(result: dict[str, Any]) -> Path | None:
              label="serve, interval median")
     ax1.set_ylabel("RSS (MB)")
     ax1.legend()
-    ax1.set_title("memstrata serve soak: resident memory and Search latency")
+    ax1.set_title("memstrata serve soak: resident memory and gRPC latency "
+                  "(red lines: broker recycles)")
     for kind in ("gate", "tansu"):
         ax3.plot(t, [r[f"{kind}_peak_mb"] for r in rows], marker="o", label=f"broker {kind}")
     ax3.set_ylabel("RSS (MB), interval peak")
     ax3.legend()
     ax2.plot(t, [r["p99_ms"] for r in rows], marker="o", label="Search p99")
+    ax2.plot(t, [r.get("ingest_p99_ms") for r in rows], marker="x", label="IngestBatch p99")
+    ax2.set_yscale("log")
+    for prev, row in zip(rows, rows[1:]):  # an interval with a recycle of the broker
+        if (row.get("recycles") or 0) > (prev.get("recycles") or 0):
+            for ax in (ax1, ax3, ax2):
+                ax.axvline(row["t_s"] / 60, color="red", alpha=0.25, linewidth=1)
     ax2.plot(t, [r["p50_ms"] for r in rows], marker=".", label="Search p50")
     ax2.set_ylabel("ms")
     ax2.set_xlabel("minutes")
@@ -691,9 +819,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "delete_session_share": (float, 0.2, 0, 1), "delete_user_share": (float, 0.3, 0, 1),
         "tol_mb_per_10k": (float, 2.0, 0, 1e6), "tol_mb_per_min": (float, 2.0, 0, 1e6),
         "p99_tol": (float, 0.5, 0, 100),
+        # the embedded broker's recycle limit (MB; 0: serve's default) and check period
+        "recycle_mb": (float, 0, 0, 1_048_576), "recycle_check_s": (float, 10, 0.5, 3600),
     }
     for name, (kind, default, _, _) in bounds.items():
         ap.add_argument("--" + name.replace("_", "-"), type=kind, default=default)
+    ap.add_argument("--tracemalloc", action="store_true",
+                    help="trace serve's allocations; report what grew between a snapshot at "
+                         "a third of the run and one at its end (slower: not for RSS numbers)")
     ap.add_argument("--no-lift-limits", dest="lift_limits", action="store_false",
                     help="keep the default per-tenant limits (calls may then be refused)")
     args = ap.parse_args(argv)

@@ -22,7 +22,7 @@ from memstrata.profile_records import ProfileNotFound
 from memstrata.retrieval.hybrid import QueryError
 from memstrata.store.outage import store_failure
 from memstrata.store.types import StoreError
-from query_service.publish import ShareTooLarge, StoreFailed
+from query_service.publish import IntakePaused, ShareTooLarge, StoreFailed
 from query_service.scheduler import Shed
 from query_service.ledger import LedgerUnavailable
 from query_service.work import WorkCancelled
@@ -91,7 +91,7 @@ def status_for(exc: BaseException) -> tuple[grpc.StatusCode, str] | None:
         return grpc.StatusCode.NOT_FOUND, str(exc)
     if isinstance(exc, (Exhausted, ExecutorBusy, Shed)):  # ExecutorBusy: the workers' queues
         return grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc)
-    if isinstance(exc, (DeleteIncomplete, StoreFailed, LedgerUnavailable)):
+    if isinstance(exc, (DeleteIncomplete, StoreFailed, LedgerUnavailable, IntakePaused)):
         return grpc.StatusCode.UNAVAILABLE, str(exc)
     if isinstance(exc, StoreError):  # the backend's message (paths, SQL) stays in the log
         if store_failure(exc) == "full":
@@ -145,6 +145,8 @@ def retry_after_s(exc: BaseException) -> float | None:
     """The wait to suggest for a failure a retry can fix (a full disk, a store down)."""
     if isinstance(exc, StoreFailed):
         return RETRY_AFTER_FULL_S
+    if isinstance(exc, IntakePaused):  # the embedded broker is being recycled
+        return exc.retry_after_s
     if isinstance(exc, LedgerUnavailable):  # the default MEMSTRATA_SERVICE_LEDGER_RETRY_S
         return RETRY_AFTER_DOWN_S
     if isinstance(exc, (StoreError, DeleteIncomplete)):

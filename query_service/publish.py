@@ -33,7 +33,8 @@ from memstrata.kafka.security import start_checked
 from memstrata.kafka.settings import KafkaSettings
 from memstrata.wire import TURNS_TOPIC, TurnEvent
 
-__all__ = ["TURNS_TOPIC", "Durability", "KafkaSettings", "KafkaPublisher", "NotStored", "Placed",
+__all__ = ["TURNS_TOPIC", "Durability", "Intake", "IntakePaused", "KafkaSettings",
+           "KafkaPublisher", "NotStored", "Placed",
            "Refused", "ShareTooLarge", "StoreFailed", "StoredOffsets", "StoredPublisher",
            "TurnEvent", "TurnPublisher", "now_utc", "send_per_user"]
 
@@ -133,6 +134,27 @@ class StoredOffsets(Protocol):
     def refused(self, partition: int, offset: int) -> str | None: ...
 
 
+class Intake(Protocol):
+    """The door a recycle of the embedded broker closes (``streams.recycle.IntakeHold``)."""
+
+    async def enter(self, timeout_s: float, for_s: float) -> int | None: ...
+
+    def leave(self, token: int | None) -> None: ...
+
+    def retry_after_s(self) -> float: ...
+
+
+class IntakePaused(TimeoutError):
+    """The embedded broker is being recycled and stayed held past the wait: nothing sent."""
+
+    def __init__(self, waited_s: float, retry_after_s: float) -> None:
+        self.retry_after_s = retry_after_s
+        super().__init__(
+            f"the embedded broker is being recycled (emptied once drained) and intake stayed "
+            f"held for {waited_s:g} s; nothing of this call was sent: retry in "
+            f"{retry_after_s:.0f} s with the same message_id values")
+
+
 class Refused(ValueError):
     """The stream worker refused an event as invalid (it went to the DLQ): not stored.
 
@@ -190,14 +212,56 @@ class StoredPublisher(KafkaPublisher):
         self.progress = progress
         self.wait_s = wait_s
         self.poll_s = poll_s
+        #: Closed while the embedded broker is recycled (the worker's, when it offers one).
+        self.intake: Intake | None = getattr(progress, "intake", None)
+        #: Each sent call's intake token until its confirm ends (by id of its metadata).
+        self._tokens: dict[int, int | None] = {}
 
     async def publish(self, records: Sequence[TurnEvent],
                       timeout_s: float | None = None) -> None:
         await self.confirm(records, await self.send(records), timeout_s)
 
+    async def wait_stored(self, timeout_s: float, poll_s: float = 0.2) -> bool:
+        """As :meth:`KafkaPublisher.wait_stored`, never across a recycle of the broker.
+
+        The end offsets it waits for would not exist on a fresh broker (it numbers from
+        0 again): so it waits while a recycle runs (after one, everything published
+        before is stored) and holds off the next one until it is done.
+        """
+        if self.intake is None:
+            return await super().wait_stored(timeout_s, poll_s)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        token = await self.intake.enter(timeout_s, for_s=timeout_s + 5)
+        if token is None:
+            return False
+        try:
+            return await super().wait_stored(max(0.0, deadline - loop.time()), poll_s)
+        finally:
+            self.intake.leave(token)
+
     async def send(self, records: Sequence[TurnEvent]) -> list[Any]:
-        """Publish only (the broker holds them); :meth:`confirm` waits for the worker."""
-        return await self._send(records)
+        """Publish only (the broker holds them); :meth:`confirm` waits for the worker.
+
+        While the embedded broker is recycled this waits (at most ``wait_s``) and then
+        raises :class:`IntakePaused`; a call let through counts as in flight until its
+        :meth:`confirm` ends, so a recycle never starts under it.
+        """
+        token: int | None = None
+        if self.intake is not None:
+            # The confirm that follows waits at most wait_s too: past that, the token lapses.
+            token = await self.intake.enter(self.wait_s, for_s=2 * self.wait_s + 5)
+            if token is None:
+                raise IntakePaused(self.wait_s, self.intake.retry_after_s())
+        try:
+            metas = await self._send(records)
+        except BaseException:
+            if self.intake is not None:
+                self.intake.leave(token)
+            raise
+        if self.intake is not None:
+            self._tokens[id(metas)] = token
+        return metas
 
     async def confirm(self, records: Sequence[TurnEvent], metas: Sequence[Any],
                       timeout_s: float | None = None) -> None:
@@ -206,6 +270,14 @@ class StoredPublisher(KafkaPublisher):
         The service calls it outside its user locks, so calls for one user wait for
         the worker side by side and share its batching window.
         """
+        try:
+            await self._confirm(records, metas, timeout_s)
+        finally:
+            if self.intake is not None:
+                self.intake.leave(self._tokens.pop(id(metas), None))
+
+    async def _confirm(self, records: Sequence[TurnEvent], metas: Sequence[Any],
+                       timeout_s: float | None) -> None:
         loop = asyncio.get_running_loop()
         limit = self.wait_s if timeout_s is None else min(self.wait_s, timeout_s)
         deadline = loop.time() + limit

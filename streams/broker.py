@@ -32,12 +32,13 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NamedTuple
 
 from memstrata.config import defaults
 from memstrata.kafka import clients
 from memstrata.kafka.security import start_checked
 from memstrata.kafka.settings import BrokerLogin, KafkaSettings, write_private
+from streams.topics import DLQ as DLQ_TOPIC
 from streams.topics import TopicSpec
 
 __all__ = ["LOGIN_FILE", "PID_FILE", "BrokerError", "EmbeddedBroker", "GuardedBroker",
@@ -331,6 +332,8 @@ class GuardedBroker(EmbeddedBroker):
         self._recycle_lock = threading.Lock()
         #: Times tansu was recycled (restarted empty once drained).
         self.recycles = 0
+        #: Records of the carried topics (the DLQ) written again into a recycled tansu.
+        self.carried = 0
 
     @property
     def login_file(self) -> Path | None:
@@ -338,6 +341,9 @@ class GuardedBroker(EmbeddedBroker):
 
     def client_settings(self, base: KafkaSettings | None = None) -> KafkaSettings:
         return (base or defaults(KafkaSettings)).with_login(self.address, self.login)
+
+    def __enter__(self) -> "GuardedBroker":
+        return self.start()
 
     def start(self) -> "GuardedBroker":
         from streams.broker_gate import MECHANISMS, scram_verifier
@@ -427,23 +433,32 @@ class GuardedBroker(EmbeddedBroker):
         return dict(json.loads(buf.decode()))
 
     def recycle(self, group: str, drain: Sequence[str], topics: Mapping[str, int] | None = None,
-                on_killed: Callable[[], None] | None = None, timeout_s: float = 30.0) -> bool:
+                on_killed: Callable[[], None] | None = None, timeout_s: float = 30.0,
+                carry: Sequence[str] = (DLQ_TOPIC,)) -> bool:
         """Restart tansu empty behind the gate if ``group`` has drained ``drain``; True if so.
 
         Call it only when the stream should be drained: the gate holds every client
         while it checks, and when ``group`` has not committed to the end of every
         partition of ``drain`` it lets them go on and this returns False. Otherwise
         it SIGKILLs tansu, starts a fresh one on the same inner address, creates
-        every topic the old one had (and ``topics``, name to partitions) and calls
+        every topic the old one had (and ``topics``, name to partitions), writes the
+        records of the ``carry`` topics (the DLQ: nobody consumes them, an operator reads
+        them) into the new ones, same partition and order (new offsets), and calls
         ``on_killed`` before letting clients back in with the same address and login.
         """
         from streams.broker_gate import MECHANISMS, scram_verifier
+
+        marks = [("start", time.monotonic())]
+
+        def mark(name: str) -> None:
+            marks.append((name, time.monotonic()))
 
         with self._recycle_lock:
             # A look without holding anyone first: under steady traffic it is busy, and
             # clients are held only when a recycle is likely.
             lag, _ = asyncio.run(lag_and_layout(self.address, group, drain,
                                                 self.client_settings()))
+            mark("look")
             if any(lag.values()):
                 return False
             # A one-off login: the only client the gate lets through while it holds.
@@ -452,21 +467,42 @@ class GuardedBroker(EmbeddedBroker):
             kafka = defaults(KafkaSettings).with_login(self.address, login)
             self._command({"op": "hold", "username": login.username, "verifiers": verifiers},
                           "held", timeout_s)
+            mark("hold")
             try:
                 lag, layout = asyncio.run(lag_and_layout(self.address, group, drain, kafka))
+                mark("check")
                 if any(lag.values()):
                     return False
                 for name, partitions in (topics or {}).items():
                     layout.setdefault(name, partitions)
+                kept = asyncio.run(read_records(self.address, carry, kafka)) if carry else []
+                mark("read DLQ")
                 reply = self._command({"op": "restart"}, "restarted", timeout_s)
                 self.tansu_pid = reply.get("tansu_pid")
+                mark("restart")
                 asyncio.run(recreate_topics(self.address, layout, kafka))
+                mark("topics")
+                if kept:
+                    asyncio.run(write_records(self.address, kept, kafka))
+                    self.carried += len(kept)
+                    mark("write DLQ")
                 if on_killed is not None:
                     on_killed()
                 self.recycles += 1
                 return True
             finally:
                 self._command({"op": "release"}, "released", timeout_s)
+                mark("release")
+                log.info("embedded broker recycle steps (s): %s", ", ".join(
+                    f"{name} {t - prev:.2f}" for (_, prev), (name, t) in zip(marks, marks[1:])))
+
+    async def wait_drained(self, group: str, drain: Sequence[str], timeout_s: float) -> bool:
+        """Until ``group`` has committed every record of ``drain`` (ends read again at
+        each look); False after ``timeout_s``. Clients are not held meanwhile."""
+        from memstrata.kafka.offsets import wait_committed
+
+        return await wait_committed(self.address, group, drain, timeout_s, poll_s=0.1,
+                                    follow=True, kafka=self.client_settings())
 
     def _command(self, cmd: dict[str, Any], phase: str, timeout_s: float) -> dict[str, Any]:
         """Send one command to the gate and read its answer (BrokerError unless ``phase``)."""
@@ -562,6 +598,87 @@ async def lag_and_layout(brokers: str, group: str, drain: Sequence[str], kafka: 
     finally:
         await consumer.stop()
     return lag, {t: n for t, n in layout.items() if n > 0}
+
+
+#: The most records, and bytes, a recycle carries over from the DLQ topic; beyond
+#: that the oldest are dropped, with a WARNING that counts them.
+CARRY_MAX_RECORDS = 100_000
+CARRY_MAX_BYTES = 64 * 1024 * 1024
+
+
+class Kept(NamedTuple):
+    """One record carried over a recycle."""
+
+    topic: str
+    partition: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes], ...]
+    timestamp_ms: int
+
+
+async def read_records(brokers: str, names: Sequence[str], kafka: Any,
+                       timeout_s: float = 10.0) -> list[Kept]:
+    """Every record of ``names`` (topics missing on the broker: none), oldest first per
+    partition; past :data:`CARRY_MAX_RECORDS` or :data:`CARRY_MAX_BYTES` the oldest are
+    dropped and counted in a WARNING."""
+    from aiokafka import TopicPartition
+
+    from memstrata.kafka.ends import log_end_offsets
+
+    consumer = clients.consumer(kafka, brokers=brokers)
+    out: list[Kept] = []
+    try:
+        await consumer.start()
+        await consumer.topics()
+        tps = [TopicPartition(t, p) for t in names
+               for p in sorted(consumer.partitions_for_topic(t) or ())]
+        if not tps:
+            return []
+        ends = {tp: n for tp, n in (await log_end_offsets(consumer, tps)).items() if n > 0}
+        if not ends:
+            return []
+        consumer.assign(list(ends))
+        for tp in ends:
+            consumer.seek(tp, 0)
+        todo = dict(ends)
+        deadline = time.monotonic() + timeout_s
+        while todo and time.monotonic() < deadline:
+            batch = await consumer.getmany(*todo, timeout_ms=500)
+            for tp, msgs in batch.items():
+                out.extend(Kept(tp.topic, tp.partition, m.key, m.value, tuple(m.headers or ()),
+                                m.timestamp) for m in msgs if m.offset < ends[tp])
+                if msgs and msgs[-1].offset >= ends[tp] - 1:
+                    todo.pop(tp, None)
+        if todo:
+            log.warning("embedded broker recycle: %d DLQ partition(s) not read to their end "
+                        "in %.0f s; their unread records are not carried over", len(todo),
+                        timeout_s)
+    finally:
+        await consumer.stop()
+    dropped, size = 0, sum(len(k.value or b"") + len(k.key or b"") for k in out)
+    while out and (len(out) > CARRY_MAX_RECORDS or size > CARRY_MAX_BYTES):
+        k = out.pop(0)
+        size -= len(k.value or b"") + len(k.key or b"")
+        dropped += 1
+    if dropped:
+        log.warning("embedded broker recycle: %d DLQ record(s) dropped (the oldest; at most "
+                    "%d records and %d MB are carried over)", dropped, CARRY_MAX_RECORDS,
+                    CARRY_MAX_BYTES // (1024 * 1024))
+    return out
+
+
+async def write_records(brokers: str, records: Sequence[Kept], kafka: Any) -> None:
+    """Write ``records`` again, each to its topic and partition, in order."""
+    producer = clients.producer(kafka, brokers=brokers, acks="all")
+    await producer.start()
+    try:
+        futures = [await producer.send(k.topic, k.value, key=k.key, partition=k.partition,
+                                       timestamp_ms=k.timestamp_ms,
+                                       headers=list(k.headers) or None) for k in records]
+        await asyncio.gather(*futures)
+    finally:
+        await producer.stop()
 
 
 async def recreate_topics(brokers: str, layout: Mapping[str, int], kafka: Any) -> None:

@@ -28,7 +28,7 @@ from streams import topics
 from streams.app import ExtraService, StreamApp
 from streams.broker import GuardedBroker, ensure_topics
 from streams.metrics import StreamMetrics
-from streams.recycle import embedded_recycler
+from streams.recycle import IntakeHold, embedded_recycler, forget_changelog_offsets
 from memstrata.kafka import KafkaSettings
 from streams.settings import StreamSettings
 
@@ -74,6 +74,8 @@ class StoredTurns:
         self.done: dict[int, int] = {}
         self._refused: OrderedDict[tuple[int, int], str] = OrderedDict()
         self._keep = keep_refused
+        #: The embedded Ingest waits here while the broker is recycled (streams.recycle).
+        self.intake = IntakeHold()
 
     def reached(self, partition: int, offset: int) -> bool:
         """True once every record of ``partition`` before ``offset`` is stored or refused."""
@@ -169,7 +171,7 @@ class StreamRuntime:
             if broker is not None:
                 broker.register_metrics(metrics.registry)
                 services += embedded_recycler(broker, self.kafka, metrics.registry,
-                                              self.forget_offsets)
+                                              self.forget_offsets, intake=self.stored.intake)
             if self.stream.metrics_port:
                 metrics.serve(self.stream.metrics_port, self.stream.metrics_addr)
             app = StreamApp(memory, brokers, stream=self.stream, kafka=self.kafka,
@@ -202,8 +204,12 @@ class StreamRuntime:
     def forget_offsets(self) -> None:
         """After a recycle (a fresh broker numbers from 0): drop the offsets noted so far."""
         self.stored.done.clear()
+        self.stored._refused.clear()  # (partition, offset) pairs a fresh broker reuses
         if self.stream_app is not None:
             self.stream_app.processor.progress.forget()
+            for guard in self.stream_app.gaps.values():  # offsets start again from 0
+                guard.reset()
+            forget_changelog_offsets(self.stream_app.app)
 
 
 def _open_memory(settings: Settings) -> HostedMemory:
