@@ -404,7 +404,9 @@ class StreamApp:
         self.metrics.records_refetched.labels(topic).inc()
         log.warning("%s partition %d: record %d was skipped by the consumer (%s); "
                     "fetching again from it", topic, partition, offset, why)
-        await self.app.consumer.seek(TP(topic, partition), offset)
+        # seek_wait runs on the consumer's own thread (Faust's plain seek touches the
+        # aiokafka consumer from this loop's thread: seen to send nothing again).
+        await self.app.consumer.seek_wait({TP(topic, partition): offset})
 
     async def sessions_moved(self, sender: Any = None, **kwargs: Any) -> None:
         """Partitions moved (their table entries recovered): the idle index is rebuilt,

@@ -31,6 +31,8 @@ SURFACES: tuple[tuple[str, str, str, str], ...] = (
      "registering ReadOffsets on ``app.sensors`` (streams.app)"),
     ("faust-streaming", "faust.transport.consumer", "Consumer.position",
      "where a partition with nothing read yet starts, for the lag metric (streams.app)"),
+    ("faust-streaming", "faust.transport.consumer", "ThreadDelegateConsumer.seek_wait",
+     "sending the consumer back to a record it skipped, on its own thread (streams.gaps)"),
     ("mode-streaming", "mode", "Worker.install_signal_handlers",
      "SIGINT/SIGTERM drain before stopping (streams.worker)"),
     ("mode-streaming", "mode", "Worker.stop_and_shutdown",
