@@ -250,8 +250,9 @@ class StreamApp:
                    for tp in assigned)
 
     async def committed(self, partitions: list[int]) -> dict[int, int]:
-        return await committed_offsets(self.brokers, self.kafka.group, self.turns_name,
-                                       partitions, kafka=self.kafka)
+        got = await committed_offsets(self.brokers, self.kafka.group, self.turns_name,
+                                      partitions, kafka=self.kafka)
+        return self.gaps[self.turns_name].cap(got)  # not past a hole (streams.gaps)
 
     async def replay(self, ranges: dict[int, tuple[int, int]]) -> list[Record]:
         return await read_range(self.brokers, self.turns_name, ranges, self.kafka)

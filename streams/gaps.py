@@ -48,6 +48,16 @@ class SkipGuard:
         for p, offset in committed.items():
             self.next.setdefault(p, offset)
 
+    def cap(self, committed: Mapping[int, int]) -> dict[int, int]:
+        """The group's committed offsets, none past what this worker has been handed.
+
+        Faust commits past a hole it saw (taking it for compaction), before the
+        records are fetched again; a delete that trusted that offset would be
+        applied before them and split the batch they belong to.
+        """
+        return {p: min(o, self.next[p]) if p in self.next else o
+                for p, o in committed.items()}
+
     def admit(self, records: Sequence[tuple[int, int]]) -> tuple[list[bool], dict[int, int]]:
         """For records (partition, offset) in arrival order: which to handle now, and the
         partitions to send back (partition -> the missing offset), each asked once."""

@@ -61,3 +61,13 @@ def test_a_reset_forgets_everything() -> None:
     g.reset()
     assert not g.next and not g.rewinding
     assert g.admit([(0, 9)]) == ([True], {})
+
+
+def test_a_committed_offset_past_a_hole_is_not_trusted() -> None:
+    """Faust commits past a hole it saw; a delete waiting on that offset would be applied
+    before the hole's records are fetched again, splitting their batch."""
+    g = SkipGuard()
+    g.admit([(0, 5), (0, 8)])  # 6 and 7 never came: held back, sent back to 6
+    assert g.cap({0: 9, 1: 4}) == {0: 6, 1: 4}
+    g.admit([(0, 6), (0, 7), (0, 8)])
+    assert g.cap({0: 9}) == {0: 9}
