@@ -137,6 +137,9 @@ ROWS: tuple[Row, ...] = (
         ("bench/out/noisy_neighbour_storm.json",), _storm),
     Row("idle_sweep", "idle sweep of 50k sessions, all due / next period",
         "python -m bench.idle_sweep", ("bench/out/idle_sweep.json",), _idle),
+    Row("soak", "soak with embedded broker recycles: messages, recycles, broker RSS, "
+        "`serve` RSS growth", "python -m bench.soak --minutes 22 --interval 20 "
+        "--recycle-mb 23 --recycle-check-s 5"),
     Row("suite", "test suite (two xdist workers; target < 600 s)",
         "python -m pytest -q -n 2"),
 )
