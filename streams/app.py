@@ -44,8 +44,7 @@ from streams.outage import StoreUnavailable, settle_outage
 from streams.outbox import Outbox, publish
 from streams.gaps import SkipGuard
 from streams.processor import Processor, Quiesced
-from streams.progress import within
-from streams.progress import TurnProgress
+from streams.progress import TurnProgress, within
 from streams.records import Record
 from streams.replay import read_range
 from streams.sessions import route_of
@@ -250,8 +249,7 @@ class StreamApp:
                    for tp in assigned)
 
     async def committed(self, partitions: list[int]) -> dict[int, int]:
-        got = await committed_offsets(self.brokers, self.kafka.group, self.turns_name,
-                                      partitions, kafka=self.kafka)
+        got = await self._committed_of(self.turns_name, partitions)
         return self.gaps[self.turns_name].cap(got)  # not past a hole (streams.gaps)
 
     async def replay(self, ranges: dict[int, tuple[int, int]]) -> list[Record]:
@@ -436,43 +434,47 @@ class StreamApp:
                 self.fatal(service.crash_reason or RuntimeError(f"{service!r} crashed"))
 
     async def consumer_lag(self) -> None:
+        """The lag metric per partition of turns and control; from the same reads, the
+        records the consumer went past without handing them over (:meth:`_stalled`)."""
+        ends: dict[str, dict[int, int]] = {t: {} for t in self.gaps}
+        positions: dict[str, dict[int, int]] = {t: {} for t in self.gaps}
         try:
             consumer = self.app.consumer
             for tp in consumer.assignment():
-                if tp.topic not in (self.turns_name, topics.CONTROL):
+                guard = self.gaps.get(tp.topic)
+                if guard is None:
                     continue
                 high = consumer.highwater(tp)
                 read = self.read_offsets.read.get((tp.topic, tp.partition))
-                if read is not None:
-                    nxt: int | None = int(read) + 1
-                else:  # nothing read since the assignment: where the consumer starts
-                    nxt = await asyncio.wait_for(consumer.position(tp), 2.0)
+                position: int | None = None
+                if read is None or (high is not None and tp.partition in guard.next):
+                    at = await asyncio.wait_for(consumer.position(tp), 2.0)
+                    position = None if at is None else int(at)
+                # Nothing read since the assignment: the lag counts from where it starts.
+                nxt = int(read) + 1 if read is not None else position
                 if high is not None:
                     lag = max(0, int(high) - int(nxt or 0))
                     self.metrics.consumer_lag.labels(tp.topic, str(tp.partition)).set(lag)
-            await self._stalled(consumer)
+                    if tp.partition in guard.next and position is not None:
+                        ends[tp.topic][tp.partition] = int(high)
+                        positions[tp.topic][tp.partition] = position
         except Exception:
             log.debug("lag metric unavailable", exc_info=True)
+            return
+        await self._stalled(ends, positions)
 
-    async def _stalled(self, consumer: Any) -> None:
+    async def _stalled(self, ends: dict[str, dict[int, int]],
+                       positions: dict[str, dict[int, int]]) -> None:
         """A record the consumer went past without handing it to the stream, with nothing
         after it to show the hole (the last of its partition): fetched again."""
-        ends: dict[str, dict[int, int]] = {t: {} for t in self.gaps}
-        positions: dict[str, dict[int, int]] = {t: {} for t in self.gaps}
-        for tp in consumer.assignment():
-            guard = self.gaps.get(tp.topic)
-            if guard is None or tp.partition not in guard.next:
-                continue
-            high = consumer.highwater(tp)
-            if high is None:
-                continue
-            ends[tp.topic][tp.partition] = int(high)
-            positions[tp.topic][tp.partition] = int(
-                await asyncio.wait_for(consumer.position(tp), 2.0))
         for topic, guard in self.gaps.items():
             handed = {p: o for (t, p), o in self.read_offsets.read.items() if t == topic}
             for p, offset in guard.stalled(ends[topic], positions[topic], handed).items():
-                await self._rewind(topic, p, offset, "the consumer went past it")
+                try:
+                    await self._rewind(topic, p, offset, "the consumer went past it")
+                except Exception:
+                    log.debug("could not send the consumer back on %s[%d]", topic, p,
+                              exc_info=True)
 
     async def extra_services(self) -> None:
         await asyncio.gather(*(factory(self.service_arg) for factory in self.services))

@@ -6,6 +6,8 @@ leaf when a run fails in CI; these lines name the leaf.
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
 __all__ = ["differences"]
@@ -50,9 +52,6 @@ def _short(value: Any, width: int = 300) -> str:
 def in_topic(records: Any, differing: list[str]) -> list[str]:
     """For each session a difference names, the message ids the turns topic holds for it
     (partition@offset:id), to tell a record the broker lost from one the worker lost."""
-    import json
-    import re
-
     wanted: set[tuple[str, str, str]] = set()
     for line in differing:
         m = re.match(r"\$\.([^/.]+)/([^.]+)\.sessions\.([^.\[]+)", line)
