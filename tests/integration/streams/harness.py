@@ -18,13 +18,13 @@ from memstrata.kafka.ends import log_end_offsets
 from memstrata.model import Scope
 from streams import topics
 from streams.worker import group_lag, wait_drained
+from tests.support.serve_proc import QUICK_JOIN
 
 ROOT = Path(__file__).resolve().parents[3]
 
 #: Short group timeouts so joins, leaves and restarts settle in seconds.
 FAST = {
-    "MEMSTRATA_KAFKA_SESSION_TIMEOUT_S": "6",
-    "MEMSTRATA_KAFKA_HEARTBEAT_S": "0.5",
+    **QUICK_JOIN,
     "MEMSTRATA_KAFKA_COMMIT_INTERVAL_S": "0.5",
     "MEMSTRATA_STREAM_FRESHNESS_S": "1",
     "MEMSTRATA_STREAM_CONTROL_WAIT_S": "20",
