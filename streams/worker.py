@@ -24,6 +24,7 @@ from memstrata.config import defaults
 from memstrata.kafka import KafkaSettings, offsets
 from streams import topics
 from streams.app import StreamApp
+from streams.progress import within
 
 __all__ = ["StreamWorker", "group_lag", "run_worker", "wait_drained"]
 
@@ -132,7 +133,10 @@ class StreamWorker(faust.Worker):
         self.left: dict[tuple[str, int], int] | None = None
         #: The drain gave up but the broker did not say how much was left.
         self.uncounted = False
+        #: The drain finished: everything published before the stop was stored.
+        self.drained = False
         self._drain: asyncio.Task[bool] | None = None
+        self._forced_now: asyncio.Event | None = None
         #: A second signal stopped it without draining (the process exits 130).
         self.forced = False
         self._hard_exit: threading.Timer | None = None
@@ -165,11 +169,21 @@ class StreamWorker(faust.Worker):
             self._drain = asyncio.ensure_future(wait_drained(
                 self.stream_app.brokers, self.app.conf.id, self.drain_timeout_s,
                 kafka=self.stream_app.kafka))
-            try:
-                drained = await self._drain
-            except asyncio.CancelledError:
-                drained = False
-            if not drained:
+            # Not awaited directly: a cancelled drain closes its broker clients first,
+            # which can outlast STOP_NOW_S; a second signal counts what is left at once.
+            self._forced_now = asyncio.Event()
+            forced = asyncio.ensure_future(self._forced_now.wait())
+            await asyncio.wait({self._drain, forced}, return_when=asyncio.FIRST_COMPLETED)
+            forced.cancel()
+            if not self._drain.done():  # left to wind down on its own, its outcome unread
+                self._drain.add_done_callback(lambda t: t.cancelled() or t.exception())
+            failed = (self._drain.exception() if self._drain.done()
+                      and not self._drain.cancelled() else None)
+            if failed is not None:
+                stop_log.warning("cannot tell whether the topics drained: %s", failed)
+            self.drained = (self._drain.done() and not self._drain.cancelled()
+                            and failed is None and bool(self._drain.result()))
+            if not self.drained:
                 await self._give_up_draining()
         if not self.forced:
             await self._finish_in_hand()
@@ -201,7 +215,7 @@ class StreamWorker(faust.Worker):
         why = ("stopped by a second signal" if self.forced else
                f"not drained after {self.drain_timeout_s:.0f}s (MEMSTRATA_STREAM_DRAIN_TIMEOUT_S)")
         try:
-            self.left = await asyncio.wait_for(
+            self.left = await within(
                 group_lag(self.stream_app.brokers, self.app.conf.id,
                           kafka=self.stream_app.kafka),
                 1.0 if self.forced else COUNT_LEFT_S)
@@ -239,12 +253,14 @@ class StreamWorker(faust.Worker):
         self._no_wait_empty()
         if self._drain is not None and not self._drain.done():
             self._drain.cancel()
+        if self._forced_now is not None:
+            self._forced_now.set()
         self._hard_exit = threading.Timer(STOP_NOW_S, self._exit_now)
         self._hard_exit.daemon = True
         self._hard_exit.start()
 
     def _exit_now(self) -> None:
-        stop_log.warning("stopped without draining: %s", self.summary())
+        stop_log.warning("stopped without draining: %s", self.hard_exit_summary())
         logging.shutdown()
         for hook in self.stream_app.on_fatal:  # stops the embedded broker
             try:
@@ -256,6 +272,13 @@ class StreamWorker(faust.Worker):
     def cancel_hard_exit(self) -> None:
         if self._hard_exit is not None:
             self._hard_exit.cancel()
+
+    def hard_exit_summary(self) -> str:
+        """The summary when winding down outlasted STOP_NOW_S: the count of what was left
+        may not have finished, and an uncounted stop never reads "nothing left"."""
+        if self.left is None and not self.drained:
+            self.uncounted = True
+        return self.summary()
 
     def summary(self) -> str:
         """One line: how long it ran, what it stored, what it did not."""

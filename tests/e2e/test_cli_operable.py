@@ -248,10 +248,16 @@ def test_serve_listens_before_it_says_so_and_a_second_signal_stops_it_now(
     left = re.search(r"stopped by a second signal: (?:(\d+) turn events and (\d+) close/delete "
                      r"events|the events not yet stored \(not counted: the broker did not "
                      r"answer in time\)) are not stored; they are lost", out)
-    assert left, out
-    # Counted: some were still coming (turns, or on a slow machine only the closes that
-    # follow them).
-    assert left[1] is None or int(left[1]) + int(left[2]) > 0, out
+    if left is None:
+        # Not wound down within STOP_NOW_S (a loaded machine): the hard exit's summary
+        # must not claim that nothing was left (CI once read "nothing left unstored").
+        assert re.search(r"stopped without draining: .*what was left unstored is not "
+                         r"counted|stopped without draining: .*; up to \d+ ", out), out
+    else:
+        # Counted: some were still coming (turns, or on a slow machine only the closes
+        # that follow them).
+        assert left[1] is None or int(left[1]) + int(left[2]) > 0, out
+    assert "nothing left unstored" not in out, out
     assert "\x1b[" not in out  # a piped log has no terminal codes
     assert "Traceback" not in out and "crash" not in out
 
