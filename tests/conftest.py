@@ -16,6 +16,14 @@ import os
 import signal
 from typing import Any
 
+# Before anything imports grpc (it reads this once): the suite starts servers and CLI
+# commands with ``preexec_fn`` (a plain fork) while its own gRPC clients run. With
+# fork support on, gRPC's child handler restarted a poller in the forked child, which
+# then closed every descriptor before exec: "Epoll1Poller ... epoll_wait error: Bad
+# file descriptor" and SIGABRT, about once in 200 starts (an MCP server's, in one
+# suite run). The CLI turns it off the same way (memstrata.cli._quiet_native_libraries).
+os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
+
 import hypothesis  # noqa: F401 - imported now, not by its plugin's summary (see below)
 import pytest
 
