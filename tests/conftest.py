@@ -44,6 +44,14 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
     compile_packages()
+    # gRPC's asyncio layer shuts itself down when its last object is collected, joining
+    # its poller thread; a collection on another thread after that object's loop has
+    # closed hung there for the 300 s timeout (a failed test's traceback held a server
+    # until the next test's garbage collection). One reference held for the whole
+    # session keeps it up (each new loop still binds to it).
+    from grpc.experimental.aio import init_grpc_aio
+
+    init_grpc_aio()
 
 
 #: Under pytest-xdist (``-n 2``, the README's test command) the tests run in groups, each

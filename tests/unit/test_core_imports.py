@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.parsing import parse
+
 ROOT = Path(__file__).resolve().parents[2]
 CORE = ROOT / "memstrata"
 
@@ -42,7 +44,7 @@ def _resolve(name: str) -> str | None:
 def _imports(path: Path, *, in_functions: bool) -> set[str]:
     """Core modules ``path`` imports: at module level (annotation-only ones too)."""
     found: set[str] = set()
-    stack: list[ast.AST] = [ast.parse(path.read_text(encoding="utf-8"))]
+    stack: list[ast.AST] = [parse(path.read_text(encoding="utf-8"))]
     while stack:
         node = stack.pop()
         if not in_functions and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):

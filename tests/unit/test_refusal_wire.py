@@ -112,8 +112,14 @@ def test_a_refused_call_is_not_decoded_and_is_answered_after_its_hold(tmp_path: 
             assert servicer.decoded == 1 and servicer.served == 1
             assert pacer.held == 0
             # The hold is not latency: the refusal's recorded time is well under it.
-            total = _gauge(metrics, "memstrata_rpc_latency_seconds_sum", method="Search",
-                           code="RESOURCE_EXHAUSTED")
+            # Recorded as the handler unwinds, which may be just after the client has
+            # the status (CI once read the sum before it): wait for the count first.
+            labels = {"method": "Search", "code": "RESOURCE_EXHAUSTED"}
+            for _ in range(100):
+                if _gauge(metrics, "memstrata_rpc_latency_seconds_count", **labels) == 1:
+                    break
+                await asyncio.sleep(0.01)
+            total = _gauge(metrics, "memstrata_rpc_latency_seconds_sum", **labels)
             assert 0 < total < 0.1
             assert _gauge(metrics, "memstrata_rpc_rate_limited_total", method="Search",
                           limit="rate") == 1

@@ -26,6 +26,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.parsing import parse
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("memstrata", "query_service", "streams", "workers")
 #: Names a memory goes by in the code (``memory``, ``self.memory``).
@@ -153,7 +155,7 @@ def _sources() -> Iterator[tuple[str, ast.Module]]:
             if "memory_pb2" in path.name:
                 continue
             rel = str(path.relative_to(ROOT))
-            yield rel, ast.parse(path.read_text(encoding="utf-8"), filename=rel)
+            yield rel, parse(path.read_text(encoding="utf-8"), filename=rel)
 
 
 def test_no_host_reads_or_patches_a_memory_around_its_seams() -> None:
@@ -166,7 +168,7 @@ def test_no_boundary_function_has_any_in_its_signature() -> None:
     problems = []
     for rel, name in BOUNDARIES:
         path = ROOT / rel
-        functions = _functions(ast.parse(path.read_text(encoding="utf-8"), filename=rel))
+        functions = _functions(parse(path.read_text(encoding="utf-8"), filename=rel))
         if name not in functions:
             problems.append(f"{rel}: {name} is gone (update BOUNDARIES)")
             continue
