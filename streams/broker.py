@@ -625,6 +625,7 @@ async def read_records(brokers: str, names: Sequence[str], kafka: Any,
     from aiokafka import TopicPartition
 
     from memstrata.kafka.ends import log_end_offsets
+    from streams.replay import fetch_ranges
 
     consumer = clients.consumer(kafka, brokers=brokers)
     out: list[Kept] = []
@@ -636,20 +637,10 @@ async def read_records(brokers: str, names: Sequence[str], kafka: Any,
         if not tps:
             return []
         ends = {tp: n for tp, n in (await log_end_offsets(consumer, tps)).items() if n > 0}
-        if not ends:
-            return []
-        consumer.assign(list(ends))
-        for tp in ends:
-            consumer.seek(tp, 0)
-        todo = dict(ends)
-        deadline = time.monotonic() + timeout_s
-        while todo and time.monotonic() < deadline:
-            batch = await consumer.getmany(*todo, timeout_ms=500)
-            for tp, msgs in batch.items():
-                out.extend(Kept(tp.topic, tp.partition, m.key, m.value, tuple(m.headers or ()),
-                                m.timestamp) for m in msgs if m.offset < ends[tp])
-                if msgs and msgs[-1].offset >= ends[tp] - 1:
-                    todo.pop(tp, None)
+        got, todo = await fetch_ranges(consumer, {tp: (0, n) for tp, n in ends.items()},
+                                       timeout_s=timeout_s)
+        out = [Kept(tp.topic, tp.partition, m.key, m.value, tuple(m.headers or ()),
+                    m.timestamp) for tp in tps if tp in got for m in got[tp]]
         if todo:
             log.warning("embedded broker recycle: %d DLQ partition(s) not read to their end "
                         "in %.0f s; their unread records are not carried over", len(todo),
