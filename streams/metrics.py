@@ -31,6 +31,7 @@ class StreamMetrics:
     control_after_cut: Counter
     held_sessions: Gauge
     records_refetched: Counter
+    records_fenced: Counter
 
     @classmethod
     def create(cls, registry: CollectorRegistry | None = None) -> "StreamMetrics":
@@ -73,6 +74,9 @@ class StreamMetrics:
                                       "Times the consumer was sent back to a record it "
                                       "skipped, by topic (streams.gaps).", ["topic"],
                                       registry=reg),
+            records_fenced=Counter(p + "records_fenced_total",
+                                   "Turns handed again after a delete that covers them, not "
+                                   "stored again (streams.fences).", registry=reg),
         )
 
     def serve(self, port: int, addr: str = "127.0.0.1") -> None:

@@ -52,6 +52,7 @@ from streams.metrics import StreamMetrics
 from streams.outage import StoreUnavailable, is_transient, retried
 from streams.outbox import Outbox, dead_letter
 from streams.progress import TurnProgress, wait_for_turns
+from streams.fences import DeleteFences
 from streams.records import Record, Replay, belongs
 from streams.session_state import Group, Held, bare_meta, but_last, same_session
 from streams.sessions import OpenSessions, is_legacy_key, session_key
@@ -106,6 +107,8 @@ class Processor:
         self.progress = progress or TurnProgress()
         self.owned = owned or (lambda p: True)
         self.replay = replay
+        #: The deletes applied, so that their turns handed again are not stored again.
+        self.fences = DeleteFences()
         #: DLQ records are cut to this size (the producer refuses larger requests).
         self.dead_letter_max_bytes = (defaults(KafkaSettings).dead_letter_max_bytes()
                                       if dead_letter_max_bytes is None else dead_letter_max_bytes)
@@ -220,6 +223,11 @@ class Processor:
             except Exception as exc:  # noqa: BLE001 - a check the decoder missed: still DLQ
                 out.dead.append(self._dead(Invalid("bad_field", f"{type(exc).__name__}: "
                                                    f"{str(exc)[:200]}"), rec))
+                handled[i] = True
+                continue
+            if self.fences.covers(ev.scope, ev.session_id, rec.partition, rec.offset):
+                # Before a delete already applied (delivered again): it stays deleted.
+                self.metrics.records_fenced.inc()
                 handled[i] = True
                 continue
             group = groups.setdefault((ev.scope, ev.session_id),
@@ -488,6 +496,7 @@ class Processor:
         sid_or_none = ev.session_id if ev.type == "delete_session" else None
         async with self._order:
             await self._write(lambda: self._delete(scope, sid_or_none))
+            self.fences.note(scope, sid_or_none, ev.after or {})
             self._forget(scope, sid_or_none)
             for held in [k for k in self.held if k[0] == scope
                          and sid_or_none in (None, k[1])]:

@@ -207,6 +207,7 @@ class StreamRuntime:
         self.stored._refused.clear()  # (partition, offset) pairs a fresh broker reuses
         if self.stream_app is not None:
             self.stream_app.processor.progress.forget()
+            self.stream_app.processor.fences.clear()  # their offsets meant the old broker
             for guard in self.stream_app.gaps.values():  # offsets start again from 0
                 guard.reset()
             forget_changelog_offsets(self.stream_app.app)

@@ -71,3 +71,28 @@ def test_a_committed_offset_past_a_hole_is_not_trusted() -> None:
     assert g.cap({0: 9, 1: 4}) == {0: 6, 1: 4}
     g.admit([(0, 6), (0, 7), (0, 8)])
     assert g.cap({0: 9}) == {0: 9}
+
+
+def test_a_partition_never_handed_a_record_is_watched_from_the_committed_offset() -> None:
+    # The rebalance's new owner was handed nothing on a control partition whose only
+    # record (a delete) the consumer went past: seeded from the group's committed offset,
+    # the watch fetches it again at the second look.
+    import asyncio
+    from types import SimpleNamespace
+
+    from streams.app import StreamApp
+
+    guard = SkipGuard()
+    asked: list[list[int]] = []
+
+    async def committed_of(topic: str, partitions: list[int]) -> dict[int, int]:
+        asked.append(partitions)
+        return {p: 5 for p in partitions}
+
+    app = SimpleNamespace(gaps={"control": guard}, _committed_of=committed_of)
+    asyncio.run(StreamApp._seed(app, {"control": [2, 0]}))  # type: ignore[arg-type]
+    assert asked == [[0, 2]] and guard.next == {0: 5, 2: 5}
+    assert guard.stalled({0: 6}, {0: 6}, {}) == {}  # one look: may still be in a buffer
+    assert guard.stalled({0: 6}, {0: 6}, {}) == {0: 5}
+    asyncio.run(StreamApp._seed(app, {"control": []}))
+    assert asked == [[0, 2]]  # nothing unseeded: no broker call
