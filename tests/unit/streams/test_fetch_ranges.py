@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Any
 
 from streams.replay import fetch_ranges
 
