@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -56,6 +57,8 @@ __all__ = ["ExtraService", "SessionTable", "StreamApp", "faust_app", "idle_round
 log = logging.getLogger("memstrata.stream")
 #: How often events move from Faust's take buffer to the batcher (seconds).
 TAKE_TICK_S = 0.05
+#: How often a partition the group has never committed is asked for again (StreamApp._seed).
+SEED_RETRY_S = 60.0
 
 #: An extra asyncio service started on the worker's event loop (e.g. the gRPC
 #: server in embedded mode). It receives the worker's Memory, runs until
@@ -205,6 +208,9 @@ class StreamApp:
         #: Records the consumer skipped are held back and fetched again (streams.gaps),
         #: per topic: turns and control.
         self.gaps = {kafka.topic_turns: SkipGuard(), topics.CONTROL: SkipGuard()}
+        #: Partitions the group has never committed: asked again for a start at most
+        #: every SEED_RETRY_S (each ask is a broker connection), (topic, partition) -> when.
+        self._seed_retry_at: dict[tuple[str, int], float] = {}
         self._register()
         app.memstrata = self  # type: ignore[attr-defined]
 
@@ -412,6 +418,7 @@ class StreamApp:
         and the consumer starts again from the committed offsets."""
         for guard in self.gaps.values():
             guard.reset()
+        self._seed_retry_at.clear()
         self.processor.sessions_moved()
 
     # -- timers and tasks -----------------------------------------------------
@@ -472,14 +479,21 @@ class StreamApp:
         committed offset, so that their only record, when the consumer went past it, is
         fetched again too (a delete alone on its control partition waited out its caller's
         deadline: nothing after it showed the hole, and nothing before it started the watch)."""
+        now = time.monotonic()
         for topic, partitions in unseeded.items():
-            if not partitions:
+            due = sorted(p for p in partitions
+                         if self._seed_retry_at.get((topic, p), 0.0) <= now)
+            if not due:
                 continue
             try:
-                self.gaps[topic].start(
-                    await within(self._committed_of(topic, sorted(partitions)), 2.0))
+                got = await within(self._committed_of(topic, due), 2.0)
             except Exception as exc:  # noqa: BLE001 - the next look tries again
                 log.debug("committed offsets unavailable: %s", exc)
+                continue
+            self.gaps[topic].start(got)
+            for p in due:  # never committed: no start to watch from until it is
+                if p not in got:
+                    self._seed_retry_at[(topic, p)] = now + SEED_RETRY_S
 
     async def _stalled(self, ends: dict[str, dict[int, int]],
                        positions: dict[str, dict[int, int]]) -> None:

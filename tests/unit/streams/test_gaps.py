@@ -89,10 +89,35 @@ def test_a_partition_never_handed_a_record_is_watched_from_the_committed_offset(
         asked.append(partitions)
         return {p: 5 for p in partitions}
 
-    app = SimpleNamespace(gaps={"control": guard}, _committed_of=committed_of)
+    app = SimpleNamespace(gaps={"control": guard}, _committed_of=committed_of,
+                          _seed_retry_at={})
     asyncio.run(StreamApp._seed(app, {"control": [2, 0]}))  # type: ignore[arg-type]
     assert asked == [[0, 2]] and guard.next == {0: 5, 2: 5}
     assert guard.stalled({0: 6}, {0: 6}, {}) == {}  # one look: may still be in a buffer
     assert guard.stalled({0: 6}, {0: 6}, {}) == {0: 5}
-    asyncio.run(StreamApp._seed(app, {"control": []}))
+    asyncio.run(StreamApp._seed(app, {"control": []}))  # type: ignore[arg-type]
     assert asked == [[0, 2]]  # nothing unseeded: no broker call
+
+
+def test_a_partition_never_committed_is_asked_again_only_after_a_while() -> None:
+    import asyncio
+    from types import SimpleNamespace
+
+    from streams.app import StreamApp
+
+    guard = SkipGuard()
+    asked: list[list[int]] = []
+
+    async def committed_of(topic: str, partitions: list[int]) -> dict[int, int]:
+        asked.append(partitions)
+        return {p: 3 for p in partitions if p == 1}  # partition 0 has no commit
+
+    app = SimpleNamespace(gaps={"turns": guard}, _committed_of=committed_of,
+                          _seed_retry_at={})
+    asyncio.run(StreamApp._seed(app, {"turns": [0, 1]}))  # type: ignore[arg-type]
+    assert guard.next == {1: 3}  # no start for 0: a guess could rewind a whole partition
+    asyncio.run(StreamApp._seed(app, {"turns": [0]}))  # type: ignore[arg-type]
+    assert asked == [[0, 1]]  # not asked again at the next look (one broker call each)
+    app._seed_retry_at[("turns", 0)] = 0.0  # the retry is due
+    asyncio.run(StreamApp._seed(app, {"turns": [0]}))  # type: ignore[arg-type]
+    assert asked == [[0, 1], [0]]
