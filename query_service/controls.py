@@ -27,6 +27,7 @@ from typing import Any, Literal, TypeVar
 from memstrata.kafka import clients
 from memstrata.kafka.ends import log_end_offsets
 from memstrata.kafka.offsets import wait_committed_to
+from memstrata.kafka.ranges import fetch_ranges
 from memstrata.kafka.security import start_checked
 from memstrata.kafka.settings import KafkaSettings
 from memstrata.model import Scope
@@ -188,24 +189,14 @@ class TopicControls:
 
     async def _count_closes(self, todo: dict[Any, tuple[int, int]], key: bytes) -> int:
         reader = self._consumer
-        reader.assign(list(todo))
-        for tp, (start, _) in todo.items():
-            reader.seek(tp, start)
+        got, _ = await fetch_ranges(reader, todo)
         units = 0
-        while todo:
-            batch = await reader.getmany(*todo, timeout_ms=500)
-            for tp, msgs in batch.items():
-                stop = todo[tp][1] if tp in todo else 0
-                for m in msgs:
-                    if m.offset < stop and m.key == key:
-                        note = json.loads(m.value)
-                        if note.get("cause") == "close":
-                            units += len(note.get("unit_ids", []))
-                if msgs and msgs[-1].offset >= stop - 1:
-                    todo.pop(tp, None)
-            for tp in list(todo):
-                if await reader.position(tp) >= todo[tp][1]:
-                    todo.pop(tp)
+        for msgs in got.values():
+            for m in msgs:
+                if m.key == key:
+                    note = json.loads(m.value)
+                    if note.get("cause") == "close":
+                        units += len(note.get("unit_ids", []))
         try:
             reader.unsubscribe()  # no fetching in the background until the next close
         except Exception:  # noqa: BLE001

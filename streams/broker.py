@@ -625,7 +625,7 @@ async def read_records(brokers: str, names: Sequence[str], kafka: Any,
     from aiokafka import TopicPartition
 
     from memstrata.kafka.ends import log_end_offsets
-    from streams.replay import fetch_ranges
+    from memstrata.kafka.ranges import fetch_ranges
 
     consumer = clients.consumer(kafka, brokers=brokers)
     out: list[Kept] = []

@@ -8,6 +8,7 @@
 - :mod:`~memstrata.kafka.clients`: the one place that builds producers, consumers
   and admin clients from the settings.
 - :mod:`~memstrata.kafka.ends`: end offsets as a fetch reports them.
+- :mod:`~memstrata.kafka.ranges`: offset ranges read again by a consumer without a group.
 - :mod:`~memstrata.kafka.offsets`: how far a consumer group is behind its topics.
 
 Imports run one way, settings at the bottom (an import-linter contract in

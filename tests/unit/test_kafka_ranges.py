@@ -1,12 +1,13 @@
-"""``streams.replay.fetch_ranges``: the one loop that reads offset ranges again (the
-delete's replay and the recycle's dead-letter carry-over), against a consumer double."""
+"""``memstrata.kafka.ranges.fetch_ranges``: the one loop that reads offset ranges again
+(the delete's replay, the recycle's dead-letter carry-over, a close's unit count),
+against a consumer double."""
 
 from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
 
-from streams.replay import fetch_ranges
+from memstrata.kafka.ranges import fetch_ranges
 
 
 @dataclass(frozen=True)
