@@ -47,6 +47,7 @@ from streams.gaps import SkipGuard
 from streams.processor import Processor, Quiesced
 from streams.progress import TurnProgress, within
 from streams.records import Record
+from streams.recycle import forget_changelog_offsets
 from streams.replay import read_range
 from streams.sessions import route_of
 from memstrata.kafka import KafkaSettings
@@ -390,14 +391,24 @@ class StreamApp:
         guard = self.gaps[topic]
         first = {e.message.partition for e in events} - set(guard.next)
         if first:  # where the group left off: a hole right after it counts too
-            try:
-                guard.start(await within(self._committed_of(topic, sorted(first)), 5.0))
-            except Exception as exc:  # noqa: BLE001 - unknown start: checked from here on
-                log.debug("committed offsets unavailable: %s", exc)
+            await self._watch_from_committed(topic, sorted(first), 5.0)
         keep, rewind = guard.admit([(e.message.partition, e.message.offset) for e in events])
         for p, offset in rewind.items():
             await self._rewind(topic, p, offset, "a record after it arrived first")
         return [e for e, k in zip(events, keep, strict=True) if k]
+
+    async def _watch_from_committed(self, topic: str, partitions: list[int],
+                                    timeout_s: float) -> dict[int, int] | None:
+        """Start the skip guard of ``partitions`` at the group's committed offsets; what the
+        broker said (partitions never committed are left out), None when it did not answer
+        (unknown start: checked from the first record handed on)."""
+        try:
+            got = await within(self._committed_of(topic, partitions), timeout_s)
+        except Exception as exc:  # noqa: BLE001
+            log.debug("committed offsets unavailable: %s", exc)
+            return None
+        self.gaps[topic].start(got)
+        return got
 
     async def _committed_of(self, topic: str, partitions: list[int]) -> dict[int, int]:
         return await committed_offsets(self.brokers, self.kafka.group, topic, partitions,
@@ -412,6 +423,15 @@ class StreamApp:
         # seek_wait runs on the consumer's own thread (Faust's plain seek touches the
         # aiokafka consumer from this loop's thread: seen to send nothing again).
         await self.app.consumer.seek_wait({TP(topic, partition): offset})
+
+    def forget_offsets(self) -> None:
+        """After a recycle of the embedded broker (a fresh one numbers from 0): every
+        offset this app noted meant the old broker."""
+        self.processor.progress.forget()
+        self.processor.fences.clear()
+        for guard in self.gaps.values():
+            guard.reset()
+        forget_changelog_offsets(self.app)
 
     async def sessions_moved(self, sender: Any = None, **kwargs: Any) -> None:
         """Partitions moved (their table entries recovered): the idle index is rebuilt,
@@ -485,12 +505,9 @@ class StreamApp:
                          if self._seed_retry_at.get((topic, p), 0.0) <= now)
             if not due:
                 continue
-            try:
-                got = await within(self._committed_of(topic, due), 2.0)
-            except Exception as exc:  # noqa: BLE001 - the next look tries again
-                log.debug("committed offsets unavailable: %s", exc)
+            got = await self._watch_from_committed(topic, due, 2.0)
+            if got is None:  # the next look tries again
                 continue
-            self.gaps[topic].start(got)
             for p in due:  # never committed: no start to watch from until it is
                 if p not in got:
                     self._seed_retry_at[(topic, p)] = now + SEED_RETRY_S

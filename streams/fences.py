@@ -38,7 +38,7 @@ class DeleteFences:
         if not after:
             return
         key = (scope, session_id)
-        merged = dict(self._after.pop(key, {}))
+        merged = self._after.pop(key, {})  # moved to the newest end
         for p, o in after.items():
             merged[p] = max(merged.get(p, 0), o)
         self._after[key] = merged
@@ -47,6 +47,8 @@ class DeleteFences:
 
     def covers(self, scope: Scope, session_id: str, partition: int, offset: int) -> bool:
         """Whether a delete already applied came after this turn (so it stays deleted)."""
+        if not self._after:  # every turn of every batch asks: no hashing while none exist
+            return False
         for key in ((scope, None), (scope, session_id)):
             after = self._after.get(key)
             if after is not None and offset < after.get(partition, -1):

@@ -20,7 +20,7 @@ from streams.metrics import StreamMetrics
 from streams.records import EndOffsets, Record
 from streams.settings import StreamSettings
 
-__all__ = ["TurnProgress", "wait_for_turns"]
+__all__ = ["TurnProgress", "abandon", "wait_for_turns", "within"]
 
 log = logging.getLogger("memstrata.stream")
 
@@ -38,14 +38,19 @@ async def within(aw: Awaitable[T], timeout_s: float) -> T:
     task = asyncio.ensure_future(aw)
     done, _ = await asyncio.wait({task}, timeout=timeout_s)
     if not done:
-        task.cancel()
-        task.add_done_callback(_quiet)
+        abandon(task)
         raise TimeoutError(f"no answer within {timeout_s:.1f}s")
     return task.result()
 
 
+def abandon(task: "asyncio.Future[Any]") -> None:
+    """Cancel a call and leave it to end on its own, its outcome read when it does (so
+    asyncio does not log it as never retrieved)."""
+    task.cancel()
+    task.add_done_callback(_quiet)
+
+
 def _quiet(task: "asyncio.Future[Any]") -> None:
-    """Retrieve an abandoned call's outcome, so asyncio does not log it as never retrieved."""
     if not task.cancelled():
         task.exception()
 

@@ -30,9 +30,8 @@ import asyncio
 import functools
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 __all__ = ["IntakeHold", "Recycler", "embedded_recycler", "forget_changelog_offsets",

@@ -28,7 +28,7 @@ from streams import topics
 from streams.app import ExtraService, StreamApp
 from streams.broker import GuardedBroker, ensure_topics
 from streams.metrics import StreamMetrics
-from streams.recycle import IntakeHold, embedded_recycler, forget_changelog_offsets
+from streams.recycle import IntakeHold, embedded_recycler
 from memstrata.kafka import KafkaSettings
 from streams.settings import StreamSettings
 
@@ -94,6 +94,11 @@ class StoredTurns:
         for r in records:
             if r.offset + 1 > self.done.get(r.partition, 0):
                 self.done[r.partition] = r.offset + 1
+
+    def forget(self) -> None:
+        """A fresh broker numbers from 0 again: stored and refused offsets meant the old one."""
+        self.done.clear()
+        self._refused.clear()
 
     def watch(self, app: StreamApp) -> "StoredTurns":
         processor = app.processor
@@ -203,14 +208,9 @@ class StreamRuntime:
 
     def forget_offsets(self) -> None:
         """After a recycle (a fresh broker numbers from 0): drop the offsets noted so far."""
-        self.stored.done.clear()
-        self.stored._refused.clear()  # (partition, offset) pairs a fresh broker reuses
+        self.stored.forget()
         if self.stream_app is not None:
-            self.stream_app.processor.progress.forget()
-            self.stream_app.processor.fences.clear()  # their offsets meant the old broker
-            for guard in self.stream_app.gaps.values():  # offsets start again from 0
-                guard.reset()
-            forget_changelog_offsets(self.stream_app.app)
+            self.stream_app.forget_offsets()
 
 
 def _open_memory(settings: Settings) -> HostedMemory:

@@ -24,7 +24,7 @@ from memstrata.config import defaults
 from memstrata.kafka import KafkaSettings, offsets
 from streams import topics
 from streams.app import StreamApp
-from streams.progress import within
+from streams.progress import abandon, within
 
 __all__ = ["StreamWorker", "group_lag", "run_worker", "wait_drained"]
 
@@ -108,6 +108,21 @@ def _left_text(left: dict[tuple[str, int], int], turns_topic: str) -> str:
     return f"{turns} turn events and {controls} close/delete events"
 
 
+def _drained(drain: "asyncio.Task[bool]") -> bool:
+    """Whether the drain finished and found the topics drained. One cut short by a second
+    signal is left to wind down on its own; one that failed is logged, never taken as
+    drained."""
+    if not drain.done():
+        abandon(drain)
+        return False
+    if drain.cancelled():
+        return False
+    if (failed := drain.exception()) is not None:
+        stop_log.warning("cannot tell whether the topics drained: %s", failed)
+        return False
+    return bool(drain.result())
+
+
 class StreamWorker(faust.Worker):
     """A Faust worker that, on SIGINT/SIGTERM, first waits (bounded) for its topics to drain.
 
@@ -175,14 +190,7 @@ class StreamWorker(faust.Worker):
             forced = asyncio.ensure_future(self._forced_now.wait())
             await asyncio.wait({self._drain, forced}, return_when=asyncio.FIRST_COMPLETED)
             forced.cancel()
-            if not self._drain.done():  # left to wind down on its own, its outcome unread
-                self._drain.add_done_callback(lambda t: t.cancelled() or t.exception())
-            failed = (self._drain.exception() if self._drain.done()
-                      and not self._drain.cancelled() else None)
-            if failed is not None:
-                stop_log.warning("cannot tell whether the topics drained: %s", failed)
-            self.drained = (self._drain.done() and not self._drain.cancelled()
-                            and failed is None and bool(self._drain.result()))
+            self.drained = _drained(self._drain)
             if not self.drained:
                 await self._give_up_draining()
         if not self.forced:

@@ -73,12 +73,23 @@ def test_a_committed_offset_past_a_hole_is_not_trusted() -> None:
     assert g.cap({0: 9}) == {0: 9}
 
 
+def _app_double(gaps: dict[str, SkipGuard], committed_of: object) -> object:
+    """Not a StreamApp: the state ``StreamApp._seed`` reads, with its real helper bound."""
+    import functools
+    from types import SimpleNamespace
+
+    from streams.app import StreamApp
+
+    app = SimpleNamespace(gaps=gaps, _committed_of=committed_of, _seed_retry_at={})
+    app._watch_from_committed = functools.partial(StreamApp._watch_from_committed, app)
+    return app
+
+
 def test_a_partition_never_handed_a_record_is_watched_from_the_committed_offset() -> None:
     # The rebalance's new owner was handed nothing on a control partition whose only
     # record (a delete) the consumer went past: seeded from the group's committed offset,
     # the watch fetches it again at the second look.
     import asyncio
-    from types import SimpleNamespace
 
     from streams.app import StreamApp
 
@@ -89,8 +100,7 @@ def test_a_partition_never_handed_a_record_is_watched_from_the_committed_offset(
         asked.append(partitions)
         return {p: 5 for p in partitions}
 
-    app = SimpleNamespace(gaps={"control": guard}, _committed_of=committed_of,
-                          _seed_retry_at={})
+    app = _app_double({"control": guard}, committed_of)
     asyncio.run(StreamApp._seed(app, {"control": [2, 0]}))  # type: ignore[arg-type]
     assert asked == [[0, 2]] and guard.next == {0: 5, 2: 5}
     assert guard.stalled({0: 6}, {0: 6}, {}) == {}  # one look: may still be in a buffer
@@ -101,7 +111,6 @@ def test_a_partition_never_handed_a_record_is_watched_from_the_committed_offset(
 
 def test_a_partition_never_committed_is_asked_again_only_after_a_while() -> None:
     import asyncio
-    from types import SimpleNamespace
 
     from streams.app import StreamApp
 
@@ -112,12 +121,11 @@ def test_a_partition_never_committed_is_asked_again_only_after_a_while() -> None
         asked.append(partitions)
         return {p: 3 for p in partitions if p == 1}  # partition 0 has no commit
 
-    app = SimpleNamespace(gaps={"turns": guard}, _committed_of=committed_of,
-                          _seed_retry_at={})
+    app = _app_double({"turns": guard}, committed_of)
     asyncio.run(StreamApp._seed(app, {"turns": [0, 1]}))  # type: ignore[arg-type]
     assert guard.next == {1: 3}  # no start for 0: a guess could rewind a whole partition
     asyncio.run(StreamApp._seed(app, {"turns": [0]}))  # type: ignore[arg-type]
     assert asked == [[0, 1]]  # not asked again at the next look (one broker call each)
-    app._seed_retry_at[("turns", 0)] = 0.0  # the retry is due
+    app._seed_retry_at[("turns", 0)] = 0.0  # type: ignore[attr-defined] # the retry is due
     asyncio.run(StreamApp._seed(app, {"turns": [0]}))  # type: ignore[arg-type]
     assert asked == [[0, 1], [0]]
