@@ -344,7 +344,6 @@ class Driver:
                     with c.lock:
                         if reply is not None:
                             c.ingests.append(took)
-                        if reply is not None:
                             c.messages += reply.accepted
                             c.duplicates += reply.duplicates
                         for s in sessions:
