@@ -43,7 +43,9 @@ limit (``MEMSTRATA_KAFKA_EMBEDDED_RECYCLE_RSS_MB``, checked every ``--recycle-ch
 so that recycles happen within the run. ``--tracemalloc`` traces serve's Python
 allocations and reports what grew between a snapshot at a third of the run and
 one at its end (slower: not for RSS numbers). Output:
-``bench/out/soak.json`` and ``bench/out/soak.png`` (recycles as red lines).
+``bench/out/soak.json`` and ``bench/out/soak.png`` (recycles as red lines; ``--name``
+changes the file names). Each row also splits serve's RSS into anonymous memory
+and mapped files (``serve_anon_mb``, ``serve_file_mb``).
 Loopback only; bounded by ``--minutes`` (at most 120) and by its thread counts.
 """
 
@@ -214,10 +216,12 @@ def process_start_gone(pid: int) -> bool:
     return not Path(f"/proc/{pid}/status").exists()
 
 
-def _rss_mb(pid: int) -> float:
+def _rss_mb(pid: int, field: str = "VmRSS") -> float:
+    """A resident-memory line of ``/proc/PID/status`` in MB (``RssAnon``: heap and
+    anonymous mappings; ``RssFile``: mapped files, the stores' mmaps among them)."""
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) / 1024
     except OSError:
         pass
@@ -480,7 +484,10 @@ class Sampler:
             "ingest_max_ms": max(ingests) * 1000 if ingests else math.nan,
             "recycles": int(sum(v for k, v in gauges.items() if "broker_recycles" in k)),
             "load": round(load_average(), 2), "server_gauges": gauges,
-            "pids": {k: v for k, v in self.procs.items() if v}}
+            "pids": {k: v for k, v in self.procs.items() if v},
+            # serve's RSS split at the sample: anonymous (allocator, Python) vs mapped files
+            "serve_anon_mb": round(_rss_mb(self.serve_pid, "RssAnon"), 1),
+            "serve_file_mb": round(_rss_mb(self.serve_pid, "RssFile"), 1)}
         dt = now - self.last_t
         for kind, pids in self.procs.items():
             row[f"{kind}_mb"] = round(statistics.median(self.ticks[kind]), 1)
@@ -767,7 +774,7 @@ def report(result: dict[str, Any], args: argparse.Namespace) -> None:
         console.print(f"  [red]{n} x {kind}[/red]")
 
 
-def plot(result: dict[str, Any]) -> Path | None:
+def plot(result: dict[str, Any], name: str = "soak") -> Path | None:
     plt = pyplot_or_none()
     rows = result["rows"]
     if plt is None or len(rows) < 2:
@@ -799,11 +806,18 @@ def plot(result: dict[str, Any]) -> Path | None:
     msgs = ax2.twinx()
     msgs.plot(t, [r["messages"] for r in rows], color="grey", linestyle=":", label="messages")
     msgs.set_ylabel("messages acknowledged")
-    path = OUT_DIR / "soak.png"
+    path = OUT_DIR / f"{name}.png"
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def _file_stem(text: str) -> str:
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", text):
+        raise argparse.ArgumentTypeError(
+            f"--name must be 1-64 letters, digits, '_', '.' or '-', got {text!r}")
+    return text
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -828,6 +842,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                          "a third of the run and one at its end (slower: not for RSS numbers)")
     ap.add_argument("--no-lift-limits", dest="lift_limits", action="store_false",
                     help="keep the default per-tenant limits (calls may then be refused)")
+    ap.add_argument("--name", default="soak", type=_file_stem,
+                    help="output files bench/out/NAME.json and NAME.png (default soak)")
     args = ap.parse_args(argv)
     for name, (_, _, lo, hi) in bounds.items():
         if not lo <= getattr(args, name) <= hi:
@@ -861,10 +877,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     result["trends"] = judge(result, args)
     report(result, args)
     OUT_DIR.mkdir(parents=True, exist_ok=True)
-    out = OUT_DIR / "soak.json"
+    out = OUT_DIR / f"{args.name}.json"
     saved = {k: v for k, v in result.items() if k != "latencies"}
     out.write_text(json.dumps(_no_nan(saved), indent=2, default=str) + "\n")
-    png = plot(result)
+    png = plot(result, args.name)
     console.print(f"wrote {out}" + (f" and {png}" if png else ""))
 
 

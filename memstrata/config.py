@@ -216,6 +216,10 @@ class StoresGroup(SettingsGroup):
     #: ``write``: every upsert is committed and searchable at once; ``flush``: upserts
     #: become searchable at the next flush (much cheaper turn-at-a-time appends).
     tantivy_commit: Literal["write", "flush"] = "write"
+    #: KiB from which glibc gives an allocation its own mapping, returned when freed, in
+    #: ``serve``, ``up`` and ``worker`` (pinned: glibc's default slides up to 32 MiB, and the
+    #: stores' per-commit buffers then stay resident in its arenas); 0 leaves glibc's default.
+    malloc_mmap_threshold_kb: int = Field(128, ge=0, le=32 * 1024)
 
 
 
