@@ -112,6 +112,14 @@ def _idle(files: list[Json]) -> str:
             f"{'nothing' if later == 0 else f'{later:,} closes'}")
 
 
+def _allocator(files: list[Json]) -> str:
+    a, b = files[0]["summary"]["sliding"], files[0]["summary"]["pinned"]
+    return (f"{a['serve_median_late_mb']:.0f} -> {b['serve_median_late_mb']:.0f} MB "
+            f"(anonymous {a['serve_anon_end_mb']:.0f} -> {b['serve_anon_end_mb']:.0f}); slope "
+            f"{a['per_10k_msgs']:.0f} / {b['per_10k_msgs']:.0f} MB per 10k messages; Search p50 "
+            f"{a['search_p50_ms']:.1f} -> {b['search_p50_ms']:.1f} ms")
+
+
 ROWS: tuple[Row, ...] = (
     Row("recall_locomo", "session recall@5, LoCoMo dev (hybrid L0 retriever)",
         "memstrata eval retrieval -d $LOCOMO_PATH -f locomo -o retrieval.json",
@@ -140,6 +148,9 @@ ROWS: tuple[Row, ...] = (
     Row("soak", "soak with embedded broker recycles: messages, recycles, broker RSS, "
         "`serve` RSS growth", "python -m bench.soak --minutes 22 --interval 20 "
         "--recycle-mb 23 --recycle-check-s 5"),
+    Row("allocator", "`serve` under the soak, glibc's sliding mmap threshold -> pinned "
+        "(median RSS, second half)", "python -m bench.allocator --minutes 5",
+        ("bench/out/allocator.json",), _allocator),
     Row("suite", "test suite (two xdist workers; target < 600 s)",
         "python -m pytest -q -n 2"),
 )

@@ -712,6 +712,10 @@ def judge(result: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
     for kind in ("serve", "gate", "tansu"):
         out[kind] = asdict(rss_trend(t, msgs, [r[f"{kind}_peak_mb"] for r in rows],
                                      args.tol_mb_per_10k, args.tol_mb_per_min))
+    if all(r.get("serve_anon_mb") is not None for r in rows):
+        # judged apart: a store file unmapped (tens of MB at once) can hide a rise of the heap
+        out["serve_anon"] = asdict(rss_trend(t, msgs, [r["serve_anon_mb"] for r in rows],
+                                             args.tol_mb_per_10k, args.tol_mb_per_min))
     out["search_p99"] = asdict(latency_trend(result["latencies"][1:], args.p99_tol))
     w = second_half(len(rows))
     out["window"] = {"minutes": round((t[-1] - t[w][0]) / 60, 2),
@@ -746,7 +750,8 @@ def report(result: dict[str, Any], args: argparse.Namespace) -> None:
                     f"messages and {args.tol_mb_per_min:g} MB per minute",
                     ["process", "MB per 10k msgs", "MB per minute", "verdict"],
                     [[name, trends[name]["per_10k_msgs"], trends[name]["per_min"],
-                      _verdict(trends[name]["flat"])] for name in ("serve", "gate", "tansu")])
+                      _verdict(trends[name]["flat"])]
+                     for name in ("serve", "serve_anon", "gate", "tansu") if name in trends])
         p = trends["search_p99"]
         print_table(f"Search p99 over the second half, all calls of each half pooled. FLAT: the "
                     f"later at most {1 + args.p99_tol:g}x the earlier",

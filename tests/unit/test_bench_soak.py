@@ -146,3 +146,24 @@ def test_log_warnings_count_lines_of_one_kind_once() -> None:
         "2 x WARNING mode.timers: Timer idle is overlapping (runtime=1.30)",
         "1 x ERROR memstrata.stream.worker: store failed for 3 sessions"]
     assert len(log_warnings(log, most=1)) == 1
+
+
+def test_a_store_file_unmapped_does_not_hide_a_rising_heap() -> None:
+    """The 25-minute soak's shape: serve's total fell when Qdrant Edge unmapped a 32 MB
+    segment file, while its anonymous memory kept rising; the verdict must say RISING."""
+    from argparse import Namespace
+
+    from bench.soak import judge
+
+    rows = []
+    for i in range(12):
+        anon = 200.0 + 3.0 * i
+        files = 160.0 if i < 8 else 128.0  # one file unmapped two thirds in
+        rows.append({"t_s": 60.0 * i, "messages": 2000 * i, "serve_peak_mb": anon + files,
+                     "gate_peak_mb": 24.0, "tansu_peak_mb": 20.0, "serve_anon_mb": anon})
+    args = Namespace(tol_mb_per_10k=2.0, tol_mb_per_min=2.0, p99_tol=0.5)
+    trends = judge({"rows": rows, "latencies": [_calls(50)] * 12}, args)
+    assert trends["serve"]["flat"]  # the total alone reads flat
+    assert not trends["serve_anon"]["flat"]
+    assert trends["serve_anon"]["per_10k_msgs"] == pytest.approx(15.0)
+    assert not trends["flat"]
