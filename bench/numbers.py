@@ -146,7 +146,7 @@ ROWS: tuple[Row, ...] = (
     Row("idle_sweep", "idle sweep of 50k sessions, all due / next period",
         "python -m bench.idle_sweep", ("bench/out/idle_sweep.json",), _idle),
     Row("soak", "soak with embedded broker recycles: messages, recycles, broker RSS, "
-        "`serve` RSS growth", "python -m bench.soak --minutes 22 --interval 20 "
+        "`serve` RSS growth", "python -m bench.soak --minutes 25 --interval 30 "
         "--recycle-mb 23 --recycle-check-s 5"),
     Row("allocator", "`serve` under the soak, glibc's sliding mmap threshold -> pinned "
         "(median RSS, second half)", "python -m bench.allocator --minutes 5",
