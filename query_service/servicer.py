@@ -32,6 +32,7 @@ from memstrata.contract import Answer
 from memstrata.controller.run import Controller
 from memstrata.evidence.trace import MEMORY_ROLE
 from memstrata.limits import TurnLimits, TurnRefused, check_top_k, validate_turn
+from memstrata.unit_caches import forget_everywhere
 from memstrata.llm.usage import PriceTable
 from memstrata.model import Scope, SessionMeta, TraceStep
 from memstrata.redact.redactor import Redactor
@@ -659,6 +660,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         receipt = await route.delete(self.memory, scope, sid, before, read,
                                      self.settings.delete_wait_s)
         self.pending.forget(scope, sid)
+        forget_everywhere(scope, sid)  # applied by a worker, maybe in another process
         return pb.DeleteReply(removed=[pb.StoreCount(store=k, removed=v)
                                        for k, v in sorted(receipt.removed.items())],
                               complete=receipt.complete)

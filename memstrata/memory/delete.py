@@ -7,6 +7,7 @@ from collections.abc import Callable
 from memstrata.memory.core import MemoryCore
 from memstrata.model import Scope
 from memstrata.roles import DeleteReceipt
+from memstrata.unit_caches import forget_everywhere
 
 
 class MemoryDeletes(MemoryCore):
@@ -58,6 +59,7 @@ class MemoryDeletes(MemoryCore):
             receipt.complete = not receipt.errors
             if session_id is None:  # nothing of a forgotten user stays, its queries included
                 self.retriever.query_vectors.forget(scope)
+            forget_everywhere(scope, session_id)  # parsed units, facts, wire messages
         return receipt
 
     def _delete_docs(self, scope: Scope, session_id: str | None) -> None:

@@ -19,7 +19,6 @@ same stored text, so a unit seen by an earlier search costs one dict lookup.
 from __future__ import annotations
 
 import math
-import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -28,6 +27,7 @@ import numpy as np
 
 from memstrata.model import L0Unit
 from memstrata.retrieval import fusion, indexing
+from memstrata.unit_caches import UnitCache
 from memstrata.store.types import Hit
 from memstrata.text.terms import stems
 
@@ -61,26 +61,29 @@ class UnitFacts:
 
     Keyed by the object's identity while the entry holds the object, so a key
     cannot be reused by another object; a unit whose stored text changes is
-    parsed into a new object and gets new facts.
+    parsed into a new object and gets new facts. A delete drops the user's
+    entries (:mod:`memstrata.unit_caches`).
     """
 
     def __init__(self, size: int = 8192) -> None:
-        self.size = size
-        self._facts: dict[int, Facts] = {}
-        self._lock = threading.Lock()
+        self._cache: UnitCache[int, Facts] = UnitCache(size)
+
+    @property
+    def size(self) -> int:
+        return self._cache.size
+
+    def __len__(self) -> int:
+        return len(self._cache)
 
     def __call__(self, unit: L0Unit) -> Facts:
-        f = self._facts.get(id(unit))
-        if f is not None and f.unit is unit:
-            return f
+        entry = self._cache.get(id(unit))
+        if entry is not None and entry[0] is unit:
+            return entry[1]
         kws = tuple(indexing.lexical_keywords(unit))
         phrases = fusion.phrases(kws)
         f = Facts(unit, kws, frozenset(phrases),
                   max((p.count(" ") - 1 for p in phrases), default=0))
-        with self._lock:
-            self._facts[id(unit)] = f
-            while len(self._facts) > self.size:
-                del self._facts[next(iter(self._facts))]
+        self._cache.put(id(unit), unit, f)
         return f
 
 

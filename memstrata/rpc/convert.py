@@ -9,7 +9,6 @@ field by field). Dates travel as ISO 8601 strings: ``datetime.isoformat`` and
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
@@ -30,6 +29,7 @@ from memstrata.model import (
 )
 from memstrata.roles import DeleteReceipt, MemoryStats
 from memstrata.rpc import memory_pb2 as pb
+from memstrata.unit_caches import UnitCache
 
 __all__ = [
     "date_from_wire", "date_to_wire", "facts_from_wire", "facts_to_wire", "hit_from_wire",
@@ -82,23 +82,19 @@ class _WireUnits:
     building a ``pb.Unit`` field by field is most of the reply's cost. Keyed
     by the object's identity while the entry holds the object, so a key is
     never reused by another unit; a repeated field copies the message it is
-    given, so the cached one is never changed.
+    given, so the cached one is never changed. A delete drops the user's
+    entries (:mod:`memstrata.unit_caches`).
     """
 
     def __init__(self, size: int = 8192) -> None:
-        self.size = size
-        self._wire: dict[int, tuple[L0Unit, pb.Unit]] = {}
-        self._lock = threading.Lock()
+        self._cache: UnitCache[int, pb.Unit] = UnitCache(size)
 
     def __call__(self, unit: L0Unit) -> pb.Unit:
-        entry = self._wire.get(id(unit))
+        entry = self._cache.get(id(unit))
         if entry is not None and entry[0] is unit:
             return entry[1]
         msg = unit_to_wire(unit)
-        with self._lock:
-            self._wire[id(unit)] = (unit, msg)
-            while len(self._wire) > self.size:
-                del self._wire[next(iter(self._wire))]
+        self._cache.put(id(unit), unit, msg)
         return msg
 
 

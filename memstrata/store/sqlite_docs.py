@@ -16,13 +16,13 @@ import threading
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from memstrata.model import L0Unit, Message, Scope, SessionMeta, Turn
 from memstrata.store._errors import guard
 from memstrata.store.types import CachedLayer, DocStore, SessionTally, StoreError
+from memstrata.unit_caches import UnitCache
 
 BACKEND = "sqlite"
 _CHUNK = 500  # ids per IN (...) clause, well under SQLite's variable limit
@@ -69,7 +69,10 @@ def date_key(value: datetime | None) -> float | None:
 _KNOWN_UNITS = 50_000
 
 
-@lru_cache(maxsize=8192)
+#: Stored units parsed, by their JSON text (a delete drops its user's: memstrata.unit_caches).
+_PARSED: UnitCache[str, None] = UnitCache(8192)
+
+
 def _unit(data: str) -> L0Unit:
     """A stored unit parsed once per distinct JSON text.
 
@@ -78,7 +81,12 @@ def _unit(data: str) -> L0Unit:
     Callers share the returned object and treat it as read-only, like every
     unit the retriever hands out.
     """
-    return L0Unit.model_validate_json(data)
+    entry = _PARSED.get(data)
+    if entry is not None:
+        return entry[0]
+    unit = L0Unit.model_validate_json(data)
+    _PARSED.put(data, unit, None)
+    return unit
 
 
 class SqliteDocStore(DocStore):

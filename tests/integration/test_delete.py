@@ -86,3 +86,31 @@ def test_changing_the_window_settings_rebuilds_on_ingest(tmp_path: Path, embedde
         report = m.ingest(sessions)
         assert report.unchanged == 0 and report.sessions == len(sessions)
         assert m.ingest(sessions).unchanged == len(sessions)
+
+
+LEO = Scope(tenant_id="acme", user_id="leo")
+
+
+def test_a_delete_leaves_none_of_the_users_units_in_the_process_caches(tmp_path: Path,
+                                                                       embedder) -> None:
+    """Searches fill the parsed-unit, facts and wire caches; a deleted session's, then a
+    deleted user's units must leave them all (they hold the text until pushed out)."""
+    from memstrata.rpc.convert import hit_to_wire
+    from memstrata.unit_caches import held_units
+
+    def held(scope: Scope, session_id: str | None = None) -> list[str]:
+        return [u.id for u in held_units()
+                if u.scope == scope and session_id in (None, u.session_id)]
+
+    with open_memory(tmp_path, embedder) as m:
+        m.ingest(read_file(SAMPLE).sessions)
+        for scope in (MAYA, LEO):
+            for hit in m.search(scope, ["sister trip food", "dog walk"], top_k=10):
+                hit_to_wire(hit)  # what a Search reply does
+        assert held(MAYA, TRIP) and held(LEO)
+        m.delete(MAYA, TRIP)
+        assert held(MAYA, TRIP) == []
+        assert held(MAYA) and held(LEO)  # the rest stays cached
+        m.delete(MAYA)
+        assert held(MAYA) == []
+        assert held(LEO)

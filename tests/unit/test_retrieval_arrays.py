@@ -260,4 +260,4 @@ def test_unit_facts_follow_the_unit_object():
     assert facts(b).phrases == {" yoga "}  # same id, another object: its own facts
     for i in range(3):  # bounded: the oldest goes first
         facts(a.model_copy(update={"id": f"c{i}"}))
-    assert len(facts._facts) == 2
+    assert len(facts) == 2

@@ -1,0 +1,70 @@
+"""Process caches that hold L0 units, and forgetting a user's or a session's units in all of them.
+
+Searches parse, derive and serialise the same units again and again, so three
+caches keep them: the doc store's parsed units (by stored text), the
+retriever's per-unit facts and the wire messages (by unit object). Each is
+bounded, but an entry holds the unit's text until it is pushed out, which under
+a steady load took minutes (the soak's ``serve`` grew by these caches filling).
+A delete must not leave a user's text in the process, so every cache registers
+here and :func:`forget_everywhere` drops the user's or the session's entries
+from all of them.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import Generic, TypeVar
+
+from memstrata.model import L0Unit, Scope
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+_ALL: weakref.WeakSet[UnitCache] = weakref.WeakSet()  # type: ignore[type-arg]
+
+
+class UnitCache(Generic[K, V]):
+    """At most ``size`` entries, each a unit and a value, oldest out first; thread-safe."""
+
+    def __init__(self, size: int = 8192) -> None:
+        self.size = size
+        self._entries: dict[K, tuple[L0Unit, V]] = {}
+        self._lock = threading.Lock()
+        _ALL.add(self)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, key: K) -> tuple[L0Unit, V] | None:
+        return self._entries.get(key)
+
+    def put(self, key: K, unit: L0Unit, value: V) -> None:
+        with self._lock:
+            self._entries[key] = (unit, value)
+            while len(self._entries) > self.size:
+                del self._entries[next(iter(self._entries))]
+
+    def forget(self, scope: Scope, session_id: str | None = None) -> int:
+        """Drop the entries of one user (or one of its sessions); how many went."""
+        with self._lock:
+            gone = [k for k, (u, _) in self._entries.items()
+                    if u.scope == scope and session_id in (None, u.session_id)]
+            for k in gone:
+                del self._entries[k]
+        return len(gone)
+
+    def units(self) -> list[L0Unit]:
+        """The units held now (a copy)."""
+        with self._lock:
+            return [u for u, _ in self._entries.values()]
+
+
+def forget_everywhere(scope: Scope, session_id: str | None = None) -> int:
+    """Drop a user's (or a session's) units from every cache in this process."""
+    return sum(cache.forget(scope, session_id) for cache in list(_ALL))
+
+
+def held_units() -> list[L0Unit]:
+    """Every unit any cache in this process holds (for tests and diagnostics)."""
+    return [u for cache in list(_ALL) for u in cache.units()]
