@@ -28,6 +28,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from memstrata.native_heap import MAX_KIB
+
 from bench._common import OUT_DIR, ROOT, console, load_average, print_table, pyplot_or_none
 
 SETTING = "MEMSTRATA_MALLOC_MMAP_THRESHOLD_KB"
@@ -100,8 +102,8 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     if not 1 <= args.minutes <= 60:
         ap.error(f"--minutes must be within 1..60, got {args.minutes:g}")
-    if not 1 <= args.pinned_kb <= 32 * 1024:
-        ap.error(f"--pinned-kb must be within 1..32768, got {args.pinned_kb}")
+    if not 1 <= args.pinned_kb <= MAX_KIB:
+        ap.error(f"--pinned-kb must be within 1..{MAX_KIB}, got {args.pinned_kb}")
     console.print(f"two soaks of {args.minutes:g} min, load average {load_average():.2f} "
                   f"on {os.cpu_count()} cores")
     runs = {"sliding": soak("allocator-sliding", 0, args),

@@ -38,6 +38,7 @@ from pydantic import (
 from pydantic_settings import BaseSettings, EnvSettingsSource, SettingsConfigDict
 
 from memstrata.limits import MAX_TOP_K
+from memstrata.native_heap import MAX_KIB as MMAP_THRESHOLD_MAX_KIB
 
 ENV_PREFIX = "MEMSTRATA_"
 
@@ -219,7 +220,7 @@ class StoresGroup(SettingsGroup):
     #: KiB from which glibc gives an allocation its own mapping, returned when freed, in
     #: ``serve``, ``up`` and ``worker`` (pinned: glibc's default slides up to 32 MiB, and the
     #: stores' per-commit buffers then stay resident in its arenas); 0 leaves glibc's default.
-    malloc_mmap_threshold_kb: int = Field(128, ge=0, le=32 * 1024)
+    malloc_mmap_threshold_kb: int = Field(128, ge=0, le=MMAP_THRESHOLD_MAX_KIB)
 
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections.abc import Callable
 from typing import Generic, TypeVar
 
 from memstrata.model import L0Unit, Scope
@@ -58,6 +59,27 @@ class UnitCache(Generic[K, V]):
         """The units held now (a copy)."""
         with self._lock:
             return [u for u, _ in self._entries.values()]
+
+
+class PerUnit(UnitCache[int, V]):
+    """A value derived from each unit object, made once by ``derive``.
+
+    Keyed by the object's identity while the entry holds the object, so a key is
+    never reused by another unit; a unit whose stored text changes is parsed into
+    a new object and gets a new value.
+    """
+
+    def __init__(self, derive: Callable[[L0Unit], V], size: int = 8192) -> None:
+        super().__init__(size)
+        self._derive = derive
+
+    def __call__(self, unit: L0Unit) -> V:
+        entry = self.get(id(unit))
+        if entry is not None and entry[0] is unit:
+            return entry[1]
+        value = self._derive(unit)
+        self.put(id(unit), unit, value)
+        return value
 
 
 def forget_everywhere(scope: Scope, session_id: str | None = None) -> int:

@@ -27,7 +27,7 @@ import numpy as np
 
 from memstrata.model import L0Unit
 from memstrata.retrieval import fusion, indexing
-from memstrata.unit_caches import UnitCache
+from memstrata.unit_caches import PerUnit
 from memstrata.store.types import Hit
 from memstrata.text.terms import stems
 
@@ -56,35 +56,20 @@ class Facts:
         return self._held
 
 
-class UnitFacts:
-    """:class:`Facts` per unit object, bounded (oldest out first), thread-safe.
+def unit_facts(unit: L0Unit) -> Facts:
+    """What one unit brings to a search, derived from its keywords."""
+    kws = tuple(indexing.lexical_keywords(unit))
+    phrases = fusion.phrases(kws)
+    return Facts(unit, kws, frozenset(phrases),
+                 max((p.count(" ") - 1 for p in phrases), default=0))
 
-    Keyed by the object's identity while the entry holds the object, so a key
-    cannot be reused by another object; a unit whose stored text changes is
-    parsed into a new object and gets new facts. A delete drops the user's
-    entries (:mod:`memstrata.unit_caches`).
-    """
+
+class UnitFacts(PerUnit[Facts]):
+    """:class:`Facts` per unit object, bounded (oldest out first), thread-safe; a
+    delete drops the user's entries (:mod:`memstrata.unit_caches`)."""
 
     def __init__(self, size: int = 8192) -> None:
-        self._cache: UnitCache[int, Facts] = UnitCache(size)
-
-    @property
-    def size(self) -> int:
-        return self._cache.size
-
-    def __len__(self) -> int:
-        return len(self._cache)
-
-    def __call__(self, unit: L0Unit) -> Facts:
-        entry = self._cache.get(id(unit))
-        if entry is not None and entry[0] is unit:
-            return entry[1]
-        kws = tuple(indexing.lexical_keywords(unit))
-        phrases = fusion.phrases(kws)
-        f = Facts(unit, kws, frozenset(phrases),
-                  max((p.count(" ") - 1 for p in phrases), default=0))
-        self._cache.put(id(unit), unit, f)
-        return f
+        super().__init__(unit_facts, size)
 
 
 def query_grams(query_tokens: Sequence[str], longest: int) -> frozenset[str]:

@@ -29,7 +29,7 @@ from memstrata.model import (
 )
 from memstrata.roles import DeleteReceipt, MemoryStats
 from memstrata.rpc import memory_pb2 as pb
-from memstrata.unit_caches import UnitCache
+from memstrata.unit_caches import PerUnit
 
 __all__ = [
     "date_from_wire", "date_to_wire", "facts_from_wire", "facts_to_wire", "hit_from_wire",
@@ -74,31 +74,12 @@ def unit_from_wire(unit: pb.Unit, scope: Scope) -> L0Unit:
                   source_ids=list(unit.source_ids))
 
 
-class _WireUnits:
-    """``pb.Unit`` per unit object, bounded (oldest out first), thread-safe.
-
-    A Search reply holds up to 100 units, mostly the same ones search after
-    search (the doc store hands out one parsed object per stored text), and
-    building a ``pb.Unit`` field by field is most of the reply's cost. Keyed
-    by the object's identity while the entry holds the object, so a key is
-    never reused by another unit; a repeated field copies the message it is
-    given, so the cached one is never changed. A delete drops the user's
-    entries (:mod:`memstrata.unit_caches`).
-    """
-
-    def __init__(self, size: int = 8192) -> None:
-        self._cache: UnitCache[int, pb.Unit] = UnitCache(size)
-
-    def __call__(self, unit: L0Unit) -> pb.Unit:
-        entry = self._cache.get(id(unit))
-        if entry is not None and entry[0] is unit:
-            return entry[1]
-        msg = unit_to_wire(unit)
-        self._cache.put(id(unit), unit, msg)
-        return msg
-
-
-_wire_unit = _WireUnits()
+#: ``pb.Unit`` per unit object (memstrata.unit_caches.PerUnit). A Search reply holds up
+#: to 100 units, mostly the same ones search after search (the doc store hands out one
+#: parsed object per stored text), and building a ``pb.Unit`` field by field is most of
+#: the reply's cost; a repeated field copies the message it is given, so the cached one
+#: is never changed.
+_wire_unit: PerUnit[pb.Unit] = PerUnit(unit_to_wire)
 
 
 def hit_to_wire(hit: SessionHit) -> pb.SessionHit:
