@@ -39,6 +39,8 @@ from pydantic_settings import BaseSettings, EnvSettingsSource, SettingsConfigDic
 
 from memstrata.limits import MAX_TOP_K
 from memstrata.native_heap import MAX_KIB as MMAP_THRESHOLD_MAX_KIB
+from memstrata.unit_caches import DEFAULT_ENTRIES as UNIT_CACHE_ENTRIES
+from memstrata.unit_caches import MAX_ENTRIES as UNIT_CACHE_MAX_ENTRIES
 
 ENV_PREFIX = "MEMSTRATA_"
 
@@ -221,6 +223,10 @@ class StoresGroup(SettingsGroup):
     #: ``serve``, ``up`` and ``worker`` (pinned: glibc's default slides up to 32 MiB, and the
     #: stores' per-commit buffers then stay resident in its arenas); 0 leaves glibc's default.
     malloc_mmap_threshold_kb: int = Field(128, ge=0, le=MMAP_THRESHOLD_MAX_KIB)
+    #: Units each of the process's three unit caches keeps (parsed units, their search
+    #: facts, their wire messages) in ``serve``, ``up`` and ``worker``: about 30 MB of
+    #: heap per 8,192 together, which a steady load fills within minutes; 0: no caching.
+    unit_cache_entries: int = Field(UNIT_CACHE_ENTRIES, ge=0, le=UNIT_CACHE_MAX_ENTRIES)
 
 
 

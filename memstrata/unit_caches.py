@@ -7,7 +7,8 @@ bounded, but an entry holds the unit's text until it is pushed out, which under
 a steady load took minutes (the soak's ``serve`` grew by these caches filling).
 A delete must not leave a user's text in the process, so every cache registers
 here and :func:`forget_everywhere` drops the user's or the session's entries
-from all of them.
+from all of them, and :func:`set_bound` sizes all of them at once
+(``MEMSTRATA_UNIT_CACHE_ENTRIES`` in ``serve``, ``up`` and ``worker``).
 """
 
 from __future__ import annotations
@@ -24,12 +25,18 @@ V = TypeVar("V")
 
 _ALL: weakref.WeakSet[UnitCache] = weakref.WeakSet()  # type: ignore[type-arg]
 
+#: Entries each cache holds unless told otherwise; :func:`set_bound` changes it.
+DEFAULT_ENTRIES = 8192
+#: The most a setting may ask for (about 30 MB of units and facts per 8,192 entries).
+MAX_ENTRIES = 1_000_000
+_bound = DEFAULT_ENTRIES
+
 
 class UnitCache(Generic[K, V]):
     """At most ``size`` entries, each a unit and a value, oldest out first; thread-safe."""
 
-    def __init__(self, size: int = 8192) -> None:
-        self.size = size
+    def __init__(self, size: int | None = None) -> None:
+        self.size = _bound if size is None else size
         self._entries: dict[K, tuple[L0Unit, V]] = {}
         self._lock = threading.Lock()
         _ALL.add(self)
@@ -43,8 +50,17 @@ class UnitCache(Generic[K, V]):
     def put(self, key: K, unit: L0Unit, value: V) -> None:
         with self._lock:
             self._entries[key] = (unit, value)
-            while len(self._entries) > self.size:
-                del self._entries[next(iter(self._entries))]
+            self._trim()
+
+    def resize(self, size: int) -> None:
+        """Hold at most ``size`` entries from now on (the oldest go at once)."""
+        with self._lock:
+            self.size = size
+            self._trim()
+
+    def _trim(self) -> None:
+        while len(self._entries) > self.size:
+            del self._entries[next(iter(self._entries))]
 
     def forget(self, scope: Scope, session_id: str | None = None) -> int:
         """Drop the entries of one user (or one of its sessions); how many went."""
@@ -69,7 +85,7 @@ class PerUnit(UnitCache[int, V]):
     a new object and gets a new value.
     """
 
-    def __init__(self, derive: Callable[[L0Unit], V], size: int = 8192) -> None:
+    def __init__(self, derive: Callable[[L0Unit], V], size: int | None = None) -> None:
         super().__init__(size)
         self._derive = derive
 
@@ -80,6 +96,17 @@ class PerUnit(UnitCache[int, V]):
         value = self._derive(unit)
         self.put(id(unit), unit, value)
         return value
+
+
+def set_bound(entries: int) -> None:
+    """Bound every cache in this process, and those made later, at ``entries`` each
+    (0: nothing is cached)."""
+    global _bound
+    if not 0 <= entries <= MAX_ENTRIES:
+        raise ValueError(f"unit_cache_entries: {entries} is outside 0..{MAX_ENTRIES}")
+    _bound = entries
+    for cache in list(_ALL):
+        cache.resize(entries)
 
 
 def forget_everywhere(scope: Scope, session_id: str | None = None) -> int:

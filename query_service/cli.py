@@ -201,7 +201,7 @@ def serve(
     """
     from query_service.keys import KeysFileError, read_keys_file
     from memstrata.cli.check_cmd import refuse_if_damaged
-    from memstrata.native_heap import pin_mmap_threshold
+    from memstrata import process_memory
     from query_service.server import bind_problem
 
     from memstrata.kafka import KafkaSettings
@@ -211,7 +211,7 @@ def serve(
              if v is not None}
     config = _config(data_dir, **({"service": given} if given else {}))
     settings = config.settings
-    pin_mmap_threshold(settings.malloc_mmap_threshold_kb)
+    process_memory.apply(settings)
     refuse_if_damaged(settings)
     from query_service.audit_cli import service_settings
 

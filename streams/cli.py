@@ -184,7 +184,7 @@ def _run(data_dir: Path | None, embedded_broker: bool) -> None:
 
     from memstrata.cli import setup_logging
     from memstrata.cli.locked import exit_locked
-    from memstrata.native_heap import pin_mmap_threshold
+    from memstrata import process_memory
     from memstrata.roles import DataDirLocked
 
     stream, kafka = _stream_settings(data_dir)
@@ -192,7 +192,7 @@ def _run(data_dir: Path | None, embedded_broker: bool) -> None:
     from streams.runtime import StreamRuntime
 
     settings = _settings(data_dir)
-    pin_mmap_threshold(settings.malloc_mmap_threshold_kb)
+    process_memory.apply(settings)
     setup_logging(stream.log_level.upper())
     logging.getLogger("memstrata.stream.worker").setLevel(
         min(logging.INFO, logging.getLevelName(stream.log_level.upper())))

@@ -68,7 +68,7 @@ class UnitFacts(PerUnit[Facts]):
     """:class:`Facts` per unit object, bounded (oldest out first), thread-safe; a
     delete drops the user's entries (:mod:`memstrata.unit_caches`)."""
 
-    def __init__(self, size: int = 8192) -> None:
+    def __init__(self, size: int | None = None) -> None:
         super().__init__(unit_facts, size)
 
 

@@ -70,7 +70,7 @@ _KNOWN_UNITS = 50_000
 
 
 #: Stored units parsed, by their JSON text (a delete drops its user's: memstrata.unit_caches).
-_PARSED: UnitCache[str, None] = UnitCache(8192)
+_PARSED: UnitCache[str, None] = UnitCache()
 
 
 def _unit(data: str) -> L0Unit:
