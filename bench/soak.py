@@ -40,7 +40,9 @@ FLAT when at most ``1 + --p99-tol`` (1.5) times it. Each row also has the
 IngestBatch p99 and max of its interval and the embedded broker's recycles so far
 (``memstrata_stream_broker_recycles_total``); ``--recycle-mb`` sets serve's recycle
 limit (``MEMSTRATA_KAFKA_EMBEDDED_RECYCLE_RSS_MB``, checked every ``--recycle-check-s``)
-so that recycles happen within the run. ``--tracemalloc`` traces serve's Python
+so that recycles happen within the run; ``--cache-max-entries`` caps serve's process
+caches (``MEMSTRATA_CACHE_MAX_ENTRIES``) so that they are full within minutes, not
+hours, as the timers are shortened. ``--tracemalloc`` traces serve's Python
 allocations and reports what grew between a snapshot at a third of the run and
 one at its end (slower: not for RSS numbers). Output:
 ``bench/out/soak.json`` and ``bench/out/soak.png`` (recycles as red lines; ``--name``
@@ -420,7 +422,7 @@ class Driver:
 # -- sampling ---------------------------------------------------------------------------
 
 SERVER_GAUGES = ("open_sessions", "sessions_open", "pending", "held_sessions",
-                 "broker_recycles", "broker_rss_bytes")
+                 "broker_recycles", "broker_rss_bytes", "process_cache")
 
 
 class Sampler:
@@ -524,6 +526,8 @@ def serve_env(args: argparse.Namespace, metrics_port: int) -> tuple[dict[str, st
     if args.recycle_mb:
         wanted.update({"MEMSTRATA_KAFKA_EMBEDDED_RECYCLE_RSS_MB": args.recycle_mb,
                        "MEMSTRATA_KAFKA_EMBEDDED_RECYCLE_CHECK_S": args.recycle_check_s})
+    if args.cache_max_entries is not None:
+        wanted["MEMSTRATA_CACHE_MAX_ENTRIES"] = args.cache_max_entries
     if args.lift_limits:
         wanted.update({"MEMSTRATA_SERVICE_RATE_PER_S": 100_000, "MEMSTRATA_SERVICE_BURST": 100_000,
                        "MEMSTRATA_SERVICE_MAX_CONCURRENT": 1024,
@@ -533,6 +537,9 @@ def serve_env(args: argparse.Namespace, metrics_port: int) -> tuple[dict[str, st
     from memstrata.kafka.settings import KafkaSettings
 
     known |= {f"MEMSTRATA_KAFKA_{f.upper()}" for f in KafkaSettings.model_fields}
+    from memstrata.config import Settings
+
+    known |= {f"MEMSTRATA_{f.upper()}" for f in Settings.model_fields}
     env = {k: str(v) for k, v in wanted.items() if k in known}
     return env, sorted(set(wanted) - known)
 
@@ -760,6 +767,11 @@ def report(result: dict[str, Any], args: argparse.Namespace) -> None:
     if rows:
         console.print(f"embedded broker recycles: {rows[-1].get('recycles', 0)} (the worker's "
                       f"memstrata_stream_broker_recycles_total)")
+        g = rows[-1].get("server_gauges", {})
+        if "memstrata_process_cache_entries" in g:
+            console.print(f"process caches at the end: {g['memstrata_process_cache_entries']:,.0f} "
+                          f"of {g.get('memstrata_process_cache_bound_entries', math.nan):,.0f} "
+                          "entries (memstrata_process_cache_entries)")
     console.print(f"calls: {result['calls']}; messages acknowledged {result['messages']:,} "
                   f"({result['duplicates']} duplicates); serve exit {result['serve_exit']}; "
                   f"broker processes left {len(result['broker_processes_left'])}; serve log "
@@ -842,6 +854,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     }
     for name, (kind, default, _, _) in bounds.items():
         ap.add_argument("--" + name.replace("_", "-"), type=kind, default=default)
+    ap.add_argument("--cache-max-entries", type=int, default=None, metavar="N",
+                    help="serve's MEMSTRATA_CACHE_MAX_ENTRIES: a low cap fills the process "
+                         "caches within minutes, as the shortened timers compress hours "
+                         "(default: their own bounds)")
     ap.add_argument("--tracemalloc", action="store_true",
                     help="trace serve's allocations; report what grew between a snapshot at "
                          "a third of the run and one at its end (slower: not for RSS numbers)")
@@ -854,6 +870,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         if not lo <= getattr(args, name) <= hi:
             ap.error(f"--{name.replace('_', '-')} must be within {lo:g}..{hi:g}, "
                      f"got {getattr(args, name)}")
+    if args.cache_max_entries is not None and not 0 <= args.cache_max_entries <= 1_000_000:
+        ap.error(f"--cache-max-entries must be within 0..1000000, got {args.cache_max_entries}")
     if args.close_share + args.delete_session_share > 1:
         ap.error("--close-share plus --delete-session-share must be at most 1, got "
                  f"{args.close_share + args.delete_session_share:g}")

@@ -41,6 +41,7 @@ from memstrata.limits import MAX_TOP_K
 from memstrata.native_heap import MAX_KIB as MMAP_THRESHOLD_MAX_KIB
 from memstrata.unit_caches import DEFAULT_ENTRIES as UNIT_CACHE_ENTRIES
 from memstrata.unit_caches import MAX_ENTRIES as UNIT_CACHE_MAX_ENTRIES
+from memstrata.memo import MAX_CAP as MEMO_MAX_CAP
 
 ENV_PREFIX = "MEMSTRATA_"
 
@@ -227,6 +228,11 @@ class StoresGroup(SettingsGroup):
     #: facts, their wire messages) in ``serve``, ``up`` and ``worker``: about 30 MB of
     #: heap per 8,192 together, which a steady load fills within minutes; 0: no caching.
     unit_cache_entries: int = Field(UNIT_CACHE_ENTRIES, ge=0, le=UNIT_CACHE_MAX_ENTRIES)
+    #: A cap on the entries of every process cache in ``serve``, ``up`` and ``worker``: the
+    #: unit caches and the text helpers' memo caches (words, phrases, lines; up to 65,536
+    #: entries each, which real traffic takes hours to fill). Unset: each keeps its own
+    #: bound; lower it for a smaller, sooner-flat heap at some cost in CPU; 0: none cache.
+    cache_max_entries: int | None = Field(None, ge=0, le=MEMO_MAX_CAP)
 
 
 

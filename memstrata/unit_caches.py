@@ -114,6 +114,11 @@ def forget_everywhere(scope: Scope, session_id: str | None = None) -> int:
     return sum(cache.forget(scope, session_id) for cache in list(_ALL))
 
 
+def caches() -> list[UnitCache]:  # type: ignore[type-arg]
+    """Every unit cache alive in this process."""
+    return list(_ALL)
+
+
 def held_units() -> list[L0Unit]:
     """Every unit any cache in this process holds (for tests and diagnostics)."""
     return [u for cache in list(_ALL) for u in cache.units()]

@@ -29,6 +29,7 @@ from memstrata.controller.config import ControllerSettings
 from memstrata.executor import Closable
 from memstrata.limits import TurnLimits
 from memstrata.llm.metrics import register_llm_metrics
+from memstrata.process_memory import register_cache_metrics
 from memstrata.redact.metrics import register_redaction_metrics
 from memstrata.llm.usage import PriceTable
 from memstrata.model import Scope
@@ -245,6 +246,8 @@ async def build_server(
                          getattr(chat, "meter", None))  # a scripted chat may have none
     # memstrata_redactions_total{tenant,kind}: once, if serve's stream worker has not already.
     register_redaction_metrics(metrics.registry, memory, included=extra_metrics)
+    # memstrata_process_cache_entries{cache}: the process caches' fill against their bound.
+    register_cache_metrics(metrics.registry, included=extra_metrics)
     servicer = MemoryServicer(memory, settings, controller_settings, chat, pools, metrics,
                               gate, spend, publisher,
                               prices, turn_limits=turn_limits)

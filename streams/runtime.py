@@ -23,6 +23,7 @@ from memstrata.kafka import write_broker_file as _record_broker
 from memstrata.limits import TurnLimits
 from memstrata.llm.metrics import register_llm_metrics
 from memstrata.roles import HostedMemory
+from memstrata.process_memory import register_cache_metrics
 from memstrata.redact.metrics import register_redaction_metrics
 from streams import topics
 from streams.app import ExtraService, StreamApp
@@ -172,6 +173,8 @@ class StreamRuntime:
             register_llm_metrics(metrics.registry, memory.meter)
             # memstrata_redactions_total{tenant,kind}: what the write path masked or dropped.
             register_redaction_metrics(metrics.registry, memory)
+            # memstrata_process_cache_entries{cache}: the process caches' fill.
+            register_cache_metrics(metrics.registry)
             services = list(self.services)
             if broker is not None:
                 broker.register_metrics(metrics.registry)

@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+
+from memstrata.memo import memo
 from typing import Literal
 
 from memstrata.evidence import lexical
@@ -159,7 +161,7 @@ _MEASURE_WORDS = _stems("tall", "high", "deep", "wide", "big", "short", "height"
                         "percent", "proportion", "fraction")
 
 
-@lru_cache(maxsize=4096)
+@memo(4096)
 def expected(question: str, money: bool = False) -> Expect | None:
     """The kind of answer ``question`` asks for, or None when it asks for no known kind.
 
@@ -349,7 +351,7 @@ def _occupation(text: str) -> str | None:
     return None
 
 
-@lru_cache(maxsize=65536)
+@memo(65536)
 def find(expect: Expect, text: str) -> str | None:
     """The first value of the expected kind in ``text`` (as written), or None."""
     kind = expect.kind

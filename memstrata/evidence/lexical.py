@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from functools import lru_cache
+from memstrata.memo import memo
 
 from memstrata.text.lexicon import FILLER, STOPWORDS
 from memstrata.text.terms import stem_word
@@ -49,7 +49,7 @@ _IRREGULAR = {
 }
 
 
-@lru_cache(maxsize=65536)
+@memo(65536)
 def stem(word: str) -> str:
     """The stem of one word: irregular forms first, then the index's Snowball stemmer.
 
@@ -87,7 +87,7 @@ def relation_of(text: str, name: str) -> tuple[str, str] | None:
     return None
 
 
-@lru_cache(maxsize=8192)
+@memo(8192)
 def kin(text: str) -> tuple[tuple[str, str], ...]:
     """(relation stem, name) pairs ``text`` states: "my sister Inês" -> ("sister", "Inês")."""
     out = []
@@ -108,7 +108,7 @@ def is_stop(word: str) -> bool:
     return low in _STOP or len(low) < 2 and not low.isdigit()
 
 
-@lru_cache(maxsize=32768)
+@memo(32768)
 def terms(text: str) -> tuple[str, ...]:
     """Stems of the content words of ``text``, in order, repeats kept."""
     return tuple(stem(w) for w in _WORD.findall(text) if not is_stop(w))
@@ -118,7 +118,7 @@ def term_set(text: str) -> frozenset[str]:
     return frozenset(terms(text))
 
 
-@lru_cache(maxsize=8192)
+@memo(8192)
 def names(text: str) -> tuple[str, ...]:
     """Capitalised runs that are not sentence openers or question words ("Caroline", "New York")."""
     out: list[str] = []

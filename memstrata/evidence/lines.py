@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
 
+from memstrata.memo import memo
+
 from memstrata.model import Layer, Turn
 from memstrata.text.dates import annotate_dates
 from memstrata.text.perspective import unname_placeholders
@@ -114,7 +116,7 @@ def split(session_id: str, session_date: datetime | None, layer: Layer, text: st
                   tuple(participants), speaker, listener, tuple(source_ids), raw)
 
 
-@lru_cache(maxsize=65536)
+@memo(65536)
 def _split(session_id: str, session_date: datetime | None, layer: Layer, text: str,
            turn_indices: tuple[int, ...], participants: tuple[str, ...], speaker: str | None,
            listener: str | None, source_ids: tuple[str, ...], raw: bool,

@@ -17,7 +17,7 @@ import threading
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from functools import lru_cache
+from memstrata.memo import memo
 
 from memstrata.evidence import answer_types, lexical
 from memstrata.evidence.cues import Cues
@@ -118,7 +118,7 @@ def line_terms(line: EvidenceLine) -> frozenset[str]:
     return _line_terms(line.text, line.about)
 
 
-@lru_cache(maxsize=32768)
+@memo(32768)
 def _line_terms(text: str, about: tuple[str, ...]) -> frozenset[str]:
     return lexical.term_set(text) | frozenset(lexical.stem(a.split()[0]) for a in about)
 

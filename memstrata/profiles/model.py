@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import unicodedata
 from dataclasses import dataclass, field
-from functools import lru_cache
+from memstrata.memo import memo
 from typing import Any, Literal
 
 Kind = Literal["user", "assistant", "person", "pet", "place", "org"]
@@ -33,7 +33,7 @@ INDEX_ID = "#index"
 RULES_VERSION = "profiles-rules-1"
 
 
-@lru_cache(maxsize=65536)
+@memo(65536)
 def fold(text: str) -> str:
     """Lower case without accents or extra spaces: "Inês" and "Ines" are one name."""
     decomposed = unicodedata.normalize("NFKD", text)

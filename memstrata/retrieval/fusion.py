@@ -43,7 +43,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from functools import lru_cache
+from memstrata.memo import memo
 
 _TOKEN = re.compile(r"[a-z0-9]+(?:['.][a-z0-9]+)*")
 
@@ -253,13 +253,13 @@ def phrase_matches(query_tokens: Sequence[str], phrase_lists: Iterable[Sequence[
     return len({p for ps in phrase_lists for p in ps if p in joined})
 
 
-@lru_cache(maxsize=65536)
+@memo(65536)
 def phrases(keywords: tuple[str, ...]) -> tuple[str, ...]:
     """The distinct non-empty `` tok tok `` forms of ``keywords`` (cached by content)."""
     return tuple(dict.fromkeys(p for p in map(_phrase, keywords) if p))
 
 
-@lru_cache(maxsize=65536)
+@memo(65536)
 def _phrase(keyword: str) -> str:
     """`` tok tok `` form of a keyword (cached: the same keywords recur across queries)."""
     kt = tokens(keyword)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from datetime import date, datetime
-from functools import lru_cache
+from memstrata.memo import memo
 
 from memstrata.model import L0Unit
 
@@ -26,7 +26,7 @@ _MONTHS = ("January", "February", "March", "April", "May", "June", "July", "Augu
            "September", "October", "November", "December")
 
 
-@lru_cache(maxsize=8192)
+@memo(8192)
 def _spelled(year: int, month: int, day: int | None) -> str | None:
     """``8 May 2023`` (or ``May 2023`` without a day); None for an impossible date.
 
@@ -70,7 +70,7 @@ def lexical_keywords(unit: L0Unit) -> list[str]:
     return list(_lexical_keywords(tuple(unit.keywords), unit.session_date))
 
 
-@lru_cache(maxsize=16384)
+@memo(16384)
 def _lexical_keywords(keywords: tuple[str, ...], session_date: datetime | None) -> tuple[str, ...]:
     """Cached by content: every search asks again for the keywords of its candidates."""
     spelled = _date_terms(keywords, session_date)

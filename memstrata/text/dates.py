@@ -20,7 +20,7 @@ import re
 import warnings
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
-from functools import lru_cache
+from memstrata.memo import memo
 from typing import Literal
 
 from memstrata.text import vocab
@@ -136,7 +136,7 @@ def parse_datetime(text: str) -> datetime | None:
     return _parse_absolute(s)
 
 
-@lru_cache(maxsize=4096)
+@memo(4096)
 def _parse_absolute(s: str) -> datetime | None:
     return _dateparser_parse(s, datetime(2000, 1, 1), "past")
 
@@ -189,7 +189,7 @@ def _count(word: str) -> tuple[int, bool]:
     return _NUMBER_WORDS.get(w, 1), any(v in w for v in _VAGUE)
 
 
-@lru_cache(maxsize=8192)
+@memo(8192)
 def resolve_phrase(
     phrase: str, anchor: date, future: bool = False
 ) -> tuple[date, Granularity, bool] | None:

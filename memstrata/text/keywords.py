@@ -26,7 +26,9 @@ import math
 import re
 import statistics
 from collections.abc import Collection, Iterable, Sequence
-from functools import cached_property, lru_cache
+from functools import cached_property
+
+from memstrata.memo import memo
 from typing import Any, Literal
 
 from memstrata.text.lexicon import FILLER, STOPWORDS, TOPIC_ORDER, WEAK_TAGS, topics_of
@@ -49,7 +51,7 @@ _CALENDAR = frozenset(
 )
 
 
-@lru_cache(maxsize=65536)
+@memo(65536)
 def normalize(word: str) -> str:
     """The key a word is counted under: lower case, no possessive, no plain plural."""
     w = word.lower().replace("’", "'")
@@ -60,7 +62,7 @@ def normalize(word: str) -> str:
     return w
 
 
-@lru_cache(maxsize=65536)
+@memo(65536)
 def is_stop(lower: str) -> bool:
     """Never a keyword on its own: function words, filler, contractions, single letters."""
     if lower in STOPWORDS or lower in FILLER or len(lower) < 2:

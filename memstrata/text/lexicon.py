@@ -8,7 +8,7 @@ against lower-cased tokens with straight apostrophes.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from memstrata.memo import memo
 
 from memstrata.text.vocab import DEICTIC_TIME_WORDS, TIME_SHIFT_WORDS, TIME_UNIT_WORDS
 
@@ -143,7 +143,7 @@ TOPIC_ORDER: tuple[str, ...] = tuple(_TOPICS)
 _PREFIX_LENGTHS: tuple[int, ...] = tuple(sorted({len(p) for p in TOPIC_PREFIX}, reverse=True))
 
 
-@lru_cache(maxsize=65536)
+@memo(65536)
 def topics_of(word: str) -> tuple[str, ...]:
     """Tags a lower-cased word belongs to (possibly several, possibly none)."""
     hit = TOPIC_EXACT.get(word)

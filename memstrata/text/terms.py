@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from memstrata.memo import memo
+
 import tantivy as tv
 
 from memstrata.text.keywords import is_stop
@@ -49,7 +51,7 @@ def content_stems(text: str) -> set[str]:
     return out
 
 
-@lru_cache(maxsize=65536)
+@memo(65536)
 def _stem_word(lower: str) -> tuple[str, ...]:
     return tuple(_analyzer().analyze(lower))
 

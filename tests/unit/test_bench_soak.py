@@ -127,12 +127,22 @@ def test_metric_sums_add_labelled_samples_of_matching_names() -> None:
     (["--writers", "0"], "--writers must be within 1..64"),
     (["--close-share", "0.8", "--delete-session-share", "0.5"], "at most 1"),
     (["--minutes", "1", "--interval", "30"], "fewer than 4 samples"),
+    (["--cache-max-entries", "-3"], "--cache-max-entries must be within 0..1000000"),
 ])
 def test_bad_arguments_name_the_flag_and_the_limit(argv: list[str], message: str,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         parse_args(argv)
     assert message in capsys.readouterr().err
+
+
+def test_the_cache_cap_reaches_serve_as_a_setting_it_knows() -> None:
+    from bench.soak import serve_env
+
+    env, unknown = serve_env(parse_args(["--cache-max-entries", "512"]), 9100)
+    assert env["MEMSTRATA_CACHE_MAX_ENTRIES"] == "512" and unknown == []
+    env, _ = serve_env(parse_args([]), 9100)
+    assert "MEMSTRATA_CACHE_MAX_ENTRIES" not in env
 
 
 def test_log_warnings_count_lines_of_one_kind_once() -> None:
