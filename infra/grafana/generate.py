@@ -125,6 +125,13 @@ def overview() -> Dashboard:
     d = d.with_panel(ts(
         "In flight", "short", q("sum by (method) (memstrata_rpc_in_flight)", "{{method}}"),
         desc="Calls being served now."))
+    d = d.with_panel(ts(
+        "Process caches", "short",
+        q("sum by (cache) (memstrata_process_cache_entries)", "held: {{cache}}"),
+        q("sum by (cache) (memstrata_process_cache_bound_entries)", "bound: {{cache}}", "B"),
+        desc="Entries the text (memo) and unit caches of each process hold, against their "
+             "bound (MEMSTRATA_CACHE_MAX_ENTRIES caps each cache). Resident memory that "
+             "keeps rising while these sit at their bound is something else."))
 
     d = d.with_row(Row("Scheduling: fair shares and load shedding"))
     d = d.with_panel(quantiles(
