@@ -45,7 +45,7 @@ class Memo(Generic[P, R]):
 
     def bound(self) -> int:
         """Entries this cache may hold now: its own bound, under the process cap."""
-        return self.maxsize if _cap is None else min(self.maxsize, _cap)
+        return capped(self.maxsize)
 
     def rebuild(self) -> None:
         """Start again, empty, at :meth:`bound` (the old entries go with the old cache)."""
@@ -54,9 +54,6 @@ class Memo(Generic[P, R]):
     def entries(self) -> int:
         """Entries held now."""
         return int(self.cached.cache_info().currsize)  # type: ignore[attr-defined]
-
-    def clear(self) -> None:
-        self.cached.cache_clear()  # type: ignore[attr-defined]
 
 
 def memo(maxsize: int) -> Callable[[Callable[P, R]], Callable[P, R]]:
@@ -88,6 +85,11 @@ def set_cap(entries: int | None) -> None:
         _cap = entries
         for handle in _all:
             handle.rebuild()
+
+
+def capped(own: int) -> int:
+    """A cache's own bound under the process cap (the unit caches take it too)."""
+    return own if _cap is None else min(own, _cap)
 
 
 def cap() -> int | None:

@@ -2,9 +2,9 @@
 
 ``serve``, ``up`` and ``worker`` run for days, so two things that a short script
 never notices matter there: glibc's mmap threshold (:mod:`memstrata.native_heap`)
-and how much the process caches keep (the units of :mod:`memstrata.unit_caches`, the
-words and texts of :mod:`memstrata.memo`). All are process-wide, so they are set here from :class:`~memstrata.config.Settings`
-rather than by each ``Memory``.
+and how much the process caches keep (the units of :mod:`memstrata.unit_caches`,
+the words and texts of :mod:`memstrata.memo`). All are process-wide, so they are
+set here from :class:`~memstrata.config.Settings` rather than by each ``Memory``.
 """
 
 from __future__ import annotations
@@ -28,9 +28,8 @@ BOUND = "memstrata_process_cache_bound_entries"
 def apply(settings: Settings) -> None:
     """Pin the mmap threshold and bound the process caches as ``settings`` say."""
     pin_mmap_threshold(settings.malloc_mmap_threshold_kb)
-    cap = settings.cache_max_entries
-    memo.set_cap(cap)
-    set_bound(settings.unit_cache_entries if cap is None else min(settings.unit_cache_entries, cap))
+    memo.set_cap(settings.cache_max_entries)
+    set_bound(memo.capped(settings.unit_cache_entries))
 
 
 def cache_sizes() -> dict[str, tuple[int, int]]:
