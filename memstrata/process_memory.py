@@ -9,7 +9,6 @@ set here from :class:`~memstrata.config.Settings` rather than by each ``Memory``
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -17,6 +16,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from memstrata import memo, unit_caches
+from memstrata.collectors import register_once
 from memstrata.config import Settings
 from memstrata.native_heap import pin_mmap_threshold
 from memstrata.unit_caches import set_bound
@@ -62,14 +62,14 @@ class CacheCollector(Collector):
         yield GaugeMetricFamily(BOUND, "", labels=["cache"])
 
 
-_registered: weakref.WeakSet[Any] = weakref.WeakSet()
+class _ProcessCaches:
+    """The key under which the process-wide cache collector is registered."""
+
+
+_PROCESS_CACHES = _ProcessCaches()
 
 
 def register_cache_metrics(registry: Any, included: Iterable[Any] = ()) -> bool:
     """Serve :class:`CacheCollector` on ``registry``, once per process: skipped (False)
     when it or one of ``included`` (registries it serves too) already has it."""
-    if registry in _registered or any(r in _registered for r in included):
-        return False
-    registry.register(CacheCollector())
-    _registered.add(registry)
-    return True
+    return register_once(_PROCESS_CACHES, registry, CacheCollector, included) is not None

@@ -9,13 +9,13 @@ a value or any text. Services register the collector on their own registry
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 from prometheus_client.core import CounterMetricFamily
 from prometheus_client.registry import Collector
 
+from memstrata.collectors import register_once
 from memstrata.redact.redactor import RedactionCounts
 
 __all__ = ["MESSAGES", "VALUES", "RedactionCollector", "register_redaction_metrics"]
@@ -48,10 +48,6 @@ class RedactionCollector(Collector):
         yield CounterMetricFamily(MESSAGES, "", labels=["tenant", "action"])
 
 
-#: Registries holding a collector, by the counts it reads (a process registers each once).
-_registered: weakref.WeakKeyDictionary[RedactionCounts, list[Any]] = weakref.WeakKeyDictionary()
-
-
 def register_redaction_metrics(registry: Any, memory: Any,
                                included: Iterable[Any] = ()) -> RedactionCollector | None:
     """Serve the redaction counters of ``memory`` (its ``redactor``) on ``registry``.
@@ -63,10 +59,4 @@ def register_redaction_metrics(registry: Any, memory: Any,
     counts = getattr(memory.redactor, "counts", None)
     if not isinstance(counts, RedactionCounts):
         return None
-    holders = _registered.setdefault(counts, [])
-    if any(r is h for r in included for h in holders) or any(registry is h for h in holders):
-        return None
-    collector = RedactionCollector(counts)
-    registry.register(collector)
-    holders.append(registry)
-    return collector
+    return register_once(counts, registry, lambda: RedactionCollector(counts), included)
