@@ -220,6 +220,9 @@ class StoresGroup(SettingsGroup):
     #: ``write``: every upsert is committed and searchable at once; ``flush``: upserts
     #: become searchable at the next flush (much cheaper turn-at-a-time appends).
     tantivy_commit: Literal["write", "flush"] = "write"
+    #: Commits after which each tantivy index is reopened (0: never). tantivy keeps about
+    #: 1 KB per commit until its index is dropped; reopening costs a few milliseconds.
+    tantivy_reopen_commits: int = Field(1000, ge=0, le=1_000_000)
     #: KiB from which glibc gives an allocation its own mapping, returned when freed, in
     #: ``serve``, ``up`` and ``worker`` (pinned: glibc's default slides up to 32 MiB, and the
     #: stores' per-commit buffers then stay resident in its arenas); 0 leaves glibc's default.

@@ -98,7 +98,8 @@ def open_lexical_store(settings: Settings, *, read_only: bool = False,
     path = settings.session_lexical_dir if sessions else settings.lexical_dir
     return TantivyLexicalStore(path, heap_size=settings.tantivy_heap_bytes,
                                read_only=read_only,
-                               commit_on_write=settings.tantivy_commit == "write")
+                               commit_on_write=settings.tantivy_commit == "write",
+                               reopen_commits=settings.tantivy_reopen_commits)
 
 
 def open_doc_store(settings: Settings, *, read_only: bool = False) -> DocStore:

@@ -160,10 +160,19 @@ class TantivyLexicalStore(LexicalStore):
     name = BACKEND
 
     def __init__(self, path: str | Path, *, heap_size: int = 64_000_000,
-                 read_only: bool = False, commit_on_write: bool = True) -> None:
+                 read_only: bool = False, commit_on_write: bool = True,
+                 reopen_commits: int = 1000) -> None:
         self.path = Path(path)
         self.read_only = read_only
         self.commit_on_write = commit_on_write
+        self.heap_size = heap_size
+        #: Commits after which the writer reopens the index (0: never). tantivy's ``Index``
+        #: keeps a little memory per commit until it is dropped (about 1 KB; bench/churn.py),
+        #: so a store that commits for days would otherwise grow without bound.
+        self.reopen_commits = reopen_commits
+        #: Times the index was reopened, and commits since the last time.
+        self.reopens = 0
+        self._commits = 0
         self._dirty = False
         self._lock = threading.Lock()  # one writer; commits and reloads are serialised
         self._closed = False
@@ -178,23 +187,28 @@ class TantivyLexicalStore(LexicalStore):
                 raise StoreError(f"{BACKEND}: no index at {self.path} (nothing ingested yet?)")
             self.path.mkdir(parents=True, exist_ok=True)
             self._schema = _schema()
-            try:
-                self._index = tv.Index(self._schema, path=str(self.path), reuse=True)
-            except ValueError as exc:  # the engine's error on a damaged file, with the fix
-                raise StoreError(f"{BACKEND}: open index at {self.path} failed: {exc}; "
-                                 f"{REBUILD_HINT}") from exc
-            # A writer reloads explicitly after each commit (the file watcher would
-            # lag); a reader follows the writer's commits.
-            self._index.config_reader(reload_policy="OnCommit" if read_only else "manual")
+            self._index = self._open_index()
         if not read_only:
             with guard(BACKEND, f"open writer at {self.path} (is another process using it?)"):
                 self._writer = self._index.writer(heap_size=heap_size, num_threads=1)
         self._analyzer = stem_analyzer()
 
+    def _open_index(self) -> tv.Index:
+        try:
+            index = tv.Index(self._schema, path=str(self.path), reuse=True)
+        except ValueError as exc:  # the engine's error on a damaged file, with the fix
+            raise StoreError(f"{BACKEND}: open index at {self.path} failed: {exc}; "
+                             f"{REBUILD_HINT}") from exc
+        # A writer reloads explicitly after each commit (the file watcher would
+        # lag); a reader follows the writer's commits.
+        index.config_reader(reload_policy="OnCommit" if self.read_only else "manual")
+        return index
+
     def _w(self) -> tv.IndexWriter:
         self._check_open()
         if self._writer is None:
-            raise StoreError(f"{BACKEND}: index at {self.path} is open read-only")
+            why = "is open read-only" if self.read_only else "lost its writer in a failed reopen"
+            raise StoreError(f"{BACKEND}: index at {self.path} {why}")
         return self._writer
 
     # -- writes -----------------------------------------------------------
@@ -235,8 +249,29 @@ class TantivyLexicalStore(LexicalStore):
     def _commit(self) -> None:
         self._dirty = False
         self._w().commit()
-        self._index.reload()
+        self._commits += 1
+        if self.reopen_commits and self._commits >= self.reopen_commits:
+            self._reopen()
+        else:
+            self._index.reload()
         self._generation += 1  # after the reload: a search that reads it sees the commit
+
+    def _reopen(self) -> None:
+        """Drop the index and its writer and open both again (under ``_lock``, just
+        after a commit, so nothing is waiting in the writer).
+
+        This frees what tantivy's ``Index`` keeps per commit; replacing the writer
+        alone does not. Searches running meanwhile keep the searcher they hold; the
+        next one takes the new index's.
+        """
+        self._commits = 0
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            writer.wait_merging_threads()  # consumes the writer and frees its lock
+        index = self._open_index()
+        self._writer = index.writer(heap_size=self.heap_size, num_threads=1)
+        self._index = index
+        self.reopens += 1
 
     # -- reads ------------------------------------------------------------
     def terms(self, query: str) -> list[str]:
