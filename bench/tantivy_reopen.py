@@ -12,7 +12,8 @@ therefore reopens its index every ``MEMSTRATA_TANTIVY_REOPEN_COMMITS`` commits.
 Each configuration runs in a fresh process on a fresh index with the same load,
 shaped like the session index under ``bench.soak``: per round, three session
 documents of 60 words are written twice (an append, then the close) and the
-user of ten rounds before is deleted. Every ``--sample`` commits it reads
+user of ten rounds before is deleted; glibc's mmap threshold is pinned as
+``serve`` pins it. Every ``--sample`` commits it reads
 glibc's bytes in use (``mallinfo2``: arenas plus mmapped blocks, so the
 allocator's free lists are left out) and ``RssAnon``. Prints, side by side:
 the second half's slope of each (KB per 1,000 commits), the end values,
@@ -79,9 +80,11 @@ def slope_per_1k(points: list[tuple[int, float]]) -> float:
 
 def work(config: Result, report: Reporter) -> Result:
     from memstrata.model import Scope
+    from memstrata.native_heap import pin_mmap_threshold
     from memstrata.store.tantivy_store import TantivyLexicalStore
     from memstrata.store.types import LexicalDoc
 
+    pin_mmap_threshold(config["mmap_threshold_kb"])  # as serve does
     rng = random.Random(7)
     words = [f"w{i}" for i in range(3000)]
     samples: list[tuple[int, float, float]] = []
@@ -161,6 +164,8 @@ def plot(runs: dict[str, Result]) -> Path | None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    from memstrata.config import Settings
+
     if worker_main(work):
         return
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
@@ -181,6 +186,7 @@ def main(argv: list[str] | None = None) -> None:
         t0 = time.monotonic()
         runs[name] = run_isolated("bench.tantivy_reopen", {
             "commits": args.commits, "reopen": reopen,
+            "mmap_threshold_kb": Settings().malloc_mmap_threshold_kb,
             "sample_rounds": max(1, args.sample // 3)})
         console.print(f"{name}: {time.monotonic() - t0:.0f} s, exit {runs[name]['exit_code']}")
     sums = {name: summary(r) for name, r in runs.items()}

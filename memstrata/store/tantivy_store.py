@@ -18,6 +18,7 @@ from pathlib import Path
 
 import tantivy as tv
 
+from memstrata.native_heap import trim
 from memstrata.model import Scope
 from memstrata.store._errors import guard
 from memstrata.store.types import FIELD_TIE_BREAKER, Hit, LexicalDoc, LexicalStore, StoreError
@@ -261,7 +262,7 @@ class TantivyLexicalStore(LexicalStore):
         after a commit, so nothing is waiting in the writer).
 
         This frees what tantivy's ``Index`` keeps per commit; replacing the writer
-        alone does not. Searches running meanwhile keep the searcher they hold; the
+        alone does not. glibc is then asked to return the freed pages. Searches running meanwhile keep the searcher they hold; the
         next one takes the new index's.
         """
         self._commits = 0
@@ -272,6 +273,7 @@ class TantivyLexicalStore(LexicalStore):
         self._writer = index.writer(heap_size=self.heap_size, num_threads=1)
         self._index = index
         self.reopens += 1
+        trim()  # the old writer's thread arena would keep its freed pages resident
 
     # -- reads ------------------------------------------------------------
     def terms(self, query: str) -> list[str]:
