@@ -145,9 +145,10 @@ ROWS: tuple[Row, ...] = (
         ("bench/out/noisy_neighbour_storm.json",), _storm),
     Row("idle_sweep", "idle sweep of 50k sessions, all due / next period",
         "python -m bench.idle_sweep", ("bench/out/idle_sweep.json",), _idle),
-    Row("soak", "soak with embedded broker recycles: messages, recycles, broker RSS, "
-        "`serve` RSS growth", "python -m bench.soak --minutes 25 --interval 30 "
-        "--recycle-mb 23 --recycle-check-s 5"),
+    Row("soak", "soak with embedded broker recycles, process caches capped low so they fill "
+        "within it: messages, recycles, broker RSS, `serve` RSS and anonymous memory growth",
+        "python -m bench.soak --minutes 25 --interval 30 --recycle-mb 23 --recycle-check-s 5 "
+        "--cache-max-entries 1024"),
     Row("allocator", "`serve` under the soak, glibc's sliding mmap threshold -> pinned "
         "(median RSS, second half)", "python -m bench.allocator --minutes 5",
         ("bench/out/allocator.json",), _allocator),
