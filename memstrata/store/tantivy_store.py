@@ -18,8 +18,8 @@ from pathlib import Path
 
 import tantivy as tv
 
-from memstrata.native_heap import trim
 from memstrata.model import Scope
+from memstrata.native_heap import trim
 from memstrata.store._errors import guard
 from memstrata.store.types import FIELD_TIE_BREAKER, Hit, LexicalDoc, LexicalStore, StoreError
 from memstrata.text.terms import stem_analyzer
@@ -168,7 +168,7 @@ class TantivyLexicalStore(LexicalStore):
         self.commit_on_write = commit_on_write
         self.heap_size = heap_size
         #: Commits after which the writer reopens the index (0: never). tantivy's ``Index``
-        #: keeps a little memory per commit until it is dropped (about 1 KB; bench/churn.py),
+        #: keeps about a kilobyte per commit until it is dropped (bench/tantivy_reopen.py),
         #: so a store that commits for days would otherwise grow without bound.
         self.reopen_commits = reopen_commits
         #: Times the index was reopened, and commits since the last time.
@@ -262,8 +262,9 @@ class TantivyLexicalStore(LexicalStore):
         after a commit, so nothing is waiting in the writer).
 
         This frees what tantivy's ``Index`` keeps per commit; replacing the writer
-        alone does not. glibc is then asked to return the freed pages. Searches running meanwhile keep the searcher they hold; the
-        next one takes the new index's.
+        alone does not. glibc is then asked to return the freed pages. Searches
+        running meanwhile keep the searcher they hold; the next one takes the new
+        index's.
         """
         self._commits = 0
         writer, self._writer = self._writer, None
