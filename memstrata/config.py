@@ -221,7 +221,8 @@ class StoresGroup(SettingsGroup):
     #: become searchable at the next flush (much cheaper turn-at-a-time appends).
     tantivy_commit: Literal["write", "flush"] = "write"
     #: Commits after which each tantivy index is reopened (0: never). tantivy keeps about
-    #: a kilobyte per commit until its index is dropped; a reopen took up to 37 ms (bench.tantivy_reopen).
+    #: a kilobyte per commit until its index is dropped; a reopen took up to 37 ms
+    #: (bench.tantivy_reopen).
     tantivy_reopen_commits: int = Field(1000, ge=0, le=1_000_000)
     #: KiB from which glibc gives an allocation its own mapping, returned when freed, in
     #: ``serve``, ``up`` and ``worker`` (pinned: glibc's default slides up to 32 MiB, and the

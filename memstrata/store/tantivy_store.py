@@ -190,9 +190,12 @@ class TantivyLexicalStore(LexicalStore):
             self._schema = _schema()
             self._index = self._open_index()
         if not read_only:
-            with guard(BACKEND, f"open writer at {self.path} (is another process using it?)"):
-                self._writer = self._index.writer(heap_size=heap_size, num_threads=1)
+            self._writer = self._open_writer(self._index)
         self._analyzer = stem_analyzer()
+
+    def _open_writer(self, index: tv.Index) -> tv.IndexWriter:
+        with guard(BACKEND, f"open writer at {self.path} (is another process using it?)"):
+            return index.writer(heap_size=self.heap_size, num_threads=1)
 
     def _open_index(self) -> tv.Index:
         try:
@@ -271,7 +274,7 @@ class TantivyLexicalStore(LexicalStore):
         if writer is not None:
             writer.wait_merging_threads()  # consumes the writer and frees its lock
         index = self._open_index()
-        self._writer = index.writer(heap_size=self.heap_size, num_threads=1)
+        self._writer = self._open_writer(index)
         self._index = index
         self.reopens += 1
         trim()  # the old writer's thread arena would keep its freed pages resident
