@@ -78,6 +78,19 @@ def peak_rss_mb() -> float:
     return max(own, kids) / scale
 
 
+def status_mb(pid: int, field: str = "VmRSS") -> float:
+    """A resident-memory line of ``/proc/PID/status`` in MB (``RssAnon``: heap and
+    anonymous mappings; ``RssFile``: mapped files, the stores' mmaps among them);
+    0 when the process is gone."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
 def _stat_cpu(stat: Path) -> float:
     """User + system CPU seconds from a ``/proc/.../stat`` file (process or thread)."""
     fields = stat.read_text().rsplit(")", 1)[1].split()  # the name may hold spaces

@@ -72,7 +72,7 @@ from pathlib import Path
 from typing import Any
 
 from bench._common import OUT_DIR, console, cpu_seconds, load_average, percentiles_ms
-from bench._common import print_table, progress, pyplot_or_none
+from bench._common import print_table, progress, pyplot_or_none, status_mb
 
 TENANT = "soak"
 MIB = 1024 * 1024
@@ -216,18 +216,6 @@ def _proc_table() -> dict[int, tuple[int, list[str]]]:
 def process_start_gone(pid: int) -> bool:
     """True when ``pid`` is no longer a live process."""
     return not Path(f"/proc/{pid}/status").exists()
-
-
-def _rss_mb(pid: int, field: str = "VmRSS") -> float:
-    """A resident-memory line of ``/proc/PID/status`` in MB (``RssAnon``: heap and
-    anonymous mappings; ``RssFile``: mapped files, the stores' mmaps among them)."""
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
 
 
 def _cpu(pid: int) -> float:
@@ -454,7 +442,7 @@ class Sampler:
                 self.ticks.setdefault(kind, [])
             self.procs = now
         for kind, pids in self.procs.items():
-            self.ticks[kind].append(sum(_rss_mb(p) for p in pids))
+            self.ticks[kind].append(sum(status_mb(p) for p in pids))
 
     def _server_gauges(self) -> dict[str, float]:
         try:
@@ -488,8 +476,8 @@ class Sampler:
             "load": round(load_average(), 2), "server_gauges": gauges,
             "pids": {k: v for k, v in self.procs.items() if v},
             # serve's RSS split at the sample: anonymous (allocator, Python) vs mapped files
-            "serve_anon_mb": round(_rss_mb(self.serve_pid, "RssAnon"), 1),
-            "serve_file_mb": round(_rss_mb(self.serve_pid, "RssFile"), 1)}
+            "serve_anon_mb": round(status_mb(self.serve_pid, "RssAnon"), 1),
+            "serve_file_mb": round(status_mb(self.serve_pid, "RssFile"), 1)}
         dt = now - self.last_t
         for kind, pids in self.procs.items():
             row[f"{kind}_mb"] = round(statistics.median(self.ticks[kind]), 1)

@@ -16,7 +16,8 @@ user of ten rounds before is deleted; glibc's mmap threshold is pinned as
 ``serve`` pins it. Every ``--sample`` commits it reads
 glibc's bytes in use (``mallinfo2``: arenas plus mmapped blocks, so the
 allocator's free lists are left out) and ``RssAnon``. Prints, side by side:
-the second half's slope of each (KB per 1,000 commits), the end values,
+the second half's slope of each (KB per 1,000 commits, Theil-Sen as in
+``bench.soak``), the end values,
 microseconds per commit and the slowest reopen. Writes
 ``bench/out/tantivy_reopen.json`` and ``.png``.
 """
@@ -26,6 +27,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import json
+import os
 import random
 import tempfile
 import time
@@ -41,8 +43,10 @@ from bench._common import (
     print_table,
     pyplot_or_none,
     run_isolated,
+    status_mb,
     worker_main,
 )
+from bench.soak import second_half, theil_sen
 
 
 class _MallInfo2(ctypes.Structure):
@@ -59,23 +63,12 @@ def heap_in_use_kb() -> float:
     return (info.uordblks + info.hblkhd) / 1024
 
 
-def anon_kb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("RssAnon:"):
-            return float(line.split()[1])
-    return 0.0
-
-
 def slope_per_1k(points: list[tuple[int, float]]) -> float:
-    """Least-squares slope of the second half, KB per 1,000 commits."""
-    late = points[len(points) // 2:]
+    """KB per 1,000 commits over the second half, judged as the soak judges its trends."""
+    late = points[second_half(len(points))] if len(points) >= 2 else []
     if len(late) < 2:
         return 0.0
-    n = len(late)
-    mx = sum(x for x, _ in late) / n
-    my = sum(y for _, y in late) / n
-    den = sum((x - mx) ** 2 for x, _ in late)
-    return 1000 * sum((x - mx) * (y - my) for x, y in late) / den if den else 0.0
+    return 1000 * theil_sen([x for x, _ in late], [y for _, y in late])
 
 
 def work(config: Result, report: Reporter) -> Result:
@@ -113,7 +106,8 @@ def work(config: Result, report: Reporter) -> Result:
                 commit_s += time.perf_counter() - t0
             r += 1
             if r % config["sample_rounds"] == 0:
-                samples.append((commits_after(r), heap_in_use_kb(), anon_kb()))
+                samples.append((commits_after(r), heap_in_use_kb(),
+                                1024 * status_mb(os.getpid(), "RssAnon")))
                 report({"samples": samples})
                 if len(samples) % 10 == 0:
                     console.print(f"  {samples[-1][0]:,} of {config['commits']:,} commits, "
